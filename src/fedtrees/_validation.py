@@ -1,0 +1,212 @@
+"""Parameter and array validation with one message template.
+
+Every check raises :class:`fedtrees.exceptions.ValidationError` with the message
+``"The {name!r} parameter of {owner} must be {constraint}. Got {value!r} instead."``
+(or the column-level variant for arrays), so that a user always learns *which*
+argument was wrong, *what* was expected and *what* was received.
+
+This module sits beside ``exceptions`` and ``_typing`` at the bottom of the import
+graph: every layer may use it, it imports nothing else from the package.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from fedtrees._typing import FloatArray
+from fedtrees.exceptions import ValidationError
+
+__all__ = [
+    "check_choice",
+    "check_float",
+    "check_int",
+    "check_matrix",
+    "invalid",
+]
+
+
+def invalid(name: str, owner: str, constraint: str, value: object) -> ValidationError:
+    """Build the standard error for a parameter that breaks its constraint.
+
+    Examples
+    --------
+    >>> str(invalid("q", "quantile_sketch", "an int >= 2", 1))
+    "The 'q' parameter of quantile_sketch must be an int >= 2. Got 1 instead."
+    """
+    return ValidationError(
+        f"The {name!r} parameter of {owner} must be {constraint}. "
+        f"Got {value!r} instead."
+    )
+
+
+def check_int(
+    value: object,
+    name: str,
+    owner: str,
+    *,
+    min_value: int | None = None,
+    max_value: int | None = None,
+) -> int:
+    """Return ``value`` as an ``int`` within ``[min_value, max_value]``.
+
+    Booleans are refused even though Python treats them as integers.
+
+    Examples
+    --------
+    >>> check_int(3, "q", "f", min_value=2)
+    3
+    >>> check_int(True, "q", "f")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: The 'q' parameter of f must be an int. Got ...
+    """
+    constraint = _range_text("an int", min_value, max_value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise invalid(name, owner, constraint, value)
+    result = int(value)
+    if (min_value is not None and result < min_value) or (
+        max_value is not None and result > max_value
+    ):
+        raise invalid(name, owner, constraint, value)
+    return result
+
+
+def check_float(
+    value: object,
+    name: str,
+    owner: str,
+    *,
+    min_value: float | None = None,
+    min_inclusive: bool = True,
+    max_value: float | None = None,
+    allow_inf: bool = False,
+) -> float:
+    """Return ``value`` as a ``float`` above ``min_value`` (and at most ``max_value``).
+
+    NaN is always refused; ``+inf`` only when ``allow_inf`` is true.
+
+    Examples
+    --------
+    >>> check_float(0.5, "epsilon", "Laplace", min_value=0.0, min_inclusive=False)
+    0.5
+    """
+    bound = ">=" if min_inclusive else ">"
+    parts = ["a finite float" if not allow_inf else "a float (inf allowed)"]
+    if min_value is not None:
+        parts.append(f"{bound} {min_value}")
+    if max_value is not None:
+        parts.append(f"<= {max_value}")
+    constraint = " ".join(parts)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise invalid(name, owner, constraint, value)
+    result = float(value)
+    if math.isnan(result) or (math.isinf(result) and not (allow_inf and result > 0)):
+        raise invalid(name, owner, constraint, value)
+    too_low = min_value is not None and (
+        result < min_value or (not min_inclusive and result == min_value)
+    )
+    too_high = max_value is not None and result > max_value
+    if too_low or too_high:
+        raise invalid(name, owner, constraint, value)
+    return result
+
+
+def check_choice(value: object, name: str, owner: str, choices: Sequence[str]) -> str:
+    """Return ``value`` if it is one of ``choices``.
+
+    Examples
+    --------
+    >>> check_choice("exact", "candidates", "f", ["quantile", "exact"])
+    'exact'
+    """
+    if not isinstance(value, str) or value not in choices:
+        options = ", ".join(repr(c) for c in choices)
+        raise invalid(name, owner, f"one of {options}", value)
+    return value
+
+
+def check_matrix(
+    X: npt.ArrayLike,
+    name: str,
+    owner: str,
+    *,
+    n_features: int | None = None,
+    column_names: Sequence[str] | None = None,
+    allow_empty: bool = False,
+) -> FloatArray:
+    """Return ``X`` as a finite 2-D float64 array, or say precisely what is wrong.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Numeric values (categorical features already encoded as integer codes).
+    name, owner
+        Used in the error message.
+    n_features
+        If given, the required number of columns.
+    column_names
+        Names used to report a non-finite column; indices otherwise.
+    allow_empty
+        Whether zero rows are acceptable.
+
+    Examples
+    --------
+    >>> check_matrix([[1.0, float("nan")]], "X", "f", column_names=["a", "b"])
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: Column 'b' of 'X' (f) holds NaN or inf at ...
+    """
+    try:
+        array = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise invalid(name, owner, "a numeric 2-D array", _describe(X)) from exc
+    if array.ndim != 2:
+        raise invalid(name, owner, "a 2-D array", f"an array of shape {array.shape}")
+    if n_features is not None and array.shape[1] != n_features:
+        raise invalid(
+            name,
+            owner,
+            f"an array with {n_features} columns",
+            f"an array of shape {array.shape}",
+        )
+    if not allow_empty and array.shape[0] == 0:
+        raise invalid(name, owner, "an array with at least one row", "0 rows")
+    _check_finite_columns(array, name, owner, column_names)
+    return array
+
+
+def _check_finite_columns(
+    array: FloatArray, name: str, owner: str, column_names: Sequence[str] | None
+) -> None:
+    finite = np.isfinite(array)
+    if finite.all():
+        return
+    rows, cols = np.nonzero(~finite)
+    col = int(cols[np.argmin(cols)])
+    row = int(rows[cols == col][0])
+    label = repr(column_names[col]) if column_names is not None else str(col)
+    raise ValidationError(
+        f"Column {label} of {name!r} ({owner}) holds NaN or inf at row {row}; "
+        "finite values were expected."
+    )
+
+
+def _describe(value: Any) -> str:
+    return f"an object of type {type(value).__name__}"
+
+
+def _range_text(kind: str, low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"{kind} in [{low}, {high}]"
+    if low is not None:
+        return f"{kind} >= {low}"
+    if high is not None:
+        return f"{kind} <= {high}"
+    return kind

@@ -1,0 +1,30 @@
+"""Datasets: bundled real data, the HuGaDB folder reader, partitions, synthetic data.
+
+``load(name)`` returns a :class:`Dataset` with X as a DataFrame (categorical columns
+typed), y, the feature kinds, and the natural client column where one exists.
+
+Examples
+--------
+>>> from fedtrees import datasets
+>>> heart = datasets.load("heart_disease", flamby=True)
+>>> heart.client_table()["rows"].to_dict()
+{'Cleveland': 303, 'Hungary': 261, 'Switzerland': 46, 'Long Beach VA': 130}
+"""
+
+from fedtrees.datasets import partition, synthetic
+from fedtrees.datasets._bundled import verify_bundled
+from fedtrees.datasets._dataset import Dataset, FeatureKind
+from fedtrees.datasets._hugadb import ACTIVITIES
+from fedtrees.datasets._registry import BUNDLED, available, load
+
+__all__ = [
+    "ACTIVITIES",
+    "BUNDLED",
+    "Dataset",
+    "FeatureKind",
+    "available",
+    "load",
+    "partition",
+    "synthetic",
+    "verify_bundled",
+]

@@ -1,0 +1,80 @@
+"""Sufficient statistics, impurities, gains, candidate thresholds, Fisher ordering.
+
+Everything a federated tree learner computes from *statistics* rather than rows:
+statistics add across clients, criteria are pure functions of them, and each
+candidate generator is split into the part a client runs and the part the server
+runs (ALGORITHMS.md §0, §1.1).
+
+Examples
+--------
+>>> import numpy as np
+>>> from fedtrees.stats import ClassCounts, split_gains, sum_stats
+>>> a = ClassCounts.from_labels([0, 0, 1], n_classes=2)
+>>> b = ClassCounts.from_labels([1, 1], n_classes=2)
+>>> clients = [a, b]
+>>> pooled = sum_stats(clients)
+>>> pooled.data.tolist()
+[2.0, 3.0]
+>>> split_gains(pooled.data, [[2.0, 0.0]], "gini").round(3).tolist()
+[0.48]
+"""
+
+from fedtrees.stats._candidates import (
+    QuantileSketch,
+    distinct_values,
+    exact_candidates,
+    feature_ranges,
+    mixture_cdf,
+    mixture_quantiles,
+    quantile_candidates,
+    quantile_sketch,
+    quantile_sketches,
+    uniform_candidates,
+)
+from fedtrees.stats._fisher import fisher_order, fisher_splits
+from fedtrees.stats._gain import best_split, left_cumulative, proxy_gains, split_gains
+from fedtrees.stats._impurity import (
+    CRITERIA,
+    Criterion,
+    entropy,
+    gini,
+    impurity,
+    variance,
+)
+from fedtrees.stats._statistics import (
+    ClassCounts,
+    Moments,
+    class_counts_by_group,
+    moments_by_group,
+    sum_stats,
+)
+
+__all__ = [
+    "CRITERIA",
+    "ClassCounts",
+    "Criterion",
+    "Moments",
+    "QuantileSketch",
+    "best_split",
+    "class_counts_by_group",
+    "distinct_values",
+    "entropy",
+    "exact_candidates",
+    "feature_ranges",
+    "fisher_order",
+    "fisher_splits",
+    "gini",
+    "impurity",
+    "left_cumulative",
+    "mixture_cdf",
+    "mixture_quantiles",
+    "moments_by_group",
+    "proxy_gains",
+    "quantile_candidates",
+    "quantile_sketch",
+    "quantile_sketches",
+    "split_gains",
+    "sum_stats",
+    "uniform_candidates",
+    "variance",
+]

@@ -1,0 +1,40 @@
+"""The one tree model of fedtrees: flat arrays, vectorised routing, rules, text, JSON.
+
+Every method emits a :class:`Tree`: numeric splits ``x_f <= t``, categorical splits
+(multiway for ID3, a category set to the left for CART) and client-indicator splits.
+
+Examples
+--------
+>>> import numpy as np
+>>> from fedtrees.tree import NodeStats, Tree, TreeBuilder
+>>> b = TreeBuilder(n_features=2, classes=np.array([0, 1]))
+>>> root = b.add_root(NodeStats.from_class_counts([5, 5]))
+>>> left, right = b.split_numeric(root, 1, 0.0, NodeStats.from_class_counts([5, 1]),
+...                               NodeStats.from_class_counts([0, 4]))
+>>> tree = b.build()
+>>> tree.predict([[9.0, -1.0], [9.0, 2.0]]).tolist()
+[0, 1]
+>>> Tree.from_json(tree.to_json()) == tree
+True
+"""
+
+from fedtrees.tree._builder import NodeStats, TreeBuilder
+from fedtrees.tree._kinds import LEAF, NodeKind
+from fedtrees.tree._model import Tree
+from fedtrees.tree._render import export_text
+from fedtrees.tree._rules import CLIENT_FEATURE, Condition, Rule
+from fedtrees.tree._serialize import FORMAT, VERSION
+
+__all__ = [
+    "CLIENT_FEATURE",
+    "FORMAT",
+    "LEAF",
+    "VERSION",
+    "Condition",
+    "NodeKind",
+    "NodeStats",
+    "Rule",
+    "Tree",
+    "TreeBuilder",
+    "export_text",
+]

@@ -1,0 +1,201 @@
+"""The versioned JSON document of a :class:`fedtrees.tree.Tree` — its only persistence.
+
+Arrays are stored as ``{"dtype", "shape", "data"}`` with NaN written as JSON ``null``
+(the tree allows no infinities), so the document is standard JSON and the round trip
+``Tree.from_dict(tree.to_dict()) == tree`` is exact: Python writes floats with the
+shortest representation that parses back to the same double.
+
+Documents come from files and other parties, so decoding checks every field and
+raises :class:`fedtrees.exceptions.SerializationError` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from fedtrees.exceptions import SerializationError, ValidationError
+
+if TYPE_CHECKING:
+    from fedtrees.tree._model import Tree
+
+__all__ = ["FORMAT", "VERSION", "tree_from_dict", "tree_from_json", "tree_to_dict"]
+
+FORMAT: Final = "fedtrees.tree"
+VERSION: Final = 1
+
+_NODE_FIELDS: Final = {
+    "kind": "i",
+    "feature": "i",
+    "threshold": "f",
+    "left": "i",
+    "right": "i",
+    "branch_ptr": "i",
+    "branch_code": "i",
+    "branch_child": "i",
+    "value": "f",
+    "count": "f",
+    "impurity": "f",
+}
+
+
+def tree_to_dict(tree: Tree) -> dict[str, Any]:
+    """Return the JSON-compatible document of ``tree`` (format version 1)."""
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "n_features": tree.n_features,
+        "classes": None if tree.classes is None else encode_array(tree.classes),
+        "feature_names": None
+        if tree.feature_names is None
+        else list(tree.feature_names),
+        "categories": None
+        if tree.categories is None
+        else [None if c is None else list(c) for c in tree.categories],
+        "clients": None if tree.clients is None else list(tree.clients),
+        "nodes": {name: encode_array(getattr(tree, name)) for name in _NODE_FIELDS},
+    }
+
+
+def encode_array(array: npt.NDArray[Any]) -> dict[str, Any]:
+    """Encode a numeric, boolean or string array; NaN becomes ``null``."""
+    flat = array.ravel()
+    if array.dtype.kind == "f" and np.isnan(flat).any():
+        boxed = flat.astype(object)
+        boxed[np.isnan(flat)] = None
+        data = boxed.tolist()
+    else:
+        data = flat.tolist()
+    return {"dtype": array.dtype.str, "shape": list(array.shape), "data": data}
+
+
+def tree_from_json(text: str) -> Tree:
+    """Parse a JSON string written by :meth:`Tree.to_json`."""
+    try:
+        document = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise SerializationError(f"Not a JSON tree document: {exc}") from exc
+    return tree_from_dict(document)
+
+
+def tree_from_dict(document: object) -> Tree:
+    """Rebuild a tree from its document, checking format, version and every field."""
+    from fedtrees.tree._model import Tree
+
+    doc = _require_mapping(document, "document")
+    _check_header(doc)
+    nodes = _require_mapping(doc.get("nodes"), "nodes")
+    arrays = {
+        name: decode_array(nodes.get(name), f"nodes.{name}", kind)
+        for name, kind in _NODE_FIELDS.items()
+    }
+    classes = doc.get("classes")
+    try:
+        return Tree(
+            **arrays,
+            n_features=_require_int(doc.get("n_features"), "n_features"),
+            classes=None
+            if classes is None
+            else decode_array(classes, "classes", "iufbU"),
+            feature_names=_optional_strings(doc.get("feature_names"), "feature_names"),
+            categories=_categories(doc.get("categories")),
+            clients=_optional_strings(doc.get("clients"), "clients"),
+        )
+    except ValidationError as exc:
+        raise SerializationError(f"Invalid tree document: {exc}") from exc
+
+
+def _check_header(doc: dict[str, Any]) -> None:
+    if doc.get("format") != FORMAT:
+        raise SerializationError(
+            f"Not a fedtrees tree document: field 'format' is {doc.get('format')!r}, "
+            f"expected {FORMAT!r}."
+        )
+    version = doc.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise SerializationError(
+            f"Unknown tree document version {version!r}; expected an int >= 1."
+        )
+    if version > VERSION:
+        raise SerializationError(
+            f"This tree document has format version {version}, newer than the "
+            f"version {VERSION} this fedtrees reads; upgrade fedtrees to load it."
+        )
+
+
+def decode_array(field: object, name: str, kinds: str) -> npt.NDArray[Any]:
+    """Decode an array written by :func:`encode_array` (dtype kind in ``kinds``)."""
+    spec = _require_mapping(field, name)
+    try:
+        dtype = np.dtype(spec.get("dtype"))
+    except TypeError as exc:
+        raise SerializationError(f"Field {name!r} has an invalid dtype.") from exc
+    shape = spec.get("shape")
+    data = spec.get("data")
+    if dtype.kind not in kinds:
+        raise SerializationError(
+            f"Field {name!r} has dtype {dtype}, not one of kind {kinds!r}."
+        )
+    if not isinstance(shape, list) or not all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
+    ):
+        raise SerializationError(
+            f"Field {name!r} needs 'shape' as a list of ints >= 0."
+        )
+    if not isinstance(data, list) or len(data) != math.prod(shape):
+        raise SerializationError(
+            f"Field {name!r} needs 'data' as a list of {math.prod(shape)} values."
+        )
+    return _typed(data, dtype, name).reshape(shape)
+
+
+def _typed(data: list[Any], dtype: np.dtype[Any], name: str) -> npt.NDArray[Any]:
+    if not data:
+        return np.zeros(0, dtype=dtype)
+    try:
+        inferred = np.array(data, dtype=np.float64 if dtype.kind == "f" else None)
+    except (TypeError, ValueError) as exc:
+        raise SerializationError(
+            f"Field {name!r} holds values of the wrong type."
+        ) from exc
+    compatible = {"f": "f", "i": "iu", "u": "iu", "b": "b", "U": "U"}[dtype.kind]
+    if inferred.dtype.kind not in compatible or inferred.ndim != 1:
+        raise SerializationError(
+            f"Field {name!r} holds {inferred.dtype.kind!r}-kind values; dtype "
+            f"{dtype} expected."
+        )
+    return inferred.astype(dtype)
+
+
+def _require_mapping(value: object, name: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SerializationError(
+            f"Field {name!r} must be an object, got {type(value).__name__}."
+        )
+    return value
+
+
+def _require_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SerializationError(f"Field {name!r} must be an int, got {value!r}.")
+    return value
+
+
+def _optional_strings(value: object, name: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SerializationError(f"Field {name!r} must be a list of strings or null.")
+    return tuple(value)
+
+
+def _categories(value: object) -> tuple[tuple[str, ...] | None, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise SerializationError("Field 'categories' must be a list or null.")
+    return tuple(_optional_strings(v, "categories[]") for v in value)

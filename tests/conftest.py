@@ -1,0 +1,29 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def hugadb_path() -> Path:
+    """The HuGaDB folder: $FEDTREES_HUGADB, else ../shared/data/hugadb of the project."""
+    env = os.environ.get("FEDTREES_HUGADB")
+    path = Path(env) if env else PROJECT_ROOT.parent / "shared" / "data" / "hugadb"
+    if not path.is_dir():
+        pytest.skip(
+            f"HuGaDB data not found at {path}: set FEDTREES_HUGADB to the folder "
+            "holding the HuGaDB_v1_*.txt files to run these tests."
+        )
+    return path
