@@ -237,3 +237,25 @@ def test_quantile_candidates_are_exact_quantiles_for_one_client() -> None:
     cands = quantile_candidates([quantile_sketch(x, 4)], 4)
     np.testing.assert_allclose(cands, [24.0, 49.0, 74.0])
     assert list(itertools.pairwise(cands))
+
+
+def test_server_parts_need_at_least_one_client_but_accept_empty_ones() -> None:
+    with pytest.raises(
+        ValidationError, match="'sketches' parameter of quantile_candidates"
+    ):
+        quantile_candidates([], 4)
+    with pytest.raises(
+        ValidationError, match="'client_values' parameter of exact_candidates"
+    ):
+        exact_candidates([])
+    with pytest.raises(ValidationError, match=r"shape \(n_clients >= 1"):
+        uniform_candidates(np.zeros((0, 3, 2)), 4)
+    # A client with no rows at a node is normal: it contributes nothing.
+    empty = quantile_sketch(np.zeros(0), 4)
+    assert empty.count == 0
+    assert empty.points.size == 0
+    full = quantile_sketch(np.arange(10.0), 4)
+    np.testing.assert_array_equal(
+        quantile_candidates([empty, full], 4), quantile_candidates([full], 4)
+    )
+    np.testing.assert_array_equal(exact_candidates([[], [1.0, 2.0]]), [1.5])

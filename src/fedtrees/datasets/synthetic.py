@@ -72,10 +72,6 @@ def ground_truth() -> DecisionTreeRegressor:
     return DecisionTreeRegressor(max_depth=6, random_state=_DISTILL_SEED).fit(X, target)
 
 
-def _client_draw(seed: int, client: int, part: int) -> np.random.Generator:
-    return keyed_rng(seed, client, part)
-
-
 def make_fedforest(
     setting: Setting,
     *,
@@ -104,7 +100,7 @@ def make_fedforest(
     f = ground_truth()
 
     def draw(client: int, rows: int, part: int) -> tuple[FloatArray, FloatArray]:
-        rng = _client_draw(seed, client, part)
+        rng = keyed_rng(seed, client, part)
         mu = np.zeros(5)
         sigma, bias = 1.0, 0.0
         if which == "covariate_shift":
@@ -175,7 +171,7 @@ def _two_clients(
     seed = resolve_seed(random_state, owner)
 
     def draw(client: int, rows: int, part: int) -> tuple[FloatArray, FloatArray]:
-        rng = _client_draw(seed, client, part)
+        rng = keyed_rng(seed, client, part)
         centre = (client - 0.5) * shift
         X = rng.normal(0.0, 1.0, size=(rows, width))
         if kind == "disjoint":

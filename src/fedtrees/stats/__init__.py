@@ -20,15 +20,9 @@ Examples
 """
 
 from fedtrees.stats._candidates import (
-    QuantileSketch,
     distinct_values,
     exact_candidates,
     feature_ranges,
-    mixture_cdf,
-    mixture_quantiles,
-    quantile_candidates,
-    quantile_sketch,
-    quantile_sketches,
     uniform_candidates,
 )
 from fedtrees.stats._fisher import fisher_order, fisher_splits
@@ -40,6 +34,14 @@ from fedtrees.stats._impurity import (
     gini,
     impurity,
     variance,
+)
+from fedtrees.stats._quantile import (
+    QuantileSketch,
+    mixture_cdf,
+    mixture_quantiles,
+    quantile_candidates,
+    quantile_sketch,
+    quantile_sketches,
 )
 from fedtrees.stats._statistics import (
     ClassCounts,
