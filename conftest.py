@@ -9,7 +9,12 @@ from hypothesis import HealthCheck, settings
 # --doctest-modules imports every module under src/; the Flower adapter needs flwr.
 collect_ignore_glob = []
 if importlib.util.find_spec("flwr") is None:
-    collect_ignore_glob.append("src/fedtrees/federation/flower/*")
+    collect_ignore_glob += [
+        "src/fedtrees/federation/flower/*",
+        "src/fedtrees/cli/flower_app.py",
+        "tests/federation/flower/*",
+        "tests/integration/*",
+    ]
 
 # Deterministic example generation so CI never fails on a draw it never saw before;
 # no per-example deadline (CI machines are slow and shared).

@@ -9,9 +9,16 @@ wrong, what was expected, and what was received.
 from __future__ import annotations
 
 __all__ = [
+    "ClientDropoutWarning",
+    "CodecError",
     "DataNotFoundError",
     "FedTreesError",
+    "LocalProtocolError",
+    "NotEnoughClientsError",
+    "PrivacyAuditError",
     "PrivacyBudgetExceeded",
+    "RemoteProtocolError",
+    "SchemaMismatchError",
     "SerializationError",
     "ValidationError",
 ]
@@ -43,3 +50,57 @@ class PrivacyBudgetExceeded(FedTreesError):
     Raised by :class:`fedtrees.privacy.PrivacyAccountant` *before* any noise is drawn,
     so the refused release leaves no trace in the output.
     """
+
+
+class CodecError(SerializationError):
+    """Bytes that are not a well-formed fedtrees message (or of a newer version).
+
+    ``field`` names the part at fault (``"envelope"`` for the frame itself).
+    """
+
+    def __init__(self, reason: str, field: str = "envelope") -> None:
+        self.field, self.reason = field, reason
+        super().__init__(f"Malformed fedtrees message ({field}): {reason}")
+
+
+class LocalProtocolError(FedTreesError):
+    """Our own code misused the federation protocol (a bug on this side).
+
+    Kept apart from :class:`RemoteProtocolError`, which blames another party.
+    """
+
+
+class RemoteProtocolError(FedTreesError):
+    """A client sent something malformed, failed, or did not answer in time.
+
+    Attributes name the client, the round, the message kind and the field at
+    fault, so the server can report it, or drop that client from the round.
+    """
+
+    def __init__(
+        self, client: str, round: int, kind: str, field: str, reason: str
+    ) -> None:
+        self.client, self.round, self.kind = client, round, kind
+        self.field, self.reason = field, reason
+        super().__init__(
+            f"Client {client!r}, round {round}, {kind!r}: field {field!r} {reason}."
+        )
+
+
+class NotEnoughClientsError(FedTreesError):
+    """Fewer clients than ``min_clients`` are available or answered validly."""
+
+
+class SchemaMismatchError(FedTreesError, ValueError):
+    """Clients disagree on the feature schema or the target (ALGORITHMS.md §0).
+
+    The message names the client and the column.
+    """
+
+
+class PrivacyAuditError(FedTreesError, AssertionError):
+    """A message of a run carried an array shaped like a client's rows."""
+
+
+class ClientDropoutWarning(UserWarning):
+    """A client was dropped from a round (the algorithm allows partial rounds)."""

@@ -8,9 +8,10 @@ from rich.console import Console
 from rich.table import Table
 
 from fedtrees import datasets
+from fedtrees.cli._flower import flower_app
 from fedtrees.experiments import run_demo
 
-__all__ = ["app", "main"]
+__all__ = ["app"]
 
 app = typer.Typer(
     name="fedtrees",
@@ -18,6 +19,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+app.add_typer(flower_app)
 
 
 def _table(frame: pd.DataFrame, title: str, *, digits: int = 3) -> Table:
@@ -67,8 +69,3 @@ def list_datasets() -> None:
     Console().print(
         _table(frame, "Bundled datasets (load with fedtrees.datasets.load)")
     )
-
-
-def main() -> None:
-    """Entry point of the ``fedtrees`` console script."""
-    app()

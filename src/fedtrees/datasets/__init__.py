@@ -13,6 +13,7 @@ Examples
 
 from fedtrees.datasets import partition, synthetic
 from fedtrees.datasets._bundled import verify_bundled
+from fedtrees.datasets._client_files import load_client_file, save_client_file
 from fedtrees.datasets._dataset import Dataset, FeatureKind
 from fedtrees.datasets._hugadb import ACTIVITIES
 from fedtrees.datasets._registry import BUNDLED, available, load
@@ -24,7 +25,9 @@ __all__ = [
     "FeatureKind",
     "available",
     "load",
+    "load_client_file",
     "partition",
+    "save_client_file",
     "synthetic",
     "verify_bundled",
 ]

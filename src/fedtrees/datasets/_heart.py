@@ -18,7 +18,6 @@ from typing import Final
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import train_test_split
 
 from fedtrees.datasets._bundled import bundled_text
 from fedtrees.datasets._dataset import Dataset, FeatureKind
@@ -105,6 +104,8 @@ def _flamby(frames: dict[str, pd.DataFrame]) -> Dataset:
 
 def _flamby_split(labels: pd.Series) -> list[str]:
     """FLamby's per-site split, reproduced call for call."""
+    from sklearn.model_selection import train_test_split  # heavy: imported on use
+
     levels = np.unique(labels)
     stratify = (
         labels

@@ -24,14 +24,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 import numpy as np
-from sklearn.tree import DecisionTreeRegressor
 
 from fedtrees._random import keyed_rng, resolve_seed
 from fedtrees._typing import FloatArray, IntArray, RandomState
 from fedtrees._validation import check_choice, check_float, check_int
+
+if TYPE_CHECKING:
+    from sklearn.tree import DecisionTreeRegressor
 
 __all__ = [
     "SETTINGS",
@@ -66,6 +68,8 @@ class SyntheticFederation:
 @cache
 def ground_truth() -> DecisionTreeRegressor:
     """Return the fixed regression function f (a depth-6 CART of the formula)."""
+    from sklearn.tree import DecisionTreeRegressor  # imported on use: a heavy import
+
     rng = np.random.default_rng(_DISTILL_SEED)
     X = rng.uniform(-3.0, 3.0, size=(_DISTILL_ROWS, 5))
     target = (X[:, 0] > 0) + np.sin(3.0 * X[:, 1]) + X[:, 2] * X[:, 3]

@@ -1,0 +1,259 @@
+"""A toy protocol that exercises the whole runtime: class counts, then histograms.
+
+Round 1: every client returns its class counts (in the agreed label order).
+Rounds 2, 3, ...: every client returns the per-bin class counts of one feature for
+the thresholds the server sends; after each round the server moves the
+thresholds to the pooled histogram's equal-depth points (linear inside a bin), so
+the bins adapt to the federation's data without any row leaving a client.
+
+It is the reference protocol of the runtime tests: its result must be identical
+over the in-process transport and over a real Flower deployment.
+
+Examples
+--------
+>>> import numpy as np
+>>> from fedtrees.federation import Federation
+>>> rng = np.random.default_rng(0)
+>>> X, y = rng.normal(size=(40, 2)), rng.integers(0, 2, 40)
+>>> fed = Federation.from_groups(X, y, np.repeat(["a", "b"], 20))
+>>> result = run_toy(fed, feature=0, n_bins=4, n_rounds=2).result
+>>> result.class_counts.tolist(), len(result.histograms)
+([19.0, 21.0], 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fedtrees._typing import FloatArray
+from fedtrees._validation import check_int
+from fedtrees.federation import (
+    ClientData,
+    Federation,
+    FederationInfo,
+    Field,
+    Ledger,
+    Payload,
+    ReplySpec,
+    RoundCallback,
+    RoundPlan,
+    RunResult,
+    handler,
+    payload,
+)
+from fedtrees.stats import class_counts_by_group
+
+__all__ = [
+    "HistogramReply",
+    "HistogramRequest",
+    "ToyCountsReply",
+    "ToyCountsRequest",
+    "ToyResult",
+    "ToyStrategy",
+    "run_toy",
+]
+
+
+@payload("toy.counts_reply")
+class ToyCountsReply(Payload):
+    """Class counts of a client, in the agreed label order."""
+
+    counts: np.ndarray
+
+
+@payload("toy.counts")
+class ToyCountsRequest(Payload):
+    """Ask for class counts; ``classes`` is the agreed label order."""
+
+    classes: np.ndarray
+
+    def expected_reply(self) -> ReplySpec:
+        """One non-negative count per agreed class."""
+        shape = (self.classes.shape[0],)
+        return ReplySpec(
+            ToyCountsReply, {"counts": Field.array("f", shape, nonnegative=True)}
+        )
+
+
+@payload("toy.histogram_reply")
+class HistogramReply(Payload):
+    """Per-bin class counts, shape (n_thresholds + 1, n_classes)."""
+
+    counts: np.ndarray
+
+
+@payload("toy.histogram")
+class HistogramRequest(Payload):
+    """Ask for the class histogram of one feature for these thresholds."""
+
+    feature: int
+    thresholds: np.ndarray
+    classes: np.ndarray
+
+    def expected_reply(self) -> ReplySpec:
+        """Non-negative counts for every bin and class."""
+        shape = (self.thresholds.shape[0] + 1, self.classes.shape[0])
+        return ReplySpec(
+            HistogramReply, {"counts": Field.array("f", shape, nonnegative=True)}
+        )
+
+
+@handler("toy.counts")
+def count_classes(request: ToyCountsRequest, data: ClientData) -> ToyCountsReply:
+    """Client: class counts of the local rows."""
+    codes = data.label_codes(request.classes)
+    group = np.zeros(codes.shape[0], dtype=np.int64)
+    counts = class_counts_by_group(group, codes, 1, request.classes.shape[0])
+    return ToyCountsReply(counts[0])
+
+
+@handler("toy.histogram")
+def histogram(request: HistogramRequest, data: ClientData) -> HistogramReply:
+    """Client: class counts per bin of one feature (bin b: t_{b-1} < x <= t_b)."""
+    x = data.finite_matrix()[:, request.feature]
+    bins = np.searchsorted(request.thresholds, x, side="left")
+    codes = data.label_codes(request.classes)
+    n_bins, n_classes = request.thresholds.shape[0] + 1, request.classes.shape[0]
+    return HistogramReply(class_counts_by_group(bins, codes, n_bins, n_classes))
+
+
+@dataclass(frozen=True, eq=False)
+class ToyResult:
+    """Pooled class counts and the histogram of every round."""
+
+    classes: tuple[str, ...]
+    class_counts: FloatArray
+    histograms: list[tuple[FloatArray, FloatArray]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-compatible document (exact floats)."""
+        return {
+            "classes": list(self.classes),
+            "class_counts": self.class_counts.tolist(),
+            "histograms": [
+                {"thresholds": t.tolist(), "counts": c.tolist()}
+                for t, c in self.histograms
+            ],
+        }
+
+
+class ToyStrategy:
+    """Server side of the toy protocol (pure computation, no transport)."""
+
+    def __init__(
+        self,
+        feature: int,
+        n_bins: int,
+        n_rounds: int,
+        initial: Sequence[float] | FloatArray,
+    ):
+        self.feature, self.n_bins, self.n_rounds = feature, n_bins, n_rounds
+        self.thresholds = np.asarray(initial, dtype=np.float64)
+        self.clients: tuple[str, ...] = ()
+        self.classes = np.zeros(0, dtype=str)
+        self.class_counts = np.zeros(0)
+        self.histograms: list[tuple[FloatArray, FloatArray]] = []
+
+    def start(self, info: FederationInfo) -> None:
+        """Remember the clients and the agreed classes; check the feature index."""
+        if not 0 <= self.feature < info.schema.n_features:
+            raise ValueError(
+                f"The 'feature' parameter of ToyStrategy must be in [0, "
+                f"{info.schema.n_features}). Got {self.feature} instead."
+            )
+        self.clients = info.clients
+        self.classes = np.asarray(info.schema.classes, dtype=str)
+
+    def expected_rounds(self) -> int:
+        """Total rounds after the agreement."""
+        return 1 + self.n_rounds
+
+    def plan_round(self, round: int) -> RoundPlan | None:
+        """Plan the counts first, then ``n_rounds`` histograms."""
+        if round == 1:
+            return RoundPlan.broadcast(ToyCountsRequest(self.classes), self.clients)
+        if round <= 1 + self.n_rounds:
+            request = HistogramRequest(self.feature, self.thresholds, self.classes)
+            return RoundPlan.broadcast(request, self.clients)
+        return None
+
+    def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
+        """Sum the client counts (in client-id order); refine the thresholds."""
+        total = sum(_counts(replies[c]) for c in sorted(replies))
+        if round == 1:
+            self.class_counts = np.asarray(total, dtype=np.float64)
+            return
+        counts = np.asarray(total, dtype=np.float64)
+        self.histograms.append((self.thresholds, counts))
+        self.thresholds = equal_depth(self.thresholds, counts.sum(axis=1), self.n_bins)
+
+    def round_metrics(self, round: int) -> dict[str, float]:
+        """Rows seen in the round's pooled statistics."""
+        if round == 1:
+            return {"rows": float(self.class_counts.sum())}
+        return {"rows": float(self.histograms[-1][1].sum())}
+
+    def finish(self) -> ToyResult:
+        """Return the pooled counts and histograms."""
+        return ToyResult(
+            tuple(self.classes.tolist()), self.class_counts, list(self.histograms)
+        )
+
+
+def _counts(reply: Payload) -> FloatArray:
+    assert isinstance(reply, ToyCountsReply | HistogramReply)  # validated by the loop
+    counts: FloatArray = reply.counts
+    return counts
+
+
+def equal_depth(thresholds: FloatArray, counts: FloatArray, n_bins: int) -> FloatArray:
+    """Return new thresholds at the pooled equal-depth points of a histogram.
+
+    The two open outer bins are treated as one threshold-gap wide.
+    """
+    edges = np.concatenate(
+        [
+            [thresholds[0] - _gap(thresholds)],
+            thresholds,
+            [thresholds[-1] + _gap(thresholds)],
+        ]
+    )
+    cumulative = np.concatenate([[0.0], np.cumsum(counts)])
+    targets = cumulative[-1] * np.arange(1, n_bins) / n_bins
+    new = np.interp(targets, cumulative, edges)
+    return np.unique(new) if np.unique(new).shape[0] == new.shape[0] else thresholds
+
+
+def _gap(thresholds: FloatArray) -> float:
+    return float(np.ptp(thresholds)) / max(thresholds.shape[0] - 1, 1) or 1.0
+
+
+def run_toy(
+    federation: Federation,
+    *,
+    feature: int = 0,
+    n_bins: int = 8,
+    n_rounds: int = 3,
+    initial: Sequence[float] | None = None,
+    timeout: float = 60.0,
+    callbacks: Sequence[RoundCallback] = (),
+    ledger: Ledger | None = None,
+) -> RunResult:
+    """Run the toy protocol on ``federation`` (``initial``: first thresholds)."""
+    n_bins = check_int(n_bins, "n_bins", "run_toy", min_value=2)
+    n_rounds = check_int(n_rounds, "n_rounds", "run_toy", min_value=0)
+    start = np.linspace(-2.0, 2.0, n_bins - 1) if initial is None else initial
+    strategy = ToyStrategy(
+        check_int(feature, "feature", "run_toy", min_value=0), n_bins, n_rounds, start
+    )
+    return federation.run(
+        strategy,
+        task="classification",
+        timeout=timeout,
+        callbacks=callbacks,
+        ledger=ledger,
+    )

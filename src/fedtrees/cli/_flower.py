@@ -1,0 +1,158 @@
+"""``fedtrees flower ...``: certificates, SuperLink, SuperNodes, connection, app, data.
+
+Thin wrappers over :mod:`fedtrees.federation.flower`: the SuperLink and SuperNode
+commands replace this process with Flower's own ``flower-superlink`` /
+``flower-supernode`` (TLS unless ``--insecure`` is given explicitly); a job is then
+launched with Flower's CLI: ``flwr run "$(fedtrees flower app)" CONNECTION``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from fedtrees import datasets
+
+flower_app = typer.Typer(
+    name="flower",
+    help="Deploy fedtrees on Flower: certificates, SuperLink, SuperNodes, app.",
+    no_args_is_help=True,
+)
+
+Insecure = Annotated[
+    bool, typer.Option("--insecure", help="Plain HTTP: loopback tests only.")
+]
+CaFile = Annotated[
+    Path | None, typer.Option(help="The CA certificate (ca.crt) for TLS.")
+]
+
+
+def _flower() -> ModuleType:
+    try:
+        import fedtrees.federation.flower as module
+    except ImportError as exc:
+        raise typer.BadParameter(
+            "this needs Flower: pip install 'fedtrees[flower]'"
+        ) from exc
+    return module
+
+
+def _tls(value: Path | None, insecure: bool, option: str) -> None:
+    if (value is None) == (not insecure):
+        raise typer.BadParameter(
+            f"pass {option} (TLS) or --insecure, exactly one of them"
+        )
+
+
+@flower_app.command()
+def certs(
+    folder: Annotated[
+        Path, typer.Argument(help="Where to write the CA and server files.")
+    ],
+    host: Annotated[
+        list[str] | None,
+        typer.Option(help="Address the SuperLink is dialled at (repeat the option)."),
+    ] = None,
+) -> None:
+    """Create a local CA and the SuperLink's TLS certificate."""
+    out = _flower().make_certificates(folder, host or ["127.0.0.1", "localhost"])
+    Console().print(
+        f"Wrote {out}/ca.crt (for SuperNodes and CLI users), server.pem, server.key."
+    )
+
+
+@flower_app.command()
+def superlink(
+    certs: Annotated[
+        Path | None, typer.Option(help="Folder made by 'fedtrees flower certs' (TLS).")
+    ] = None,
+    insecure: Insecure = False,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "0.0.0.0",
+    port: Annotated[int, typer.Option(help="The one SuperLink port.")] = 9095,
+) -> None:
+    """Start a SuperLink (replaces this process)."""
+    _tls(certs, insecure, "--certs")
+    flower = _flower()
+    command = flower.superlink_command(
+        certs=certs, insecure=insecure, host=host, port=port
+    )
+    os.execvpe(command[0], command, flower.flower_env())
+
+
+@flower_app.command()
+def supernode(
+    superlink: Annotated[str, typer.Option(help="HOST:PORT of the SuperLink.")],
+    client_id: Annotated[str, typer.Option(help="This site's client id.")],
+    data: Annotated[Path, typer.Option(help="This site's data file (.npz or .csv).")],
+    ca: CaFile = None,
+    insecure: Insecure = False,
+    port: Annotated[
+        int, typer.Option(help="Local runtime port (distinct per node on one host).")
+    ] = 9094,
+    target: Annotated[
+        str | None, typer.Option(help="Target column of a CSV data file.")
+    ] = None,
+) -> None:
+    """Start this site's SuperNode (replaces this process)."""
+    _tls(ca, insecure, "--ca")
+    flower = _flower()
+    command = flower.supernode_command(
+        superlink=superlink,
+        client_id=client_id,
+        data_path=data.resolve(),
+        root_certificates=ca,
+        insecure=insecure,
+        port=port,
+        target=target,
+    )
+    os.execvpe(command[0], command, flower.flower_env())
+
+
+@flower_app.command()
+def connection(
+    name: Annotated[str, typer.Argument(help="Name for 'flwr run APP NAME'.")],
+    address: Annotated[str, typer.Option(help="HOST:PORT of the SuperLink.")],
+    ca: CaFile = None,
+    insecure: Insecure = False,
+    flwr_home: Annotated[
+        Path | None, typer.Option(help="Flower's home (default $FLWR_HOME, ~/.flwr).")
+    ] = None,
+) -> None:
+    """Register a SuperLink connection for Flower's CLI (flwr run / ls / log)."""
+    _tls(ca, insecure, "--ca")
+    path = _flower().write_connection(
+        name, address, flwr_home=flwr_home, root_certificates=ca, insecure=insecure
+    )
+    Console().print(f"Wrote connection {name!r} to {path}.")
+
+
+@flower_app.command()
+def app() -> None:
+    """Print the directory of fedtrees' Flower App (for 'flwr run')."""
+    Console().print(str(_flower().app_dir()), soft_wrap=True)
+
+
+@flower_app.command()
+def split(
+    dataset: Annotated[str, typer.Argument(help="A bundled dataset with clients.")],
+    folder: Annotated[Path, typer.Argument(help="Where to write the data files.")],
+) -> None:
+    """Write one .npz data file per natural client of a bundled dataset (trials)."""
+    options = {"flamby": True} if dataset == "heart_disease" else {}
+    data = datasets.load(dataset, **options)
+    if data.clients is None:
+        raise typer.BadParameter(f"{dataset!r} has no natural clients")
+    folder.mkdir(parents=True, exist_ok=True)
+    console = Console()
+    for client in data.clients.unique():
+        rows = (data.clients == client).to_numpy()
+        path = folder / f"{str(client).replace(' ', '_')}.npz"
+        datasets.save_client_file(
+            path, data.X[rows].reset_index(drop=True), data.y[rows]
+        )
+        console.print(f"{client}: {int(rows.sum())} rows -> {path}")

@@ -1,0 +1,317 @@
+"""The only round loop, :func:`run` (STYLE habit 1).
+
+A strategy is pure computation: it plans the requests of a round from its state
+(:meth:`ServerStrategy.plan_round`) and folds the validated replies into its state
+(:meth:`ServerStrategy.aggregate`). The loop moves the messages through a transport
+— encoding, metering, receiving, validating — and never lets a malformed reply
+reach the strategy. Round 0 is the opening agreement (ALGORITHMS.md §0).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from fedtrees._validation import check_float, check_int
+from fedtrees.exceptions import (
+    ClientDropoutWarning,
+    CodecError,
+    NotEnoughClientsError,
+    RemoteProtocolError,
+)
+from fedtrees.federation._checks import InvalidField, check_reply
+from fedtrees.federation._codec import Envelope, decode, encode
+from fedtrees.federation._ledger import Ledger, MeteredTransport
+from fedtrees.federation._payload import Payload
+from fedtrees.federation._schema import Schema, SchemaReply, SchemaRequest, Task, agree
+from fedtrees.federation._transport import Delivery, Outgoing, Transport
+
+__all__ = [
+    "FederationInfo",
+    "RoundCallback",
+    "RoundEnv",
+    "RoundPlan",
+    "RunResult",
+    "ServerStrategy",
+    "run",
+]
+
+OnDropout = Literal["fail", "continue"]
+
+
+@dataclass(frozen=True)
+class FederationInfo:
+    """What the server knows when a strategy starts: client ids and the schema."""
+
+    clients: tuple[str, ...]
+    schema: Schema
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """The requests of one round, one per addressed client.
+
+    ``on_dropout="fail"`` (default) ends the run at the first client that fails;
+    ``"continue"`` drops that client from the round with a
+    :class:`ClientDropoutWarning` (the algorithm must document that it allows it).
+    """
+
+    requests: Mapping[str, Payload]
+    on_dropout: OnDropout = "fail"
+
+    @classmethod
+    def broadcast(
+        cls, payload: Payload, clients: Sequence[str], on_dropout: OnDropout = "fail"
+    ) -> RoundPlan:
+        """Send the same request to every client."""
+        return cls(dict.fromkeys(clients, payload), on_dropout)
+
+
+class ServerStrategy(Protocol):
+    """The server side of an algorithm: plans requests, folds replies. No I/O."""
+
+    def start(self, info: FederationInfo) -> None:
+        """Receive the agreed schema and client ids (after round 0)."""
+        ...
+
+    def plan_round(self, round: int) -> RoundPlan | None:
+        """Return the requests of ``round`` (1, 2, ...), or None when done."""
+        ...
+
+    def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
+        """Fold the validated replies of ``round`` (keyed by client) into the state."""
+        ...
+
+    def finish(self) -> Any:
+        """Return the result of the run (e.g. the fitted trees)."""
+        ...
+
+
+@dataclass(frozen=True)
+class RoundEnv:
+    """What a callback sees after each round (for progress bars and logs)."""
+
+    round: int
+    kind: str
+    n_requests: int
+    n_replies: int
+    dropouts: tuple[RemoteProtocolError, ...]
+    bytes_down: int
+    bytes_up: int
+    seconds: float
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    expected_rounds: int | None = None
+
+
+RoundCallback = Callable[[RoundEnv], None]
+
+
+@dataclass(frozen=True, eq=False)
+class RunResult:
+    """The strategy's result, the ledger, and what happened on the way."""
+
+    result: Any
+    ledger: Ledger
+    info: FederationInfo
+    rounds: int
+    dropouts: tuple[RemoteProtocolError, ...]
+
+
+def run(
+    strategy: ServerStrategy,
+    transport: Transport,
+    *,
+    task: Task,
+    timeout: float = 60.0,
+    min_clients: int = 1,
+    callbacks: Sequence[RoundCallback] = (),
+    ledger: Ledger | None = None,
+    max_rounds: int = 100_000,
+) -> RunResult:
+    """Run ``strategy`` over ``transport``: the opening agreement, then its rounds.
+
+    Parameters
+    ----------
+    task : {"classification", "regression"}
+        What the clients agree on in round 0 (labels for classification).
+    timeout : float
+        Seconds each round may take; a client that does not answer is a dropout.
+    min_clients : int
+        Clients that must be available, and answer validly in every round.
+    callbacks : sequence of callables
+        Called with a :class:`RoundEnv` after every round, round 0 included.
+    ledger : Ledger, optional
+        Where communication is recorded (a new one by default).
+
+    Raises
+    ------
+    RemoteProtocolError
+        A client failed, timed out or replied malformed data and the round does not
+        allow dropouts; it names the client, round, kind and field.
+    NotEnoughClientsError
+        Fewer than ``min_clients`` clients are available or answered.
+    SchemaMismatchError
+        The clients disagree on the schema (round 0).
+    """
+    timeout = check_float(timeout, "timeout", "run", min_value=0.0, min_inclusive=False)
+    min_clients = check_int(min_clients, "min_clients", "run", min_value=1)
+    ledger = ledger if ledger is not None else Ledger()
+    loop = _Loop(MeteredTransport(transport, ledger), timeout, min_clients)
+    clients = transport.client_ids()
+    if len(clients) < min_clients:
+        raise NotEnoughClientsError(
+            f"{len(clients)} clients are available; min_clients={min_clients}."
+        )
+    report = _Reporter(tuple(callbacks), strategy, ledger)
+    agreement = loop.round(0, RoundPlan.broadcast(SchemaRequest(task), clients))
+    schema_replies = {
+        c: r for c, r in agreement.replies.items() if isinstance(r, SchemaReply)
+    }
+    info = FederationInfo(tuple(sorted(schema_replies)), agree(schema_replies, task))
+    strategy.start(info)
+    report(agreement)
+    round_ = 0
+    while round_ < max_rounds:
+        plan = strategy.plan_round(round_ + 1)
+        if plan is None:
+            break
+        round_ += 1
+        outcome = loop.round(round_, plan)
+        strategy.aggregate(round_, outcome.replies)
+        report(outcome)
+    return RunResult(strategy.finish(), ledger, info, round_, tuple(loop.dropouts))
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What one round produced, for the strategy and the callbacks."""
+
+    round: int
+    plan: RoundPlan
+    replies: dict[str, Payload]
+    failed: tuple[RemoteProtocolError, ...]
+    first_entry: int
+    seconds: float
+
+
+class _Loop:
+    """One round at a time: encode, exchange, receive, validate, apply the policy."""
+
+    def __init__(self, transport: MeteredTransport, timeout: float, min_clients: int):
+        self.transport, self.timeout, self.min_clients = transport, timeout, min_clients
+        self.dropouts: list[RemoteProtocolError] = []
+
+    def round(self, round_: int, plan: RoundPlan) -> _Outcome:
+        start = time.perf_counter()
+        outgoing = [
+            Outgoing(c, p.kind, encode(Envelope("request", round_, c, p.kind, p)))
+            for c, p in sorted(plan.requests.items())
+        ]
+        first_entry = len(self.transport.ledger.entries)
+        deliveries = self.transport.exchange(round_, outgoing, self.timeout)
+        replies: dict[str, Payload] = {}
+        failed: list[RemoteProtocolError] = []
+        for client, request in sorted(plan.requests.items()):
+            try:
+                replies[client] = receive(
+                    client, round_, request, deliveries.get(client)
+                )
+            except RemoteProtocolError as exc:
+                failed.append(exc)
+        self._apply_policy(round_, plan, replies, failed)
+        seconds = time.perf_counter() - start
+        return _Outcome(round_, plan, replies, tuple(failed), first_entry, seconds)
+
+    def _apply_policy(
+        self,
+        round_: int,
+        plan: RoundPlan,
+        replies: Mapping[str, Payload],
+        failed: list[RemoteProtocolError],
+    ) -> None:
+        if failed and plan.on_dropout == "fail":
+            raise failed[0]
+        for exc in failed:
+            warnings.warn(
+                f"Dropped from round {round_}: {exc}",
+                ClientDropoutWarning,
+                stacklevel=5,
+            )
+        self.dropouts.extend(failed)
+        if len(replies) < self.min_clients:
+            raise NotEnoughClientsError(
+                f"Round {round_}: {len(replies)} valid replies; min_clients="
+                f"{self.min_clients}. Failures: {[str(e) for e in failed]}"
+            )
+
+
+class _Reporter:
+    """Builds a :class:`RoundEnv` after each round and calls the callbacks."""
+
+    def __init__(
+        self,
+        callbacks: tuple[RoundCallback, ...],
+        strategy: ServerStrategy,
+        ledger: Ledger,
+    ) -> None:
+        self.callbacks, self.strategy, self.ledger = callbacks, strategy, ledger
+
+    def __call__(self, outcome: _Outcome) -> None:
+        if not self.callbacks:
+            return
+        entries = self.ledger.entries[outcome.first_entry :]
+        metrics_of = getattr(self.strategy, "round_metrics", None)
+        expected_of = getattr(self.strategy, "expected_rounds", None)
+        env = RoundEnv(
+            round=outcome.round,
+            kind=",".join(sorted({p.kind for p in outcome.plan.requests.values()})),
+            n_requests=len(outcome.plan.requests),
+            n_replies=len(outcome.replies),
+            dropouts=outcome.failed,
+            bytes_down=sum(e.bytes_down for e in entries),
+            bytes_up=sum(e.bytes_up for e in entries),
+            seconds=outcome.seconds,
+            metrics=dict(metrics_of(outcome.round))
+            if outcome.round and metrics_of
+            else {},
+            expected_rounds=expected_of() if expected_of else None,
+        )
+        for callback in self.callbacks:
+            callback(env)
+
+
+def receive(
+    client: str, round_: int, request: Payload, delivery: Delivery | None
+) -> Payload:
+    """Turn a delivery into a validated reply payload, or raise RemoteProtocolError."""
+    kind = request.kind
+
+    def fail(field_: str, reason: str) -> RemoteProtocolError:
+        return RemoteProtocolError(client, round_, kind, field_, reason)
+
+    if delivery is None or delivery.status == "unreachable":
+        detail = delivery.detail if delivery is not None else "no delivery"
+        raise fail("reply", f"is missing: the client is unreachable ({detail})")
+    if delivery.status == "timeout" or delivery.data is None:
+        raise fail("reply", f"did not arrive in time ({delivery.detail})")
+    try:
+        envelope = decode(delivery.data)
+    except CodecError as exc:
+        raise fail(exc.field, f"is malformed: {exc.reason}") from exc
+    if envelope.type == "error":
+        raise fail("handler", f"failed on the client: {envelope.error}")
+    if envelope.type != "reply" or envelope.payload is None:
+        raise fail("envelope", f"is a {envelope.type!r}, not a reply")
+    if envelope.round != round_ or envelope.client != client:
+        raise fail(
+            "envelope",
+            f"answers round {envelope.round} of client {envelope.client!r}",
+        )
+    try:
+        check_reply(request.expected_reply(), envelope.payload)
+    except InvalidField as exc:
+        raise fail(exc.field, exc.reason) from exc
+    return envelope.payload

@@ -1,0 +1,145 @@
+"""``Federation``: a set of clients behind one transport.
+
+In process, :meth:`Federation.from_groups` and :meth:`Federation.from_clients`
+give every client its own :class:`ClientData` behind an
+:class:`InProcessTransport`; a Flower deployment builds one around its own
+transport. Client ids are strings: the group values, or the names given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from fedtrees.exceptions import ValidationError
+from fedtrees.federation._data import ClientData, as_frame
+from fedtrees.federation._driver import RoundCallback, RunResult, ServerStrategy, run
+from fedtrees.federation._ledger import Ledger
+from fedtrees.federation._schema import Task
+from fedtrees.federation._transport import Fault, InProcessTransport, Transport
+
+__all__ = ["Federation"]
+
+
+class Federation:
+    """Clients reachable through one transport.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.arange(12.0).reshape(6, 2)
+    >>> sites = ["b", "a", "b", "a", "b", "a"]
+    >>> fed = Federation.from_groups(X, [0, 1, 0, 1, 1, 0], sites)
+    >>> fed.clients
+    ('a', 'b')
+    """
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+
+    @property
+    def clients(self) -> tuple[str, ...]:
+        """Client ids."""
+        return self.transport.client_ids()
+
+    @classmethod
+    def from_groups(
+        cls,
+        X: object,
+        y: npt.ArrayLike,
+        groups: npt.ArrayLike,
+        *,
+        workers: int = 1,
+        faults: Sequence[Fault] = (),
+    ) -> Federation:
+        """Build one in-process client per distinct value of ``groups``.
+
+        Client ids are ``str`` of the group values.
+        """
+        frame = as_frame(X, "Federation.from_groups")
+        target = np.asarray(y)
+        keys = pd.Series(np.asarray(groups, dtype=object))
+        if keys.shape[0] != frame.shape[0] or target.shape[0] != frame.shape[0]:
+            raise ValidationError(
+                f"Federation.from_groups: X has {frame.shape[0]} rows, y has "
+                f"{target.shape[0]} and groups has {keys.shape[0]}; they must match."
+            )
+        if keys.isna().any():
+            raise ValidationError(
+                "Federation.from_groups: groups holds missing values."
+            )
+        ids = keys.astype(str)
+        if ids.nunique() != keys.nunique():
+            raise ValidationError(
+                "Federation.from_groups: distinct group values print the same "
+                f"(e.g. 1 and '1'): {sorted(set(ids))}."
+            )
+        clients = {
+            name: ClientData.build(
+                name, frame[(ids == name).to_numpy()], target[(ids == name).to_numpy()]
+            )
+            for name in sorted(set(ids))
+        }
+        return cls(InProcessTransport(clients, workers=workers, faults=faults))
+
+    @classmethod
+    def from_clients(
+        cls,
+        clients: Sequence[tuple[object, npt.ArrayLike]]
+        | Mapping[str, tuple[object, npt.ArrayLike]],
+        *,
+        workers: int = 1,
+        faults: Sequence[Fault] = (),
+    ) -> Federation:
+        """Build one in-process client per ``(X, y)``.
+
+        Client ids are ``"0", "1", ...`` for a sequence, or the mapping's keys.
+        """
+        items: list[tuple[str, tuple[object, npt.ArrayLike]]] = (
+            [(str(k), v) for k, v in clients.items()]
+            if isinstance(clients, Mapping)
+            else [(str(i), v) for i, v in enumerate(clients)]
+        )
+        if not items:
+            raise ValidationError("Federation.from_clients needs at least one client.")
+        data = {name: ClientData.build(name, X, y) for name, (X, y) in items}
+        return cls(InProcessTransport(data, workers=workers, faults=faults))
+
+    def run(
+        self,
+        strategy: ServerStrategy,
+        *,
+        task: Task,
+        timeout: float = 60.0,
+        min_clients: int = 1,
+        callbacks: Sequence[RoundCallback] = (),
+        ledger: Ledger | None = None,
+    ) -> RunResult:
+        """Run ``strategy`` on these clients (see :func:`fedtrees.federation.run`)."""
+        return run(
+            strategy,
+            self.transport,
+            task=task,
+            timeout=timeout,
+            min_clients=min_clients,
+            callbacks=callbacks,
+            ledger=ledger,
+        )
+
+    def __repr__(self) -> str:
+        kind = type(self.transport).__name__
+        return f"Federation(clients={list(self.clients)}, transport={kind})"
+
+    def row_counts(self) -> dict[str, int]:
+        """Rows per client, for in-process federations (audits and tests only)."""
+        counts: Any = getattr(self.transport, "row_counts", None)
+        if counts is None:
+            raise ValidationError(
+                f"{type(self.transport).__name__} does not reveal row counts."
+            )
+        result: dict[str, int] = counts()
+        return result

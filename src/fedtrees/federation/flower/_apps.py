@@ -1,0 +1,181 @@
+"""Builders of the Flower ServerApp and ClientApp that run fedtrees jobs.
+
+The apps are thin adapters (FLOWER.md §8.2): all protocol logic stays in the
+runtime. The ServerApp builds a :class:`Federation` over a
+:class:`FlowerTransport`, runs the job named in the run config, and writes the
+result document (JSON) and the ledger (CSV) where the operator says — the
+ServerApp runs on the SuperLink host, so results are files there. The ClientApp
+answers the hello with its node config ``client-id``, loads its data from
+``data-path`` (a new process serves every message, so nothing is kept between
+messages) and serves each request with :func:`fedtrees.federation.serve`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from logging import INFO
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.common.logger import log
+from flwr.serverapp import Grid, ServerApp
+
+from fedtrees.exceptions import ValidationError
+from fedtrees.federation._client import refuse, serve
+from fedtrees.federation._data import ClientData
+from fedtrees.federation._driver import RoundCallback, RoundEnv
+from fedtrees.federation._federation import Federation
+from fedtrees.federation._ledger import Ledger
+from fedtrees.federation.flower._transport import FlowerTransport, pack, unpack
+
+__all__ = ["JobRunner", "ServerConfig", "make_client_app", "make_server_app"]
+
+JobRunner = Callable[
+    [str, Federation, Mapping[str, Any], float, Sequence[RoundCallback]],
+    tuple[dict[str, Any], Ledger],
+]
+"""(job, federation, params, round timeout, callbacks) -> (result document, ledger)."""
+
+DataLoader = Callable[[str, str | None], tuple[pd.DataFrame, Any]]
+"""(data path, target column or None) -> (X, y)."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """The ServerApp's run config (``[tool.flwr.app.config]`` plus ``--run-config``)."""
+
+    job: str
+    params: dict[str, Any]
+    output_path: Path
+    min_clients: int
+    round_timeout: float
+    registration_timeout: float
+    poll_interval: float
+
+    @classmethod
+    def from_run_config(cls, config: Mapping[str, Any]) -> ServerConfig:
+        """Validate the run config; errors name the key."""
+        try:
+            params = json.loads(str(config.get("params", "{}")))
+        except ValueError as exc:
+            raise ValidationError(f"Run config 'params' is not JSON: {exc}") from exc
+        if not isinstance(params, dict):
+            raise ValidationError("Run config 'params' must be a JSON object.")
+        return cls(
+            job=_get(config, "job", str),
+            params=params,
+            output_path=Path(_get(config, "output-path", str)),
+            min_clients=int(_get(config, "min-clients", int)),
+            round_timeout=float(_get(config, "round-timeout", float)),
+            registration_timeout=float(_get(config, "registration-timeout", float)),
+            poll_interval=float(_get(config, "poll-interval", float)),
+        )
+
+
+def _get(config: Mapping[str, Any], key: str, kind: type) -> Any:
+    value = config.get(key)
+    numeric = (
+        kind in (int, float)
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+    )
+    if value is None or not (isinstance(value, kind) or numeric):
+        raise ValidationError(
+            f"Run config {key!r} must be a {kind.__name__}; got {value!r}."
+        )
+    return value
+
+
+def make_server_app(run_job: JobRunner) -> ServerApp:
+    """Build a ServerApp that runs ``run_job`` on the SuperNodes, writing its output."""
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        config = ServerConfig.from_run_config(context.run_config)
+        transport = FlowerTransport(
+            grid,
+            min_clients=config.min_clients,
+            registration_timeout=config.registration_timeout,
+            poll_interval=config.poll_interval,
+        )
+        document, ledger = run_job(
+            config.job,
+            Federation(transport),
+            config.params,
+            config.round_timeout,
+            [_log_round],
+        )
+        write_outputs(config.output_path, document, ledger)
+        log(INFO, "fedtrees: wrote %s (%s)", config.output_path, ledger)
+
+    return app
+
+
+def _log_round(env: RoundEnv) -> None:
+    log(
+        INFO,
+        "fedtrees round %d (%s): %d/%d replies, %d B down, %d B up, %.2f s %s",
+        env.round,
+        env.kind,
+        env.n_replies,
+        env.n_requests,
+        env.bytes_down,
+        env.bytes_up,
+        env.seconds,
+        dict(env.metrics),
+    )
+
+
+def write_outputs(path: Path, document: Mapping[str, Any], ledger: Ledger) -> None:
+    """Write the result JSON and, beside it, the ledger CSV (``*.ledger.csv``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=1))
+    ledger.to_frame().to_csv(path.with_suffix(".ledger.csv"), index=False)
+
+
+def make_client_app(load_data: DataLoader) -> ClientApp:
+    """Build a ClientApp serving fedtrees requests from its node's local data file."""
+    app = ClientApp()
+
+    @app.query("fedtrees_hello")
+    def hello(message: Message, context: Context) -> Message:
+        client = str(context.node_config.get("client-id", ""))
+        return Message(
+            RecordDict({"hello": ConfigRecord({"client-id": client})}), reply_to=message
+        )
+
+    @app.query("fedtrees")
+    def answer(message: Message, context: Context) -> Message:
+        request = unpack(message.content)
+        client = str(context.node_config.get("client-id", ""))
+        try:
+            data = _load(load_data, client, context.node_config)
+        except Exception as exc:  # the data itself failed: say so, naming the client
+            reply = refuse(
+                request, client, f"cannot load local data: {type(exc).__name__}: {exc}"
+            )
+        else:
+            reply = serve(request, data)
+        return Message(pack(reply), reply_to=message)
+
+    return app
+
+
+def _load(
+    load_data: DataLoader, client: str, node_config: Mapping[str, Any]
+) -> ClientData:
+    path = node_config.get("data-path")
+    if not client or not isinstance(path, str) or not path:
+        raise ValidationError(
+            'start the SuperNode with --node-config \'client-id="NAME" '
+            'data-path="/path/to/data.npz"\''
+        )
+    target = node_config.get("target")
+    X, y = load_data(path, str(target) if target else None)
+    return ClientData.build(client, X, y)

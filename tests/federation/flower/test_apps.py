@@ -1,0 +1,185 @@
+"""The Flower app pieces, called directly (no SuperLink, no processes)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("flwr")
+
+from flwr.app import Context, Message, Metadata, RecordDict
+
+from fedtrees.algorithms.toy import ToyCountsRequest
+from fedtrees.datasets import load_client_file, save_client_file
+from fedtrees.exceptions import RemoteProtocolError, ValidationError
+from fedtrees.federation import Envelope, decode, encode, receive
+from fedtrees.federation._transport import Delivery
+from fedtrees.federation.flower import (
+    ServerConfig,
+    app_dir,
+    make_certificates,
+    make_client_app,
+    superlink_command,
+    supernode_command,
+    write_connection,
+)
+from fedtrees.federation.flower._transport import pack, unpack
+
+
+def _message(content: RecordDict, message_type: str) -> Message:
+    metadata = Metadata(
+        run_id=1,
+        message_id="m1",
+        src_node_id=1,
+        dst_node_id=2,
+        reply_to_message_id="",
+        group_id="1",
+        created_at=time.time(),
+        ttl=60.0,
+        message_type=message_type,
+    )
+    return Message(content, metadata=metadata)
+
+
+def _context(node_config: dict[str, object]) -> Context:
+    return Context(
+        run_id=1, node_id=2, node_config=node_config, state=RecordDict(), run_config={}
+    )  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def site_file(tmp_path: Path) -> Path:
+    X = pd.DataFrame({"age": [40.0, 50.0, 60.0]})
+    return save_client_file(tmp_path / "site.npz", X, ["no", "yes", "yes"])
+
+
+def test_client_app_answers_hello_and_requests(site_file: Path) -> None:
+    app = make_client_app(load_client_file)
+    context = _context({"client-id": "Cleveland", "data-path": str(site_file)})
+    hello = app(_message(RecordDict({}), "query.fedtrees_hello"), context)
+    assert hello.content.config_records["hello"]["client-id"] == "Cleveland"
+    request = ToyCountsRequest(np.array(["no", "yes"]))
+    data = encode(Envelope("request", 1, "Cleveland", request.kind, request))
+    reply = app(_message(pack(data), "query.fedtrees"), context)
+    payload = receive(
+        "Cleveland", 1, request, Delivery("Cleveland", "ok", unpack(reply.content), 0.1)
+    )
+    assert payload.counts.tolist() == [1.0, 2.0]  # type: ignore[attr-defined]
+
+
+def test_client_app_reports_unloadable_data_naming_the_client(tmp_path: Path) -> None:
+    app = make_client_app(load_client_file)
+    context = _context(
+        {"client-id": "Hungary", "data-path": str(tmp_path / "missing.npz")}
+    )
+    request = ToyCountsRequest(np.array(["no"]))
+    data = encode(Envelope("request", 2, "Hungary", request.kind, request))
+    reply = app(_message(pack(data), "query.fedtrees"), context)
+    envelope = decode(unpack(reply.content))
+    assert envelope.type == "error"
+    with pytest.raises(
+        RemoteProtocolError,
+        match=r"Client 'Hungary', round 2.*cannot load local data: DataNotFoundError",
+    ):
+        receive(
+            "Hungary", 2, request, Delivery("Hungary", "ok", unpack(reply.content), 0.1)
+        )
+
+
+def test_client_app_needs_its_node_config(site_file: Path) -> None:
+    app = make_client_app(load_client_file)
+    request = ToyCountsRequest(np.array(["no"]))
+    data = encode(Envelope("request", 1, "", request.kind, request))
+    reply = app(_message(pack(data), "query.fedtrees"), _context({}))
+    assert "--node-config 'client-id=" in decode(unpack(reply.content)).error
+
+
+def test_server_config_validates_the_run_config() -> None:
+    base = {
+        "job": "toy",
+        "params": '{"n_bins": 4}',
+        "output-path": "/tmp/x.json",
+        "min-clients": 3,
+        "round-timeout": 30.0,
+        "registration-timeout": 60,
+        "poll-interval": 0.02,
+    }
+    config = ServerConfig.from_run_config(base)
+    assert (config.params, config.min_clients, config.registration_timeout) == (
+        {"n_bins": 4},
+        3,
+        60.0,
+    )
+    with pytest.raises(ValidationError, match="Run config 'params' is not JSON"):
+        ServerConfig.from_run_config({**base, "params": "{n_bins: 4}"})
+    with pytest.raises(
+        ValidationError, match="Run config 'min-clients' must be a int; got 'three'"
+    ):
+        ServerConfig.from_run_config({**base, "min-clients": "three"})
+
+
+def test_app_dir_holds_only_the_app_pyproject() -> None:
+    import tomllib
+
+    files = sorted(p.name for p in app_dir().iterdir())
+    assert files == ["pyproject.toml"]
+    config = tomllib.loads((app_dir() / "pyproject.toml").read_text())
+    assert (
+        config["tool"]["flwr"]["app"]["components"]["serverapp"]
+        == "fedtrees.cli.flower_app:serverapp"
+    )
+
+
+def test_commands_require_tls_or_an_explicit_insecure_flag(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="insecure=True explicitly"):
+        superlink_command()
+    insecure = superlink_command(insecure=True, port=9999)
+    assert "--insecure" in insecure
+    assert "--disable-runtime-dependency-installation" in insecure
+    certs = make_certificates(tmp_path / "certs")
+    tls = superlink_command(certs=certs)
+    assert "--ssl-certfile" in tls
+    assert "--insecure" not in tls
+    node = supernode_command(
+        superlink="h:1",
+        client_id="Site A",
+        data_path="/d/a.npz",
+        root_certificates=certs / "ca.crt",
+    )
+    assert (
+        node[node.index("--node-config") + 1]
+        == 'client-id="Site A" data-path="/d/a.npz"'
+    )
+    assert (certs / "ca.key").stat().st_mode & 0o077 == 0
+
+
+def test_certificates_chain_to_the_ca_and_name_the_hosts(tmp_path: Path) -> None:
+    from cryptography import x509
+
+    certs = make_certificates(tmp_path, ["10.0.0.5", "link.example.org"])
+    ca = x509.load_pem_x509_certificate((certs / "ca.crt").read_bytes())
+    server = x509.load_pem_x509_certificate((certs / "server.pem").read_bytes())
+    server.verify_directly_issued_by(ca)
+    san = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(ip) for ip in san.get_values_for_type(x509.IPAddress)] == ["10.0.0.5"]
+    assert san.get_values_for_type(x509.DNSName) == ["link.example.org"]
+
+
+def test_connections_are_written_to_flower_home(tmp_path: Path) -> None:
+    import tomllib
+
+    path = write_connection("site", "127.0.0.1:9095", flwr_home=tmp_path, insecure=True)
+    write_connection(
+        "prod", "link:9095", flwr_home=tmp_path, root_certificates=tmp_path / "ca.crt"
+    )
+    config = tomllib.loads(path.read_text())
+    assert config["superlink"]["site"] == {
+        "address": "127.0.0.1:9095",
+        "insecure": True,
+    }
+    assert config["superlink"]["default"] == "prod"
+    assert config["superlink"]["prod"]["root-certificates"].endswith("ca.crt")

@@ -1,0 +1,77 @@
+"""Real Flower processes on 127.0.0.1: the same result as in process, and clean failures."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from fedtrees import datasets
+from fedtrees.algorithms import run_job
+from fedtrees.federation import Federation
+from tests.integration.deployment import Deployment
+
+pytestmark = pytest.mark.flower
+
+SITES = ("Cleveland", "Hungary", "Long Beach VA")
+
+
+@pytest.fixture(scope="module")
+def site_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("sites")
+    heart = datasets.load("heart_disease", flamby=True).train()
+    files = {}
+    for site in SITES:
+        rows = (heart.clients == site).to_numpy()
+        files[site.replace(" ", "-")] = datasets.save_client_file(
+            folder / f"{site}.npz", heart.X[rows].reset_index(drop=True), heart.y[rows]
+        )
+    return files
+
+
+def _in_process(files: dict[str, Path], params: dict[str, object]) -> dict[str, object]:
+    clients = {name: datasets.load_client_file(path) for name, path in files.items()}
+    document, _ = run_job("toy", Federation.from_clients(clients), params)
+    return json.loads(json.dumps(document))
+
+
+def test_toy_protocol_gives_the_same_result_over_flower_with_tls(
+    site_files: dict[str, Path], tmp_path: Path
+) -> None:
+    params = {"feature": 0, "n_bins": 4, "n_rounds": 1, "initial": [45.0, 55.0, 65.0]}
+    out = tmp_path / "result.json"
+    config = (
+        f"job='toy' output-path='{out}' min-clients=3 round-timeout=60.0 "
+        f"params='{json.dumps(params)}'"
+    )
+    with Deployment(tmp_path, site_files, tls=True) as deployment:
+        status = deployment.wait(deployment.submit(config), deadline=120)
+    assert status["status"] == "finished:completed", status
+    over_flower = json.loads(out.read_text())
+    assert over_flower == _in_process(site_files, params)  # result and byte counts
+    assert over_flower["communication"]["rounds"] == 3
+    ledger = out.with_suffix(".ledger.csv").read_text().splitlines()
+    assert ledger[0].startswith("round,client,kind,bytes_down,bytes_up")
+    assert len(ledger) == 1 + 3 * 3
+
+
+def test_a_killed_supernode_fails_the_run_clearly_within_the_timeout(
+    site_files: dict[str, Path], tmp_path: Path
+) -> None:
+    params = {"n_bins": 3, "n_rounds": 40}
+    config = f"job='toy' output-path='{tmp_path / 'r.json'}' min-clients=3 round-timeout=10.0 params='{json.dumps(params)}'"
+    with Deployment(tmp_path, site_files, tls=False) as deployment:
+        run_id = deployment.submit(config)
+        time.sleep(15)  # the agreement and a few rounds are under way
+        deployment.kill("Hungary")
+        killed = time.monotonic()
+        status = deployment.wait(run_id, deadline=90)
+        elapsed = time.monotonic() - killed
+    assert status["status"] == "finished:failed", status
+    details = str(status.get("status-details"))
+    assert "Client 'Hungary'" in details, details
+    assert "round" in details
+    assert elapsed < 10.0 + 20.0  # the round timeout, plus process exit and polling
+    assert not (tmp_path / "r.json").exists()
