@@ -52,6 +52,17 @@ def label_strings(values: npt.ArrayLike) -> npt.NDArray[np.str_]:
     return np.asarray([str(v) for v in pd.unique(np.asarray(values, dtype=object))])
 
 
+def _weights(client: str, weights: object, n: int) -> FloatArray | None:
+    if weights is None:
+        return None
+    values = np.asarray(weights, dtype=np.float64)
+    if values.shape != (n,) or not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise ValidationError(
+            f"Client {client!r}: sample weights must be {n} finite values >= 0."
+        )
+    return values
+
+
 @dataclass(frozen=True, eq=False)
 class ClientData:
     """The rows one client holds: features ``X``, target ``y``, and its id."""
@@ -59,10 +70,13 @@ class ClientData:
     client_id: str
     X: pd.DataFrame
     y: pd.Series
+    weights: FloatArray | None = None
 
     @classmethod
-    def build(cls, client_id: object, X: object, y: object) -> ClientData:
-        """Validate and normalise one client's data."""
+    def build(
+        cls, client_id: object, X: object, y: object, weights: object = None
+    ) -> ClientData:
+        """Validate and normalise one client's data (``weights``: per-row, >= 0)."""
         name = str(client_id)
         frame = as_frame(X, f"client {name!r}")
         target = pd.Series(np.asarray(y)).reset_index(drop=True)
@@ -77,7 +91,12 @@ class ClientData:
             )
         if target.isna().any():
             raise ValidationError(f"Client {name!r}: y holds missing values.")
-        return cls(name, frame.reset_index(drop=True), target)
+        return cls(
+            name,
+            frame.reset_index(drop=True),
+            target,
+            _weights(name, weights, frame.shape[0]),
+        )
 
     @property
     def n_rows(self) -> int:

@@ -53,6 +53,7 @@ class Federation:
         y: npt.ArrayLike,
         groups: npt.ArrayLike,
         *,
+        sample_weight: npt.ArrayLike | None = None,
         workers: int = 1,
         faults: Sequence[Fault] = (),
     ) -> Federation:
@@ -78,12 +79,19 @@ class Federation:
                 "Federation.from_groups: distinct group values print the same "
                 f"(e.g. 1 and '1'): {sorted(set(ids))}."
             )
-        clients = {
-            name: ClientData.build(
-                name, frame[(ids == name).to_numpy()], target[(ids == name).to_numpy()]
+        weights = (
+            None if sample_weight is None else np.asarray(sample_weight, np.float64)
+        )
+        if weights is not None and weights.shape != (frame.shape[0],):
+            raise ValidationError(
+                f"Federation.from_groups: sample_weight has shape {weights.shape}; "
+                f"({frame.shape[0]},) expected."
             )
-            for name in sorted(set(ids))
-        }
+        clients = {}
+        for name in sorted(set(ids)):
+            rows = (ids == name).to_numpy()
+            part = None if weights is None else weights[rows]
+            clients[name] = ClientData.build(name, frame[rows], target[rows], part)
         return cls(InProcessTransport(clients, workers=workers, faults=faults))
 
     @classmethod

@@ -24,7 +24,9 @@ from fedtrees.federation._payload import Field, Payload, ReplySpec, payload
 
 __all__ = ["Schema", "SchemaReply", "SchemaRequest", "Task", "agree"]
 
-Task = Literal["classification", "regression"]
+Task = Literal["classification", "regression", "features"]
+"""What round 0 agrees on besides the columns: labels (classification), a numeric
+target (regression), or nothing more (``"features"``: e.g. predicting the client)."""
 _LABEL_TYPES: Final = ("int", "float", "bool", "str")
 
 
@@ -83,8 +85,9 @@ def report_schema(request: SchemaRequest, data: ClientData) -> SchemaReply:
     categories = data.categories
     flat = [c for entry in categories if entry is not None for c in entry]
     counts = [0 if entry is None else len(entry) for entry in categories]
-    if request.task == "regression":
-        data.targets()  # refuse a non-numeric target here, with a clear message
+    if request.task != "classification":
+        if request.task == "regression":
+            data.targets()  # refuse a non-numeric target here, with a clear message
         labels, label_type = np.zeros(0, dtype="<U1"), "float"
     else:
         labels, label_type = label_strings(data.y), _label_type(data.y.to_numpy())

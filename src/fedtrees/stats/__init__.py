@@ -25,7 +25,7 @@ from fedtrees.stats._candidates import (
     feature_ranges,
     uniform_candidates,
 )
-from fedtrees.stats._fisher import fisher_order, fisher_splits
+from fedtrees.stats._fisher import fisher_order, fisher_sort, fisher_splits
 from fedtrees.stats._gain import best_split, left_cumulative, proxy_gains, split_gains
 from fedtrees.stats._impurity import (
     CRITERIA,
@@ -33,6 +33,7 @@ from fedtrees.stats._impurity import (
     entropy,
     gini,
     impurity,
+    node_count,
     variance,
 )
 from fedtrees.stats._quantile import (
@@ -64,6 +65,7 @@ __all__ = [
     "exact_candidates",
     "feature_ranges",
     "fisher_order",
+    "fisher_sort",
     "fisher_splits",
     "gini",
     "impurity",
@@ -71,6 +73,7 @@ __all__ = [
     "mixture_cdf",
     "mixture_quantiles",
     "moments_by_group",
+    "node_count",
     "proxy_gains",
     "quantile_candidates",
     "quantile_sketch",

@@ -1,0 +1,190 @@
+"""What every federated estimator shares: inputs in, federation built, schema kept.
+
+``fit(X, y, groups=None)`` simulates the federation in process: one client per
+value of ``groups`` (all rows one client when None, so scikit-learn's checks,
+pipelines and cross-validation work). Inputs are numpy arrays or DataFrames;
+pandas ``category``/object columns are categorical features; NaN in X is refused
+naming the column; labels may be strings. At predict time X is encoded with the
+categories agreed at fit; an unseen category gets a code no split lists, so it
+follows the default branch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from fedtrees._typing import FloatArray
+from fedtrees._validation import check_matrix
+from fedtrees.exceptions import ValidationError
+from fedtrees.federation import Federation, FederationInfo
+from fedtrees.federation._data import as_frame
+
+__all__ = ["FederatedEstimator"]
+
+Task = Literal["classification", "regression"]
+
+
+class FederatedEstimator:
+    """Mixin: input validation and encoding shared by fedtrees estimators."""
+
+    _task: Task = "classification"
+
+    # -- fit ---------------------------------------------------------------------
+    def _federation(
+        self,
+        X: object,
+        y: npt.ArrayLike,
+        groups: npt.ArrayLike | None,
+        sample_weight: npt.ArrayLike | None,
+        workers: int = 1,
+    ) -> tuple[Federation, npt.NDArray[Any] | None]:
+        """Validate ``fit``'s inputs; return the in-process federation and classes."""
+        owner = type(self).__name__
+        frame = _checked_frame(X, owner)
+        target = _checked_target(y, frame.shape[0], self._task, owner)
+        keys = (
+            np.zeros(frame.shape[0], dtype=np.int64)
+            if groups is None
+            else np.asarray(groups)
+        )
+        if keys.shape[0] != frame.shape[0]:
+            raise ValidationError(
+                f"{owner}.fit: groups has {keys.shape[0]} entries; X has "
+                f"{frame.shape[0]} rows."
+            )
+        federation = Federation.from_groups(
+            frame, target, keys, sample_weight=sample_weight, workers=workers
+        )
+        classes = np.unique(target) if self._task == "classification" else None
+        self._input_names = list(frame.columns) if isinstance(X, pd.DataFrame) else None
+        return federation, classes
+
+    def _remember(self, info: FederationInfo, classes: npt.NDArray[Any] | None) -> None:
+        """Fitted attributes that describe the inputs (sklearn conventions)."""
+        schema = info.schema
+        self.n_features_in_ = schema.n_features
+        names = getattr(self, "_input_names", None)
+        if names is not None:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.feature_kinds_ = schema.feature_kinds
+        self.categories_ = schema.categories
+        self.clients_ = info.clients
+        if self._task == "classification":
+            self.classes_ = _native_classes(schema.classes, schema.label_type, classes)
+
+    # -- predict -------------------------------------------------------------------
+    def _encode(self, X: object) -> FloatArray:
+        """X as the numeric matrix trees route (categorical columns as codes)."""
+        check_is_fitted(self, "n_features_in_")
+        owner = type(self).__name__
+        frame = as_frame(X, owner)
+        names = getattr(self, "feature_names_in_", None)
+        if (
+            names is not None
+            and isinstance(X, pd.DataFrame)
+            and list(frame.columns) != list(names)
+        ):
+            raise ValidationError(
+                f"{owner}: X has columns {list(frame.columns)}; the model was fitted "
+                "on "
+                f"{list(names)}."
+            )
+        if frame.shape[1] != self.n_features_in_:
+            raise ValidationError(
+                f"{owner}: X has {frame.shape[1]} features; {self.n_features_in_} "
+                "expected."
+            )
+        columns = [
+            self._encode_column(frame.iloc[:, j], j) for j in range(self.n_features_in_)
+        ]
+        matrix = np.column_stack(columns).astype(np.float64)
+        return check_matrix(matrix, "X", owner, column_names=_names(self))
+
+    def _encode_column(self, column: pd.Series, j: int) -> FloatArray:
+        categories = self.categories_[j]
+        if categories is None:
+            values = pd.to_numeric(
+                column.astype("object")
+                if isinstance(column.dtype, pd.CategoricalDtype)
+                else column,
+                errors="coerce",
+            )
+            return np.asarray(values, dtype=np.float64)
+        text = column.astype("object")
+        missing = text.isna().to_numpy()
+        codes = pd.Index(categories, dtype=object).get_indexer(
+            pd.Index(text.astype(str))
+        )
+        codes = np.where(codes < 0, len(categories), codes).astype(np.float64)
+        return np.where(missing, np.nan, codes)
+
+
+def _names(estimator: Any) -> list[str] | None:
+    names = getattr(estimator, "feature_names_in_", None)
+    return None if names is None else [str(n) for n in names]
+
+
+def _checked_frame(X: object, owner: str) -> pd.DataFrame:
+    frame = as_frame(X, owner)
+    if frame.shape[0] == 0:
+        raise ValidationError(f"{owner}.fit: X has no rows.")
+    if frame.shape[1] == 0:
+        raise ValidationError(f"{owner}.fit: X has no columns.")
+    for column in frame.columns:
+        series = frame[column]
+        numeric = not isinstance(series.dtype, pd.CategoricalDtype)
+        values = pd.to_numeric(series, errors="coerce") if numeric else series
+        bad = values.isna().to_numpy()
+        if numeric:
+            bad = bad | ~np.isfinite(values.to_numpy(np.float64, na_value=np.nan))
+        if bad.any():
+            raise ValidationError(
+                f"{owner}.fit: column {str(column)!r} holds NaN, inf or non-numeric "
+                f"values (first at row {int(np.flatnonzero(bad)[0])}); fill or drop "
+                "them."
+            )
+    return frame
+
+
+def _checked_target(
+    y: npt.ArrayLike, n: int, task: Task, owner: str
+) -> npt.NDArray[Any]:
+    target = np.asarray(y)
+    if target.ndim == 2 and target.shape[1] == 1:
+        target = target.ravel()
+    if target.ndim != 1 or target.shape[0] != n:
+        raise ValidationError(
+            f"{owner}.fit: y must have shape ({n},); got {target.shape}."
+        )
+    if task == "classification":
+        check_classification_targets(target)
+        if pd.isna(target).any():
+            raise ValidationError(f"{owner}.fit: y holds missing values.")
+        return target
+    values = np.asarray(target, dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        raise ValidationError(f"{owner}.fit: y must be finite numbers for regression.")
+    return values
+
+
+def _native_classes(
+    agreed: tuple[str, ...], label_type: str, local: npt.NDArray[Any] | None
+) -> npt.NDArray[Any]:
+    """Return the agreed labels in their original type (the fit's, if they match)."""
+    if local is not None and [str(c) for c in local] == list(agreed):
+        return local
+    if label_type == "int":
+        return np.asarray([int(c) for c in agreed])
+    if label_type == "float":
+        return np.asarray([float(c) for c in agreed])
+    if label_type == "bool":
+        return np.asarray([c == "True" for c in agreed])
+    return np.asarray(agreed, dtype=object)

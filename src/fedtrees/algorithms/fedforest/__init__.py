@@ -1,0 +1,25 @@
+"""FedForest: federated CART and random forests for heterogeneous data (§1).
+
+The strategy grows all trees level by level from pooled sufficient statistics:
+quantile-sketch candidates (the client CDFs are mixed, never their quantiles
+averaged) and exact pooled gains, plus Fisher splits on categories and on the
+client indicator. See :class:`FedForestClassifier` and :class:`FedForestRegressor`.
+"""
+
+from fedtrees.algorithms.fedforest import _client  # registers the client handlers
+from fedtrees.algorithms.fedforest._config import ForestConfig
+from fedtrees.algorithms.fedforest._estimator import (
+    FedForestClassifier,
+    FedForestRegressor,
+)
+from fedtrees.algorithms.fedforest._strategy import FedForestStrategy, ForestResult
+
+__all__ = [
+    "FedForestClassifier",
+    "FedForestRegressor",
+    "FedForestStrategy",
+    "ForestConfig",
+    "ForestResult",
+]
+
+del _client
