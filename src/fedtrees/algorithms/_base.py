@@ -165,9 +165,9 @@ def _checked_target(
             f"{owner}.fit: y must have shape ({n},); got {target.shape}."
         )
     if task == "classification":
-        check_classification_targets(target)
         if pd.isna(target).any():
             raise ValidationError(f"{owner}.fit: y holds missing values.")
+        check_classification_targets(target)
         return target
     values = np.asarray(target, dtype=np.float64)
     if not np.all(np.isfinite(values)):
