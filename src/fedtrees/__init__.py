@@ -1,15 +1,28 @@
 """fedtrees: decision trees and forests trained across silos, without moving rows."""
 
-from fedtrees.algorithms import FedForestClassifier, FedForestRegressor
+from fedtrees.algorithms import (
+    FedAvgClassifier,
+    FedForestClassifier,
+    FedForestRegressor,
+    LocalEnsembleClassifier,
+    LocalEnsembleRegressor,
+    LocalModelsClassifier,
+    LocalModelsRegressor,
+)
 from fedtrees.exceptions import FedTreesError
 from fedtrees.federation import Federation
 from fedtrees.tree import Tree
 
 __all__ = [
+    "FedAvgClassifier",
     "FedForestClassifier",
     "FedForestRegressor",
     "FedTreesError",
     "Federation",
+    "LocalEnsembleClassifier",
+    "LocalEnsembleRegressor",
+    "LocalModelsClassifier",
+    "LocalModelsRegressor",
     "Tree",
     "__version__",
 ]

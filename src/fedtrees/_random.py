@@ -8,12 +8,14 @@ the order in which clients answer.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 from fedtrees._typing import RandomState
 from fedtrees._validation import invalid
 
-__all__ = ["check_random_state", "keyed_rng", "resolve_seed"]
+__all__ = ["check_random_state", "client_key", "keyed_rng", "resolve_seed"]
 
 _SEED_BOUND = 2**63 - 1
 
@@ -76,3 +78,14 @@ def keyed_rng(seed: int, *keys: int) -> np.random.Generator:
     True
     """
     return np.random.default_rng([seed, *keys])
+
+
+def client_key(client_id: str) -> int:
+    """Return a stable integer for a client id (keys the client's random streams).
+
+    Examples
+    --------
+    >>> client_key("site-a") == client_key("site-a")
+    True
+    """
+    return zlib.crc32(client_id.encode())

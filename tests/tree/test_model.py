@@ -75,7 +75,9 @@ def test_apply_without_client_at_a_client_split_is_an_error() -> None:
 
 
 def test_unknown_client_name_is_an_error() -> None:
-    with pytest.raises(ValidationError, match="names 'zz', which is not a client"):
+    with pytest.raises(
+        ValidationError, match="names 'zz', which is not a known client"
+    ):
         _client_tree().predict([[0.0]], client="zz")
 
 

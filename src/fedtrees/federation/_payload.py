@@ -85,6 +85,8 @@ def _equal(a: object, b: object) -> bool:
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         same_kind = a.dtype == b.dtype and a.shape == b.shape
         return same_kind and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True  # NaN scalars: equal to themselves, like NaN array entries
     return type(a) is type(b) and a == b
 
 

@@ -19,8 +19,11 @@ True
 """
 
 from fedtrees.tree._builder import NodeStats, TreeBuilder
+from fedtrees.tree._ensemble import mean_value
 from fedtrees.tree._kinds import LEAF, NodeKind
 from fedtrees.tree._model import Tree
+from fedtrees.tree._pack import PACKED_FIELDS, pack_trees, unpack_trees
+from fedtrees.tree._predict import client_codes
 from fedtrees.tree._render import export_text
 from fedtrees.tree._rules import CLIENT_FEATURE, Condition, Rule
 from fedtrees.tree._serialize import FORMAT, VERSION
@@ -29,6 +32,7 @@ __all__ = [
     "CLIENT_FEATURE",
     "FORMAT",
     "LEAF",
+    "PACKED_FIELDS",
     "VERSION",
     "Condition",
     "NodeKind",
@@ -36,5 +40,9 @@ __all__ = [
     "Rule",
     "Tree",
     "TreeBuilder",
+    "client_codes",
     "export_text",
+    "mean_value",
+    "pack_trees",
+    "unpack_trees",
 ]

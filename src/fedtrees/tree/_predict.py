@@ -187,9 +187,15 @@ def _as_codes(values: FloatArray) -> IntArray:
 
 
 def client_codes(
-    clients: tuple[str, ...] | None, client: object, n: int, owner: str
+    clients: tuple[str, ...] | None,
+    client: object,
+    n: int,
+    owner: str,
+    hint: str = "pass None to mix branches",
 ) -> IntArray:
     """Map ``client`` (None, one id, or one id per row) to codes; -1 means unknown.
+
+    ``hint`` ends the message of an unknown id (what the caller may do instead).
 
     Raises
     ------
@@ -218,6 +224,6 @@ def client_codes(
         listed = ", ".join(repr(c) for c in known) or "none"
         raise ValidationError(
             f"The 'client' parameter of {owner} names {bad!r}, which is not a "
-            f"client of this tree (known: {listed}); pass None to mix branches."
+            f"known client (known: {listed}); {hint}."
         )
     return codes

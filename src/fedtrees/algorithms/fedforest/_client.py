@@ -14,14 +14,13 @@ transport; held-out rows (diagnostics) use ``[seed, 3, crc32(client id)]``.
 from __future__ import annotations
 
 import threading
-import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 
-from fedtrees._random import keyed_rng
+from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees.algorithms.fedforest import _kernels as kernels
 from fedtrees.algorithms.fedforest._payloads import (
@@ -45,18 +44,13 @@ from fedtrees.exceptions import ValidationError
 from fedtrees.federation import ClientData, handler
 from fedtrees.stats import split_gains
 
-__all__ = ["USE_CACHE", "check_structure", "client_key"]
+__all__ = ["USE_CACHE", "check_structure"]
 
 USE_CACHE = True
 _CACHE_SIZE: Final = 8
 _CACHE: OrderedDict[tuple[int, str], _Fit] = OrderedDict()
 _LOCK = threading.Lock()
 BOOTSTRAP, HOLDOUT = 0, 3
-
-
-def client_key(client_id: str) -> int:
-    """Return a stable integer for a client id (keys its random streams)."""
-    return zlib.crc32(client_id.encode())
 
 
 @dataclass

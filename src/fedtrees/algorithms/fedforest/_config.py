@@ -7,11 +7,17 @@ defaults that depend on the task and the data (``max_features``, ``max_depth``).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from fedtrees._validation import check_choice, check_float, check_int, invalid
+from fedtrees._validation import check_choice, check_float, check_int
+from fedtrees.algorithms._params import (
+    Amount,
+    check_bool,
+    check_max_features,
+    count_or_fraction,
+    resolve_max_features,
+)
 
 __all__ = [
     "MAX_DEPTH_CAP",
@@ -26,20 +32,6 @@ MAX_DEPTH_CAP: Final = 64
 safety cap bounds the number of rounds."""
 
 Candidates = Literal["quantile", "exact", "uniform"]
-
-
-@dataclass(frozen=True)
-class Amount:
-    """A ``min_samples_*`` value: rows, or (as scikit-learn) a fraction of all rows."""
-
-    value: float
-    fraction: bool = False
-
-    def rows(self, total: float) -> float:
-        """Return the amount in (weighted) rows for a tree of ``total`` rows."""
-        return math.ceil(self.value * total) if self.fraction else self.value
-
-
 Gain = Literal["exact", "avgimp"]
 
 
@@ -91,10 +83,10 @@ def make_config(
         max_depth=MAX_DEPTH_CAP
         if depth is None
         else check_int(depth, "max_depth", owner, min_value=1, max_value=MAX_DEPTH_CAP),
-        min_samples_split=_count_or_fraction(
+        min_samples_split=count_or_fraction(
             params["min_samples_split"], "min_samples_split", owner, 2
         ),
-        min_samples_leaf=_count_or_fraction(
+        min_samples_leaf=count_or_fraction(
             params["min_samples_leaf"], "min_samples_leaf", owner, 1
         ),
         min_impurity_decrease=check_float(
@@ -103,8 +95,8 @@ def make_config(
             owner,
             min_value=0.0,
         ),
-        max_features=_check_max_features(params["max_features"], owner),
-        bootstrap=_check_bool(params["bootstrap"], "bootstrap", owner),
+        max_features=check_max_features(params["max_features"], owner),
+        bootstrap=check_bool(params["bootstrap"], "bootstrap", owner),
         criterion=check_choice(params["criterion"], "criterion", owner, criteria),  # type: ignore[arg-type]
         candidates=check_choice(  # type: ignore[arg-type]
             params["candidates"], "candidates", owner, ("quantile", "exact", "uniform")
@@ -112,9 +104,7 @@ def make_config(
         n_quantiles=check_int(params["n_quantiles"], "n_quantiles", owner, min_value=2),
         gain="exact" if gain == "auto" else gain,  # type: ignore[arg-type]
         top_k=None if top_k is None else check_int(top_k, "top_k", owner, min_value=1),
-        split_on_client=_check_bool(
-            params["split_on_client"], "split_on_client", owner
-        ),
+        split_on_client=check_bool(params["split_on_client"], "split_on_client", owner),
         client_fraction=check_float(
             params["client_fraction"],
             "client_fraction",
@@ -128,54 +118,3 @@ def make_config(
         ),  # type: ignore[arg-type]
         seed=seed,
     )
-
-
-def _check_bool(value: object, name: str, owner: str) -> bool:
-    if not isinstance(value, bool):
-        raise invalid(name, owner, "a bool", value)
-    return value
-
-
-def _count_or_fraction(value: object, name: str, owner: str, smallest: int) -> Amount:
-    """Check an int >= ``smallest`` (rows) or a float in (0, 1] (a fraction)."""
-    if isinstance(value, float):
-        fraction = check_float(
-            value, name, owner, min_value=0.0, min_inclusive=False, max_value=1.0
-        )
-        return Amount(fraction, fraction=True)
-    return Amount(float(check_int(value, name, owner, min_value=smallest)))
-
-
-def _check_max_features(value: object, owner: str) -> object:
-    if value is None or value in ("sqrt", "log2"):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return check_int(value, "max_features", owner, min_value=1)
-    if isinstance(value, float):
-        return check_float(
-            value,
-            "max_features",
-            owner,
-            min_value=0.0,
-            min_inclusive=False,
-            max_value=1.0,
-        )
-    raise invalid(
-        "max_features",
-        owner,
-        "'sqrt', 'log2', None, an int >= 1 or a float in (0, 1]",
-        value,
-    )
-
-
-def resolve_max_features(value: object, n_features: int) -> int:
-    """Features considered per node, as scikit-learn counts them."""
-    if value is None:
-        return n_features
-    if value == "sqrt":
-        return max(1, int(math.sqrt(n_features)))
-    if value == "log2":
-        return max(1, int(math.log2(n_features)))
-    if isinstance(value, float):
-        return max(1, int(value * n_features))
-    return min(int(str(value)), n_features)

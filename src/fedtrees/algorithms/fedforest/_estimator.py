@@ -23,6 +23,7 @@ from fedtrees.algorithms._progress import round_progress
 from fedtrees.algorithms.fedforest._config import ForestConfig, make_config
 from fedtrees.algorithms.fedforest._strategy import FedForestStrategy, ForestResult
 from fedtrees.federation import Federation, Ledger
+from fedtrees.tree import mean_value
 
 __all__ = ["FedForestClassifier", "FedForestRegressor"]
 
@@ -115,11 +116,7 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
 
     def _mean_value(self, X: object, client: object) -> FloatArray:
         check_is_fitted(self, "trees_")
-        matrix = self._encode(X)
-        total = np.zeros((matrix.shape[0], self.trees_[0].value.shape[1]))
-        for tree in self.trees_:
-            total += tree.predict_value(matrix, client)
-        return total / len(self.trees_)
+        return mean_value(self.trees_, self._encode(X), client=client)
 
 
 class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]

@@ -1,0 +1,13 @@
+"""FedAvg baselines: logistic regression and small MLPs in numpy (McMahan 2017).
+
+The linear and neural baselines the tree papers compare against, trained on the
+same runtime (messages, ledger, audit) as every tree method.
+"""
+
+from fedtrees.algorithms.fedavg import _protocol  # registers the client handlers
+from fedtrees.algorithms.fedavg._estimator import FedAvgClassifier
+from fedtrees.algorithms.fedavg._protocol import FedAvgStrategy
+
+__all__ = ["FedAvgClassifier", "FedAvgStrategy"]
+
+del _protocol

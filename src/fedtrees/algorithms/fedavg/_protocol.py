@@ -1,0 +1,321 @@
+"""FedAvg (McMahan et al. 2017) for the small networks of :mod:`._network`.
+
+Round 1 (moments): every client sends, per expanded feature, the sum and the sum
+of squares of its rows, and its total weight ``n_k`` — the server derives each
+client's and the pooled mean and scale. Rounds 2 … R+1 (train): the server sends
+the current parameters θ and the standardization the client must apply; every
+client runs ``local_steps`` minibatch SGD steps from θ on its own rows and returns
+θ_k; the server sets θ = Σ n_k θ_k / Σ n_k. Client k's minibatches in round r are
+drawn from ``[seed, 6, r, crc32(k)]`` (STYLE habit 8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+import numpy as np
+
+from fedtrees._random import client_key, keyed_rng
+from fedtrees._typing import FloatArray
+from fedtrees.algorithms.fedavg._network import Layout, expand_features, standardize
+from fedtrees.federation import (
+    ClientData,
+    FederationInfo,
+    Field,
+    Payload,
+    ReplySpec,
+    RoundPlan,
+    handler,
+    payload,
+)
+
+__all__ = [
+    "AvgConfig",
+    "FedAvgResult",
+    "FedAvgStrategy",
+    "MomentsReply",
+    "MomentsRequest",
+    "TrainReply",
+    "TrainRequest",
+]
+
+INIT_STREAM, BATCH_STREAM = 5, 6
+Standardize = Literal["client", "global", "none"]
+
+
+@payload("fedavg.moments_reply")
+class MomentsReply(Payload):
+    """Per expanded feature: sum and sum of squares; the client's total weight."""
+
+    total: np.ndarray
+    squares: np.ndarray
+    weight: float
+
+
+@payload("fedavg.moments")
+class MomentsRequest(Payload):
+    """Ask for feature moments; ``n_categories`` one-hot encodes categories."""
+
+    n_categories: np.ndarray
+
+    @property
+    def width(self) -> int:
+        """Features after one-hot encoding."""
+        return int(np.maximum(self.n_categories, 1).sum())
+
+    def expected_reply(self) -> ReplySpec:
+        """Finite sums; non-negative squares; a positive weight."""
+        return ReplySpec(
+            MomentsReply,
+            {
+                "total": Field.array("f", (self.width,)),
+                "squares": Field.array("f", (self.width,), nonnegative=True),
+                "weight": Field.scalar(low=0.0),
+            },
+        )
+
+
+@payload("fedavg.train_reply")
+class TrainReply(Payload):
+    """The client's parameters after local training and its mean training loss."""
+
+    theta: np.ndarray
+    loss: float
+
+
+@payload("fedavg.train")
+class TrainRequest(Payload):
+    """Train from ``theta`` with the standardization ``mean``/``scale``."""
+
+    round: int
+    seed: int
+    theta: np.ndarray
+    widths: np.ndarray
+    n_categories: np.ndarray
+    classes: np.ndarray
+    mean: np.ndarray
+    scale: np.ndarray
+    learning_rate: float
+    batch_size: int
+    local_steps: int
+    local_epochs: int
+
+    def expected_reply(self) -> ReplySpec:
+        """Finite parameters of the same layout; a finite loss."""
+        return ReplySpec(
+            TrainReply,
+            {
+                "theta": Field.array("f", self.theta.shape),
+                "loss": Field.scalar(low=0.0),
+            },
+        )
+
+
+def _expanded(data: ClientData, n_categories: np.ndarray) -> FloatArray:
+    return expand_features(data.finite_matrix(), n_categories)
+
+
+def _row_weights(data: ClientData) -> FloatArray:
+    return np.ones(data.n_rows) if data.weights is None else data.weights
+
+
+@handler("fedavg.moments")
+def moments(request: MomentsRequest, data: ClientData) -> MomentsReply:
+    """Client: weighted feature sums and sums of squares."""
+    X, w = _expanded(data, request.n_categories), _row_weights(data)
+    return MomentsReply(w @ X, w @ (X * X), float(w.sum()))
+
+
+@handler("fedavg.train")
+def train(request: TrainRequest, data: ClientData) -> TrainReply:
+    """Client: minibatch SGD from the server's parameters on the local rows."""
+    layout = Layout(tuple(int(w) for w in request.widths))
+    X = standardize(_expanded(data, request.n_categories), request.mean, request.scale)
+    y = data.label_codes(request.classes)
+    w = _row_weights(data)
+    rng = keyed_rng(
+        request.seed, BATCH_STREAM, request.round, client_key(data.client_id)
+    )
+    theta = request.theta.copy()
+    losses = []
+    for batch in _batches(rng, data.n_rows, request):
+        loss, gradient = layout.loss_and_gradient(theta, X[batch], y[batch], w[batch])
+        theta -= request.learning_rate * gradient
+        losses.append(loss)
+    return TrainReply(theta, float(np.mean(losses)))
+
+
+def _batches(
+    rng: np.random.Generator, n: int, request: TrainRequest
+) -> list[np.ndarray]:
+    """Minibatches of shuffled epochs (the last batch of an epoch may be short)."""
+    size = min(request.batch_size, n)
+    per_epoch = -(-n // size)
+    steps = (
+        request.local_epochs * per_epoch
+        if request.local_epochs
+        else request.local_steps
+    )
+    batches: list[np.ndarray] = []
+    while len(batches) < steps:
+        order = rng.permutation(n)
+        batches.extend(order[i : i + size] for i in range(0, n, size))
+    return batches[:steps]
+
+
+@dataclass(frozen=True)
+class AvgConfig:
+    """Validated FedAvg settings."""
+
+    hidden: tuple[int, ...]
+    n_rounds: int
+    local_steps: int
+    local_epochs: int
+    batch_size: int
+    learning_rate: float
+    standardize: Standardize
+    on_dropout: Literal["fail", "continue"]
+    seed: int
+
+
+@dataclass(frozen=True, eq=False)
+class FedAvgResult:
+    """Final parameters, the layout, the standardizations and the loss curve."""
+
+    layout: Layout
+    theta: FloatArray
+    n_categories: np.ndarray
+    client_mean: dict[str, FloatArray]
+    client_scale: dict[str, FloatArray]
+    mean: FloatArray
+    scale: FloatArray
+    losses: list[float]
+
+
+_MIN_SCALE: Final = 1e-12
+
+
+class FedAvgStrategy:
+    """Server: one moments round, then ``n_rounds`` FedAvg rounds."""
+
+    def __init__(self, config: AvgConfig) -> None:
+        self.config = config
+        self.clients: tuple[str, ...] = ()
+        self.weights: dict[str, float] = {}
+        self.losses: list[float] = []
+
+    def start(self, info: FederationInfo) -> None:
+        """Remember the clients, labels and the one-hot layout."""
+        schema = info.schema
+        self.clients = info.clients
+        self.classes = np.asarray(schema.classes, dtype=str)
+        self.n_categories = np.asarray(
+            [0 if c is None else len(c) for c in schema.categories], dtype=np.int64
+        )
+        width = int(np.maximum(self.n_categories, 1).sum())
+        self.layout = Layout.of(width, self.config.hidden, len(self.classes))
+        self.theta = self.layout.initial(keyed_rng(self.config.seed, INIT_STREAM))
+
+    def expected_rounds(self) -> int:
+        """Return the moments round plus the training rounds."""
+        return 1 + self.config.n_rounds
+
+    def plan_round(self, round: int) -> RoundPlan | None:
+        """Round 1: moments; then training while rounds remain."""
+        if round == 1:
+            return RoundPlan.broadcast(MomentsRequest(self.n_categories), self.clients)
+        if round > 1 + self.config.n_rounds:
+            return None
+        clients = [c for c in self.clients if c in self.weights]
+        requests = {c: self._train_request(round, c) for c in clients}
+        return RoundPlan(requests, self.config.on_dropout)
+
+    def _train_request(self, round: int, client: str) -> TrainRequest:
+        c = self.config
+        mean, scale = self._standardization(client)
+        return TrainRequest(
+            round=round,
+            seed=c.seed,
+            theta=self.theta,
+            widths=np.asarray(self.layout.widths, dtype=np.int64),
+            n_categories=self.n_categories,
+            classes=self.classes,
+            mean=mean,
+            scale=scale,
+            learning_rate=c.learning_rate,
+            batch_size=c.batch_size,
+            local_steps=c.local_steps,
+            local_epochs=c.local_epochs,
+        )
+
+    def _standardization(self, client: str | None) -> tuple[FloatArray, FloatArray]:
+        width = self.layout.widths[0]
+        if self.config.standardize == "none":
+            return np.zeros(width), np.ones(width)
+        if self.config.standardize == "client" and client is not None:
+            return self.client_mean[client], self.client_scale[client]
+        return self.mean, self.scale
+
+    def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
+        """Fold moments (round 1) or average the clients' parameters by weight."""
+        if round == 1:
+            self._fold_moments(replies)
+            return
+        total = sum(self.weights[c] for c in replies)
+        theta = np.zeros_like(self.theta)
+        loss = 0.0
+        for client in sorted(replies):
+            reply = replies[client]
+            assert isinstance(reply, TrainReply)  # validated by the loop
+            share = self.weights[client] / total
+            theta += share * reply.theta
+            loss += share * reply.loss
+        self.theta = theta
+        self.losses.append(loss)
+
+    def _fold_moments(self, replies: Mapping[str, Payload]) -> None:
+        sums, squares = [], []
+        self.client_mean, self.client_scale = {}, {}
+        for client in sorted(replies):
+            reply = replies[client]
+            assert isinstance(reply, MomentsReply)  # validated by the loop
+            if reply.weight <= 0:
+                continue
+            self.weights[client] = reply.weight
+            sums.append(reply.total)
+            squares.append(reply.squares)
+            self.client_mean[client], self.client_scale[client] = _mean_scale(
+                reply.total, reply.squares, reply.weight
+            )
+        self.mean, self.scale = _mean_scale(
+            np.sum(sums, axis=0), np.sum(squares, axis=0), sum(self.weights.values())
+        )
+
+    def round_metrics(self, round: int) -> dict[str, float]:
+        """Return the weighted mean training loss of the round."""
+        return {"loss": self.losses[-1]} if round > 1 and self.losses else {}
+
+    def finish(self) -> FedAvgResult:
+        """Return the final model and what prediction needs."""
+        return FedAvgResult(
+            self.layout,
+            self.theta,
+            self.n_categories,
+            self.client_mean,
+            self.client_scale,
+            self.mean,
+            self.scale,
+            list(self.losses),
+        )
+
+
+def _mean_scale(
+    total: FloatArray, squares: FloatArray, weight: float
+) -> tuple[FloatArray, FloatArray]:
+    """Mean and standard deviation (1 where a feature is constant)."""
+    mean = total / weight
+    variance = np.maximum(squares / weight - mean * mean, 0.0)
+    scale = np.sqrt(variance)
+    return mean, np.where(scale > _MIN_SCALE * (1 + np.abs(mean)), scale, 1.0)

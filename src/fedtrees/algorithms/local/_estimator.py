@@ -1,0 +1,414 @@
+"""Local baselines: pooled local forests and per-client local models (§1.6).
+
+``LocalEnsemble*`` (Hauschild et al. 2022): every client trains a random forest
+on its own rows and sends its trees once; the server's forest is the union, each
+tree weighted equally or by its client's size. ``LocalModels*``: every client keeps
+its own forest; the fitted estimator predicts with the forest of a named client,
+so each local model can be evaluated on any test set (the "local learning"
+baseline). Both run the one-round protocol of
+:mod:`fedtrees.algorithms.local._protocol`.
+
+**Decision:** for evaluation, ``LocalModels*`` receives every client's forest at
+the server, as ``LocalEnsemble*`` does; in a deployment each site would keep its
+own model and nothing else would travel.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils.validation import check_is_fitted
+
+from fedtrees._random import resolve_seed
+from fedtrees._typing import FloatArray
+from fedtrees._validation import check_choice, check_int
+from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms._params import (
+    check_bool,
+    check_max_depth,
+    check_max_features,
+    count_or_fraction,
+)
+from fedtrees.algorithms._progress import round_progress
+from fedtrees.algorithms.local._protocol import LocalForests, LocalForestStrategy
+from fedtrees.exceptions import ValidationError
+from fedtrees.federation import Federation, Ledger
+from fedtrees.tree import Tree, client_codes, mean_value
+
+__all__ = [
+    "LocalEnsembleClassifier",
+    "LocalEnsembleRegressor",
+    "LocalModelsClassifier",
+    "LocalModelsRegressor",
+]
+
+_FOREST_DOC = """
+    n_estimators : int, default 100
+        Trees of every client's forest.
+    criterion : str
+        "gini" or "entropy" (classifiers); "squared_error" (regressors).
+    max_depth, min_samples_split, min_samples_leaf, min_impurity_decrease,
+    max_features, bootstrap
+        scikit-learn's random-forest parameters, used by every client.
+    timeout : float, default 120.0
+        Seconds the round may take.
+    workers : int, default 1
+        Threads for in-process clients; results do not depend on it.
+    verbose : bool, default False
+        Show a progress bar.
+    random_state : int, Generator or None
+        Client k's forest is seeded by ``[seed, 4, crc32(k)]``.
+"""
+
+
+class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
+    """Fit: one round of local forests; keep every client's trees."""
+
+    _criteria: ClassVar[tuple[str, ...]]
+
+    def fit(
+        self,
+        X: object,
+        y: npt.ArrayLike,
+        groups: npt.ArrayLike | None = None,
+        sample_weight: npt.ArrayLike | None = None,
+    ) -> Any:
+        """Fit on in-process clients, one per distinct value of ``groups``."""
+        federation, classes = self._federation(
+            X, y, groups, sample_weight, self.workers
+        )
+        return self._fit(federation, classes)
+
+    def fit_federation(self, federation: Federation) -> Any:
+        """Fit on any federation: in-process clients or a Flower deployment."""
+        self._input_names = None
+        return self._fit(federation, None)
+
+    def _forest_params(self) -> dict[str, Any]:
+        owner = type(self).__name__
+        return {
+            "n_estimators": check_int(
+                self.n_estimators, "n_estimators", owner, min_value=1
+            ),
+            "criterion": check_choice(
+                self.criterion, "criterion", owner, self._criteria
+            ),
+            "max_depth": check_max_depth(self.max_depth, owner),
+            "min_samples_split": count_or_fraction(
+                self.min_samples_split, "min_samples_split", owner, 2
+            ).as_sklearn(),
+            "min_samples_leaf": count_or_fraction(
+                self.min_samples_leaf, "min_samples_leaf", owner, 1
+            ).as_sklearn(),
+            "min_impurity_decrease": float(self.min_impurity_decrease),
+            "max_features": check_max_features(self.max_features, owner),
+            "bootstrap": check_bool(self.bootstrap, "bootstrap", owner),
+        }
+
+    def _fit(self, federation: Federation, classes: npt.NDArray[Any] | None) -> Any:
+        params = self._forest_params()
+        seed = resolve_seed(self.random_state, type(self).__name__)
+        ledger = Ledger()
+        with round_progress(type(self).__name__, bool(self.verbose)) as callbacks:
+            outcome = federation.run(
+                LocalForestStrategy(params, seed),
+                task=self._task,
+                timeout=self.timeout,
+                callbacks=callbacks,
+                ledger=ledger,
+            )
+        self._remember(outcome.info, classes)
+        received: LocalForests = outcome.result
+        meta = self._tree_meta()
+        self.forests_ = {
+            client: reply.trees(**meta) for client, reply in received.replies.items()
+        }
+        self.client_weights_ = {
+            client: reply.weight for client, reply in received.replies.items()
+        }
+        self.communication_ = ledger
+        return self
+
+    def _tree_meta(self) -> dict[str, Any]:
+        names = getattr(self, "feature_names_in_", None)
+        return {
+            "n_features": self.n_features_in_,
+            "classes": getattr(self, "classes_", None),
+            "feature_names": None if names is None else tuple(str(n) for n in names),
+            "categories": self.categories_
+            if any(c is not None for c in self.categories_)
+            else None,
+        }
+
+    def _labels(self, proba: FloatArray) -> npt.NDArray[Any]:
+        labels: npt.NDArray[Any] = self.classes_[np.argmax(proba, axis=1)]
+        return labels
+
+
+class _Ensemble(_LocalForests):
+    """The server's forest: every client's trees, pooled."""
+
+    def _fit(self, federation: Federation, classes: npt.NDArray[Any] | None) -> Any:
+        check_choice(
+            self.weighting, "weighting", type(self).__name__, ("uniform", "size")
+        )
+        super()._fit(federation, classes)
+        self.trees_ = [t for trees in self.forests_.values() for t in trees]
+        self.tree_weights_ = np.concatenate(
+            [
+                np.full(len(trees), self._client_share(client) / len(trees))
+                for client, trees in self.forests_.items()
+            ]
+        )
+        return self
+
+    def _client_share(self, client: str) -> float:
+        if self.weighting == "uniform":
+            return 1.0
+        return self.client_weights_[client] / sum(self.client_weights_.values())
+
+    def _value(self, X: object) -> FloatArray:
+        check_is_fitted(self, "trees_")
+        return mean_value(self.trees_, self._encode(X), weights=self.tree_weights_)
+
+
+class LocalEnsembleClassifier(ClassifierMixin, _Ensemble):  # type: ignore[misc]
+    """Local ensembling (Hauschild et al. 2022): pooled local forests.
+
+    Every client trains a scikit-learn random forest on its own rows and sends its
+    trees once (one round); the model averages the class distributions of all
+    trees.
+
+    Parameters
+    ----------
+    weighting : {"uniform", "size"}, default "uniform"
+        Every client's forest counts equally, or in proportion to its (weighted)
+        row count.
+    """
+
+    __doc__ = (__doc__ or "") + _FOREST_DOC
+    _task = "classification"
+    _criteria = ("gini", "entropy")
+
+    def __init__(
+        self,
+        n_estimators: int = 100,
+        *,
+        criterion: str = "gini",
+        max_depth: int | None = None,
+        min_samples_split: int | float = 2,
+        min_samples_leaf: int | float = 1,
+        min_impurity_decrease: float = 0.0,
+        max_features: object = "sqrt",
+        bootstrap: bool = True,
+        weighting: str = "uniform",
+        timeout: float = 120.0,
+        workers: int = 1,
+        verbose: bool = False,
+        random_state: object = None,
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.criterion = criterion
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_impurity_decrease = min_impurity_decrease
+        self.max_features = max_features
+        self.bootstrap = bootstrap
+        self.weighting = weighting
+        self.timeout = timeout
+        self.workers = workers
+        self.verbose = verbose
+        self.random_state = random_state
+
+    def predict_proba(self, X: object) -> FloatArray:
+        """Weighted mean class distribution of all clients' trees."""
+        return self._value(X)
+
+    def predict(self, X: object) -> npt.NDArray[Any]:
+        """Class with the largest mean probability (first on ties)."""
+        return self._labels(self.predict_proba(X))
+
+
+class LocalEnsembleRegressor(RegressorMixin, _Ensemble):  # type: ignore[misc]
+    """Local ensembling for regression: the mean of all clients' trees.
+
+    Parameters
+    ----------
+    weighting : {"uniform", "size"}, default "uniform"
+        Every client's forest counts equally, or in proportion to its size.
+    """
+
+    __doc__ = (__doc__ or "") + _FOREST_DOC
+    _task = "regression"
+    _criteria = ("squared_error",)
+
+    def __init__(
+        self,
+        n_estimators: int = 100,
+        *,
+        criterion: str = "squared_error",
+        max_depth: int | None = None,
+        min_samples_split: int | float = 2,
+        min_samples_leaf: int | float = 1,
+        min_impurity_decrease: float = 0.0,
+        max_features: object = 1.0,
+        bootstrap: bool = True,
+        weighting: str = "uniform",
+        timeout: float = 120.0,
+        workers: int = 1,
+        verbose: bool = False,
+        random_state: object = None,
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.criterion = criterion
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_impurity_decrease = min_impurity_decrease
+        self.max_features = max_features
+        self.bootstrap = bootstrap
+        self.weighting = weighting
+        self.timeout = timeout
+        self.workers = workers
+        self.verbose = verbose
+        self.random_state = random_state
+
+    def predict(self, X: object) -> FloatArray:
+        """Weighted mean of all clients' trees."""
+        out: FloatArray = self._value(X)[:, 0]
+        return out
+
+
+class _Models(_LocalForests):
+    """Per-client models: predict with the forest of a named client."""
+
+    def _value(self, X: object, client: object) -> FloatArray:
+        check_is_fitted(self, "forests_")
+        matrix = self._encode(X)
+        owner = f"{type(self).__name__}.predict"
+        clients = tuple(self.forests_)
+        if client is None:
+            if len(clients) > 1:
+                raise ValidationError(
+                    f"{owner}: this model holds one forest per client "
+                    f"({', '.join(clients)}); pass client=<id> (one, or one per row)."
+                )
+            client = clients[0]
+        codes = client_codes(clients, client, matrix.shape[0], owner, "use one of them")
+        width = self.forests_[clients[0]][0].value.shape[1]
+        out = np.zeros((matrix.shape[0], width))
+        for code in np.unique(codes):
+            rows = codes == code
+            out[rows] = mean_value(self.forests_[clients[code]], matrix[rows])
+        return out
+
+    def score_clients(self, X: object, y: npt.ArrayLike) -> dict[str, float]:
+        """Score every client's own model on the same test set (accuracy or R²)."""
+        check_is_fitted(self, "forests_")
+        metric = accuracy_score if self._task == "classification" else r2_score
+        return {
+            client: float(metric(y, self.predict(X, client=client)))
+            for client in self.forests_
+        }
+
+    @property
+    def trees_(self) -> list[Tree]:
+        """All clients' trees (client order), for inspection."""
+        check_is_fitted(self, "forests_")
+        return [t for trees in self.forests_.values() for t in trees]
+
+
+class LocalModelsClassifier(ClassifierMixin, _Models):  # type: ignore[misc]
+    """Local learning: every client's own random forest, used per client.
+
+    ``predict(X, client=k)`` uses client k's forest (``client`` may also give one
+    id per row); :meth:`score_clients` scores every local model on a test set.
+    """
+
+    __doc__ = (__doc__ or "") + "\n    Parameters\n    ----------" + _FOREST_DOC
+    _task = "classification"
+    _criteria = ("gini", "entropy")
+
+    def __init__(
+        self,
+        n_estimators: int = 100,
+        *,
+        criterion: str = "gini",
+        max_depth: int | None = None,
+        min_samples_split: int | float = 2,
+        min_samples_leaf: int | float = 1,
+        min_impurity_decrease: float = 0.0,
+        max_features: object = "sqrt",
+        bootstrap: bool = True,
+        timeout: float = 120.0,
+        workers: int = 1,
+        verbose: bool = False,
+        random_state: object = None,
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.criterion = criterion
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_impurity_decrease = min_impurity_decrease
+        self.max_features = max_features
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self.workers = workers
+        self.verbose = verbose
+        self.random_state = random_state
+
+    def predict_proba(self, X: object, client: object = None) -> FloatArray:
+        """Class distribution of client ``client``'s forest (None: the only one)."""
+        return self._value(X, client)
+
+    def predict(self, X: object, client: object = None) -> npt.NDArray[Any]:
+        """Class with the largest probability under client ``client``'s forest."""
+        return self._labels(self.predict_proba(X, client))
+
+
+class LocalModelsRegressor(RegressorMixin, _Models):  # type: ignore[misc]
+    """Local learning for regression: every client's own forest, used per client."""
+
+    __doc__ = (__doc__ or "") + "\n    Parameters\n    ----------" + _FOREST_DOC
+    _task = "regression"
+    _criteria = ("squared_error",)
+
+    def __init__(
+        self,
+        n_estimators: int = 100,
+        *,
+        criterion: str = "squared_error",
+        max_depth: int | None = None,
+        min_samples_split: int | float = 2,
+        min_samples_leaf: int | float = 1,
+        min_impurity_decrease: float = 0.0,
+        max_features: object = 1.0,
+        bootstrap: bool = True,
+        timeout: float = 120.0,
+        workers: int = 1,
+        verbose: bool = False,
+        random_state: object = None,
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.criterion = criterion
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_impurity_decrease = min_impurity_decrease
+        self.max_features = max_features
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self.workers = workers
+        self.verbose = verbose
+        self.random_state = random_state
+
+    def predict(self, X: object, client: object = None) -> FloatArray:
+        """Mean of client ``client``'s trees (None: the only client)."""
+        out: FloatArray = self._value(X, client)[:, 0]
+        return out

@@ -1,0 +1,175 @@
+"""One round of local forests: each client fits its own forest and sends the trees.
+
+The protocol behind both local baselines (ALGORITHMS.md §1.6): the server sends
+the forest parameters; every client fits a scikit-learn random forest on its own
+rows (:func:`fedtrees.learners.fit_local_forest`) and replies with the packed trees
+and its total sample weight. The server checks every packed tree before keeping
+it. Client ``k``'s forest is seeded by ``[seed, 4, crc32(k)]`` (STYLE habit 8).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from fedtrees._random import client_key, keyed_rng
+from fedtrees.exceptions import ValidationError
+from fedtrees.federation import (
+    ClientData,
+    FederationInfo,
+    Field,
+    InvalidField,
+    Payload,
+    ReplySpec,
+    RoundPlan,
+    handler,
+    payload,
+)
+from fedtrees.learners import fit_local_forest
+from fedtrees.tree import PACKED_FIELDS, Tree, pack_trees, unpack_trees
+
+__all__ = ["ForestReply", "ForestRequest", "LocalForestStrategy"]
+
+LOCAL_STREAM: Final = 4
+
+
+@payload("local.forest_reply")
+class ForestReply(Payload):
+    """A client's forest (:func:`fedtrees.tree.pack_trees` arrays) and weight."""
+
+    node_ptr: np.ndarray
+    node_kind: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    count: np.ndarray
+    impurity: np.ndarray
+    branch_ptr: np.ndarray
+    branch_code: np.ndarray
+    branch_child: np.ndarray
+    weight: float
+
+    @classmethod
+    def of(cls, trees: list[Tree], weight: float) -> ForestReply:
+        """Pack ``trees`` with the client's total sample weight."""
+        return cls(**pack_trees(trees), weight=weight)
+
+    def trees(self, **meta: Any) -> list[Tree]:
+        """Rebuild the trees (``meta``: ``n_features``, ``classes``, names...)."""
+        arrays = {name: getattr(self, name) for name in PACKED_FIELDS}
+        return unpack_trees(arrays, **meta)
+
+
+@payload("local.forest")
+class ForestRequest(Payload):
+    """Fit a local forest with ``params`` (JSON of scikit-learn forest parameters).
+
+    ``classes`` are the agreed labels (empty for regression).
+    """
+
+    params: str
+    classes: np.ndarray
+    n_features: int
+    seed: int
+
+    @property
+    def n_estimators(self) -> int:
+        """Trees each client returns."""
+        return int(json.loads(self.params).get("n_estimators", 100))
+
+    def expected_reply(self) -> ReplySpec:
+        """Packed trees that rebuild into valid trees; a positive weight."""
+        n_outputs = max(int(self.classes.shape[0]), 1)
+        integer = Field.array("iu", (None,))
+        fields = dict.fromkeys(PACKED_FIELDS, integer)
+        fields["node_ptr"] = Field.array("iu", (self.n_estimators + 1,))
+        fields["threshold"] = Field.array("f", (None,), finite=False)
+        fields["impurity"] = Field.array("f", (None,), finite=False)
+        fields["count"] = Field.array("f", (None,), nonnegative=True)
+        fields["value"] = Field.array("f", (None, n_outputs))
+        fields["weight"] = Field.scalar(low=0.0)
+        return ReplySpec(ForestReply, fields, check=self._rebuilds)
+
+    def _rebuilds(self, reply: ForestReply) -> None:
+        classes = np.arange(self.classes.shape[0]) if self.classes.size else None
+        try:
+            reply.trees(n_features=self.n_features, classes=classes)
+        except ValidationError as exc:
+            raise InvalidField("trees", str(exc)) from exc
+
+
+@handler("local.forest")
+def fit_forest(request: ForestRequest, data: ClientData) -> ForestReply:
+    """Client: fit a forest on the local rows; reply with its trees."""
+    X = data.finite_matrix()
+    regression = request.classes.size == 0
+    y = data.targets() if regression else data.label_codes(request.classes)
+    key = client_key(data.client_id)
+    seed = int(keyed_rng(request.seed, LOCAL_STREAM, key).integers(2**31 - 1))
+    trees = fit_local_forest(
+        X,
+        y,
+        n_classes=None if regression else int(request.classes.shape[0]),
+        params=json.loads(request.params),
+        seed=seed,
+        sample_weight=data.weights,
+    )
+    weight = float(data.n_rows if data.weights is None else data.weights.sum())
+    return ForestReply.of(trees, weight)
+
+
+@dataclass(frozen=True, eq=False)
+class LocalForests:
+    """What the server received: every client's forest reply, by client id."""
+
+    replies: Mapping[str, ForestReply]
+
+
+class LocalForestStrategy:
+    """Server: one round asking every client for its local forest."""
+
+    def __init__(self, params: Mapping[str, Any], seed: int) -> None:
+        self.params, self.seed = dict(params), seed
+        self.replies: dict[str, ForestReply] = {}
+        self.clients: tuple[str, ...] = ()
+        self.request: ForestRequest | None = None
+
+    def start(self, info: FederationInfo) -> None:
+        """Build the one request from the agreed schema."""
+        self.clients = info.clients
+        self.request = ForestRequest(
+            params=json.dumps(self.params, sort_keys=True),
+            classes=np.asarray(info.schema.classes, dtype=str),
+            n_features=info.schema.n_features,
+            seed=self.seed,
+        )
+
+    def expected_rounds(self) -> int:
+        """Return 1: a single round after the agreement."""
+        return 1
+
+    def plan_round(self, round: int) -> RoundPlan | None:
+        """Round 1: every client fits its forest; then done."""
+        if round > 1 or self.request is None:
+            return None
+        return RoundPlan.broadcast(self.request, self.clients)
+
+    def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
+        """Keep every (validated) forest."""
+        for client, reply in replies.items():
+            assert isinstance(reply, ForestReply)  # validated by the loop
+            self.replies[client] = reply
+
+    def round_metrics(self, round: int) -> dict[str, float]:
+        """Forests received."""
+        return {"forests": float(len(self.replies))}
+
+    def finish(self) -> LocalForests:
+        """Return the replies by client id."""
+        return LocalForests(dict(sorted(self.replies.items())))

@@ -1,0 +1,94 @@
+"""A client's local random forest: scikit-learn, returned as fedtrees Trees.
+
+The CART adapter of DESIGN.md (``learners/``): one silo fits scikit-learn's
+``RandomForestClassifier``/``RandomForestRegressor`` on its own rows and gets back
+fedtrees :class:`Tree` objects whose class columns follow the *agreed* label
+order, so forests of clients that lack a class still add up. Categorical features
+arrive as their integer codes and are split like numbers (scikit-learn's trees
+have no categorical splits).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Final
+
+import numpy as np
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+from fedtrees._typing import FloatArray, IntArray
+from fedtrees.exceptions import ValidationError
+from fedtrees.tree import Tree
+
+__all__ = ["FOREST_PARAMS", "fit_local_forest"]
+
+FOREST_PARAMS: Final = frozenset(
+    {
+        "n_estimators",
+        "criterion",
+        "max_depth",
+        "min_samples_split",
+        "min_samples_leaf",
+        "min_impurity_decrease",
+        "max_features",
+        "bootstrap",
+    }
+)
+"""The scikit-learn forest parameters a request may set (nothing else)."""
+
+
+def fit_local_forest(
+    X: FloatArray,
+    y: FloatArray | IntArray,
+    *,
+    n_classes: int | None,
+    params: Mapping[str, Any],
+    seed: int,
+    sample_weight: FloatArray | None = None,
+) -> list[Tree]:
+    """Fit a scikit-learn random forest on one silo; return its trees.
+
+    Parameters
+    ----------
+    X : array of shape (n_rows, n_features)
+        Finite features (categorical columns as codes).
+    y : array of shape (n_rows,)
+        Label codes in ``[0, n_classes)`` for classification, numbers otherwise.
+    n_classes : int or None
+        Number of agreed classes (None: regression). Trees get one value column
+        per agreed class, zero for classes this silo lacks.
+    params : mapping
+        scikit-learn forest parameters, keys from :data:`FOREST_PARAMS`.
+    seed : int
+        The forest's ``random_state``.
+
+    Examples
+    --------
+    >>> X = np.arange(6.0)[:, None]; y = np.array([0, 0, 0, 2, 2, 2])
+    >>> trees = fit_local_forest(X, y, n_classes=3, params={"n_estimators": 2},
+    ...                          seed=0)
+    >>> trees[0].value.shape[1], trees[0].classes.tolist()
+    (3, [0, 1, 2])
+    """
+    unknown = sorted(set(params) - FOREST_PARAMS)
+    if unknown:
+        raise ValidationError(
+            f"Local forest: unknown parameters {unknown}; allowed are "
+            f"{sorted(FOREST_PARAMS)}."
+        )
+    kwargs = {**params, "random_state": seed, "n_jobs": 1}
+    if n_classes is None:
+        regressor = RandomForestRegressor(**kwargs).fit(X, y, sample_weight)
+        return [Tree.from_sklearn(est) for est in regressor.estimators_]
+    classifier = RandomForestClassifier(**kwargs).fit(X, y, sample_weight)
+    present = np.asarray(classifier.classes_, dtype=np.int64)
+    return [_agreed_columns(est, present, n_classes) for est in classifier.estimators_]
+
+
+def _agreed_columns(estimator: Any, present: IntArray, n_classes: int) -> Tree:
+    """Spread a tree's value columns (classes seen here) over the agreed classes."""
+    tree = Tree.from_sklearn(estimator)
+    value = np.zeros((tree.n_nodes, n_classes))
+    value[:, present] = tree.value
+    return dataclasses.replace(tree, value=value, classes=np.arange(n_classes))

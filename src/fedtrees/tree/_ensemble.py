@@ -1,0 +1,54 @@
+"""Averaging many trees: the prediction of every forest in fedtrees."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from fedtrees._typing import FloatArray
+from fedtrees.exceptions import ValidationError
+from fedtrees.tree._model import Tree
+
+__all__ = ["mean_value"]
+
+
+def mean_value(
+    trees: Sequence[Tree],
+    X: npt.ArrayLike,
+    *,
+    weights: npt.ArrayLike | None = None,
+    client: object = None,
+) -> FloatArray:
+    """Return the (weighted) mean of the trees' leaf values, (n_samples, n_outputs).
+
+    ``weights`` (one per tree, >= 0, not all zero) default to equal weights;
+    ``client`` is passed to every tree's routing (client-indicator splits).
+
+    Examples
+    --------
+    >>> from fedtrees.tree import NodeStats, TreeBuilder
+    >>> def stump(mean):
+    ...     b = TreeBuilder(n_features=1)
+    ...     b.add_root(NodeStats.from_mean(mean, 1.0))
+    ...     return b.build()
+    >>> mean_value([stump(0.0), stump(3.0)], [[1.0]], weights=[2, 1]).tolist()
+    [[1.0]]
+    """
+    if not trees:
+        raise ValidationError("mean_value needs at least one tree.")
+    w = np.full(len(trees), 1.0) if weights is None else np.asarray(weights, float)
+    if w.shape != (len(trees),) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValidationError(
+            f"mean_value: weights must be {len(trees)} finite values >= 0."
+        )
+    if w.sum() <= 0:
+        raise ValidationError("mean_value: the tree weights sum to zero.")
+    matrix = np.asarray(X, dtype=np.float64)
+    total = np.zeros((matrix.shape[0], trees[0].value.shape[1]))
+    for tree, weight in zip(trees, w, strict=True):
+        if weight:
+            total += weight * tree.predict_value(matrix, client)
+    out: FloatArray = total / w.sum()
+    return out
