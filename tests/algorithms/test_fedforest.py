@@ -387,3 +387,17 @@ def test_diagnostics_tell_the_regimes_apart_and_drive_auto() -> None:
     ).fit(d.X, d.y, groups=d.groups)
     assert auto.config_.gain == "exact"
     assert "covariate shift: True" in auto.diagnosis_.summary()
+
+
+def test_avgimp_finishes_when_a_whole_level_is_pure() -> None:
+    # AvgImp learns the children's statistics in the next sketch round; when every
+    # open node of that level turns out pure there is nothing left to invert.
+    X = np.linspace(-1.0, 1.0, 40)[:, None]
+    y = (X[:, 0] > 0).astype(int)
+
+    model = FedForestClassifier(
+        n_estimators=1, gain="avgimp", bootstrap=False, random_state=0
+    ).fit(X, y, groups=np.arange(40) % 2)
+
+    assert model.trees_[0].n_leaves == 2
+    assert model.score(X, y) == 1.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,30 +32,62 @@ def site_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return files
 
 
-def _in_process(files: dict[str, Path], params: dict[str, object]) -> dict[str, object]:
+def _in_process(
+    files: dict[str, Path], job: str, params: dict[str, object]
+) -> dict[str, object]:
     clients = {name: datasets.load_client_file(path) for name, path in files.items()}
-    document, _ = run_job("toy", Federation.from_clients(clients), params)
+    document, _ = run_job(job, Federation.from_clients(clients), params)
     return json.loads(json.dumps(document))
 
 
+@pytest.fixture(scope="module")
+def tls_deployment(
+    site_files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Deployment]:
+    with Deployment(tmp_path_factory.mktemp("tls"), site_files, tls=True) as d:
+        yield d
+
+
+def _run_over_flower(
+    deployment: Deployment, out: Path, job: str, params: dict[str, object]
+) -> dict[str, object]:
+    config = (
+        f"job='{job}' output-path='{out}' min-clients=3 round-timeout=60.0 "
+        f"params='{json.dumps(params)}'"
+    )
+    status = deployment.wait(deployment.submit(config), deadline=150)
+    assert status["status"] == "finished:completed", status
+    return dict(json.loads(out.read_text()))
+
+
 def test_toy_protocol_gives_the_same_result_over_flower_with_tls(
-    site_files: dict[str, Path], tmp_path: Path
+    tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
 ) -> None:
     params = {"feature": 0, "n_bins": 4, "n_rounds": 1, "initial": [45.0, 55.0, 65.0]}
     out = tmp_path / "result.json"
-    config = (
-        f"job='toy' output-path='{out}' min-clients=3 round-timeout=60.0 "
-        f"params='{json.dumps(params)}'"
-    )
-    with Deployment(tmp_path, site_files, tls=True) as deployment:
-        status = deployment.wait(deployment.submit(config), deadline=120)
-    assert status["status"] == "finished:completed", status
-    over_flower = json.loads(out.read_text())
-    assert over_flower == _in_process(site_files, params)  # result and byte counts
-    assert over_flower["communication"]["rounds"] == 3
+
+    over_flower = _run_over_flower(tls_deployment, out, "toy", params)
+
+    assert over_flower == _in_process(site_files, "toy", params)  # result and bytes
+    assert over_flower["communication"]["rounds"] == 3  # type: ignore[index]
     ledger = out.with_suffix(".ledger.csv").read_text().splitlines()
     assert ledger[0].startswith("round,client,kind,bytes_down,bytes_up")
     assert len(ledger) == 1 + 3 * 3
+
+
+def test_fedforest_grows_the_same_forest_over_flower(
+    tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
+) -> None:
+    params = {"n_estimators": 4, "max_depth": 2, "n_quantiles": 8, "random_state": 7}
+
+    over_flower = _run_over_flower(
+        tls_deployment, tmp_path / "forest.json", "fedforest", params
+    )
+
+    expected = _in_process(site_files, "fedforest", params)
+    assert over_flower["trees"] == expected["trees"]  # same splits, values, counts
+    assert over_flower == expected  # and the same ledger totals
+    assert over_flower["communication"]["rounds"] == 1 + 2 * 2  # type: ignore[index]
 
 
 def test_a_killed_supernode_fails_the_run_clearly_within_the_timeout(

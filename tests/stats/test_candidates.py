@@ -172,6 +172,12 @@ def test_problem_without_rows_gives_no_candidates() -> None:
     assert np.isnan(out).all()
 
 
+def test_a_batch_of_no_problems_gives_an_empty_result() -> None:
+    # A level where no open node can split any more asks for zero inversions.
+    out = mixture_quantiles(np.zeros((0, 3, 5)), np.zeros((0, 3)), 4)
+    assert out.shape == (0, 3)
+
+
 @pytest.mark.parametrize(
     ("points", "counts", "message"),
     [

@@ -11,6 +11,7 @@ follows the default branch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -21,8 +22,16 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._typing import FloatArray
 from fedtrees._validation import check_matrix
+from fedtrees.algorithms._progress import round_progress
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import Federation, FederationInfo
+from fedtrees.federation import (
+    Federation,
+    FederationInfo,
+    Ledger,
+    RoundCallback,
+    RunResult,
+    ServerStrategy,
+)
 from fedtrees.federation._data import as_frame
 
 __all__ = ["FederatedEstimator"]
@@ -64,6 +73,23 @@ class FederatedEstimator:
         classes = np.unique(target) if self._task == "classification" else None
         self._input_names = list(frame.columns) if isinstance(X, pd.DataFrame) else None
         return federation, classes
+
+    def _run(
+        self,
+        federation: Federation,
+        strategy: ServerStrategy,
+        callbacks: Sequence[RoundCallback] = (),
+    ) -> RunResult:
+        """Run ``strategy`` with a fresh ledger, the progress bar and ``callbacks``."""
+        verbose = bool(getattr(self, "verbose", False))
+        with round_progress(type(self).__name__, verbose) as progress:
+            return federation.run(
+                strategy,
+                task=self._task,
+                timeout=getattr(self, "timeout", 60.0),
+                callbacks=[*progress, *callbacks],
+                ledger=Ledger(),
+            )
 
     def _remember(self, info: FederationInfo, classes: npt.NDArray[Any] | None) -> None:
         """Fitted attributes that describe the inputs (sklearn conventions)."""

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from fedtrees._validation import invalid
+from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
+from fedtrees.algorithms.local import LocalEnsembleClassifier, LocalEnsembleRegressor
 from fedtrees.algorithms.toy import run_toy
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import Federation, Ledger, RoundCallback
@@ -47,7 +49,55 @@ def _toy(
     return document, outcome.ledger
 
 
-JOBS: Final[dict[str, Job]] = {"toy": _toy}
+def _forest_job(name: str, classifier: type[Any], regressor: type[Any]) -> Job:
+    """Return a job fitting a forest estimator; ``params`` are its arguments.
+
+    ``params["task"]`` ("classification", the default, or "regression") picks
+    the estimator; the round timeout becomes its ``timeout``. The document holds
+    the fitted trees as :meth:`fedtrees.tree.Tree.to_dict` documents.
+    """
+
+    def job(
+        federation: Federation,
+        params: Mapping[str, Any],
+        timeout: float,
+        callbacks: Sequence[RoundCallback],
+    ) -> tuple[dict[str, Any], Ledger]:
+        kwargs = dict(params)
+        task = kwargs.pop("task", "classification")
+        if task not in ("classification", "regression"):
+            raise invalid("task", f"job {name!r}", "classification or regression", task)
+        estimator = classifier() if task == "classification" else regressor()
+        unknown = sorted(set(kwargs) - set(estimator.get_params()))
+        if unknown:
+            raise ValidationError(
+                f"Job {name!r}: unknown params {unknown}; {type(estimator).__name__} "
+                f"takes {sorted(estimator.get_params())}."
+            )
+        estimator.set_params(**{"timeout": timeout, **kwargs})
+        estimator.fit_federation(federation, callbacks=callbacks)
+        classes = getattr(estimator, "classes_", None)
+        document = {
+            "job": name,
+            "estimator": type(estimator).__name__,
+            "params": dict(params),
+            "clients": list(estimator.clients_),
+            "classes": None if classes is None else classes.tolist(),
+            "trees": [tree.to_dict() for tree in estimator.trees_],
+            "communication": estimator.communication_.summary(),
+        }
+        return document, estimator.communication_
+
+    return job
+
+
+JOBS: Final[dict[str, Job]] = {
+    "toy": _toy,
+    "fedforest": _forest_job("fedforest", FedForestClassifier, FedForestRegressor),
+    "local-ensemble": _forest_job(
+        "local-ensemble", LocalEnsembleClassifier, LocalEnsembleRegressor
+    ),
+}
 
 
 def run_job(

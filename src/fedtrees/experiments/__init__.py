@@ -1,5 +1,29 @@
-"""Experiments: pure runners that return results; the command line does the I/O."""
+"""Experiments: pure runners that return results; the command line does the I/O.
 
+Each paper experiment is a frozen config and a runner returning a
+:class:`Report`; :func:`write_report` writes its CSV, markdown and PNG files.
+"""
+
+from fedtrees.experiments import fedforest_heart, fedforest_synthetic
+from fedtrees.experiments._report import Plot, Report
 from fedtrees.experiments.demo import DemoResult, run_demo
+from fedtrees.experiments.fedforest_heart import HeartConfig, run_fedforest_heart
+from fedtrees.experiments.fedforest_synthetic import (
+    SyntheticConfig,
+    run_fedforest_synthetic,
+)
+from fedtrees.experiments.results import write_report
 
-__all__ = ["DemoResult", "run_demo"]
+__all__ = [
+    "DemoResult",
+    "HeartConfig",
+    "Plot",
+    "Report",
+    "SyntheticConfig",
+    "fedforest_heart",
+    "fedforest_synthetic",
+    "run_demo",
+    "run_fedforest_heart",
+    "run_fedforest_synthetic",
+    "write_report",
+]

@@ -200,6 +200,8 @@ def mixture_quantiles(
     """
     q = check_int(q, "q", "mixture_quantiles", min_value=2)
     pts, w, m = _mixture_inputs(points, counts)
+    if pts.shape[0] == 0:  # e.g. a level where no node can split any more
+        return np.full((0, q - 1), np.nan)
     ux, F, F_left = _mixture_breakpoints(pts, w, m)
     valid = np.isfinite(ux)
     rows = np.broadcast_to(np.arange(ux.shape[0])[:, None], ux.shape)[valid]

@@ -8,6 +8,7 @@ defaults are FLamby's Fed-Heart-Disease FedAvg settings except the learning rate
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,10 +20,9 @@ from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
 from fedtrees._validation import check_choice, check_float, check_int, invalid
 from fedtrees.algorithms._base import FederatedEstimator
-from fedtrees.algorithms._progress import round_progress
 from fedtrees.algorithms.fedavg._network import expand_features, standardize
 from fedtrees.algorithms.fedavg._protocol import AvgConfig, FedAvgResult, FedAvgStrategy
-from fedtrees.federation import Federation, Ledger
+from fedtrees.federation import Federation, RoundCallback
 from fedtrees.tree import client_codes
 
 __all__ = ["FedAvgClassifier"]
@@ -129,10 +129,16 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
         )
         return self._fit(federation, classes)
 
-    def fit_federation(self, federation: Federation) -> FedAvgClassifier:
-        """Fit on any federation: in-process clients or a Flower deployment."""
+    def fit_federation(
+        self, federation: Federation, *, callbacks: Sequence[RoundCallback] = ()
+    ) -> FedAvgClassifier:
+        """Fit on any federation: in-process clients or a Flower deployment.
+
+        ``callbacks`` are called with a :class:`fedtrees.federation.RoundEnv` after
+        every round (per-round metrics for logs and dashboards).
+        """
         self._input_names = None
-        return self._fit(federation, None)
+        return self._fit(federation, None, callbacks)
 
     def _config(self) -> AvgConfig:
         owner = type(self).__name__
@@ -167,25 +173,20 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
         )
 
     def _fit(
-        self, federation: Federation, classes: npt.NDArray[Any] | None
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        callbacks: Sequence[RoundCallback] = (),
     ) -> FedAvgClassifier:
         config = self._config()
-        ledger = Ledger()
-        with round_progress(type(self).__name__, bool(self.verbose)) as callbacks:
-            outcome = federation.run(
-                FedAvgStrategy(config),
-                task="classification",
-                timeout=self.timeout,
-                callbacks=callbacks,
-                ledger=ledger,
-            )
+        outcome = self._run(federation, FedAvgStrategy(config), callbacks)
         self._remember(outcome.info, classes)
         self._result: FedAvgResult = outcome.result
         layers = self._result.layout.unflatten(self._result.theta)
         self.coefs_ = [W.copy() for W, _ in layers]
         self.intercepts_ = [b.copy() for _, b in layers]
         self.loss_curve_ = list(self._result.losses)
-        self.communication_ = ledger
+        self.communication_ = outcome.ledger
         self.config_ = config
         return self
 

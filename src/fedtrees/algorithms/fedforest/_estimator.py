@@ -9,6 +9,7 @@ scikit-learn's tree on the pooled rows.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -19,10 +20,9 @@ from sklearn.utils.validation import check_is_fitted
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
 from fedtrees.algorithms._base import FederatedEstimator
-from fedtrees.algorithms._progress import round_progress
 from fedtrees.algorithms.fedforest._config import ForestConfig, make_config
 from fedtrees.algorithms.fedforest._strategy import FedForestStrategy, ForestResult
-from fedtrees.federation import Federation, Ledger
+from fedtrees.federation import Federation, RoundCallback
 from fedtrees.tree import mean_value
 
 __all__ = ["FedForestClassifier", "FedForestRegressor"]
@@ -57,16 +57,27 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         )
         return self._fit(federation, classes)
 
-    def fit_federation(self, federation: Federation) -> Any:
-        """Fit on any federation: in-process clients or a Flower deployment."""
+    def fit_federation(
+        self, federation: Federation, *, callbacks: Sequence[RoundCallback] = ()
+    ) -> Any:
+        """Fit on any federation: in-process clients or a Flower deployment.
+
+        ``callbacks`` are called with a :class:`fedtrees.federation.RoundEnv` after
+        every round (per-round metrics for logs and dashboards).
+        """
         self._input_names = None
-        return self._fit(federation, None)
+        return self._fit(federation, None, callbacks)
 
     def _config(self) -> ForestConfig:
         seed = resolve_seed(self.random_state, type(self).__name__)
         return make_config(self.get_params(), self._task, type(self).__name__, seed)
 
-    def _fit(self, federation: Federation, classes: npt.NDArray[Any] | None) -> Any:
+    def _fit(
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        callbacks: Sequence[RoundCallback] = (),
+    ) -> Any:
         config = self._config()
         if self.gain == "auto":
             from fedtrees.algorithms.fedforest._diagnose import diagnose
@@ -78,19 +89,11 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
                 timeout=self.timeout,
             )
             config = dataclasses.replace(config, gain=self.diagnosis_.recommended_gain)
-        ledger = Ledger()
-        with round_progress(type(self).__name__, bool(self.verbose)) as callbacks:
-            outcome = federation.run(
-                FedForestStrategy(config),
-                task=self._task,
-                timeout=self.timeout,
-                callbacks=callbacks,
-                ledger=ledger,
-            )
+        outcome = self._run(federation, FedForestStrategy(config), callbacks)
         self._remember(outcome.info, classes)
         result: ForestResult = outcome.result
         self.trees_ = result.growth.trees(self._tree_meta())
-        self.communication_ = ledger
+        self.communication_ = outcome.ledger
         self.config_ = config
         self._importances = result.growth.feature_importances()
         return self

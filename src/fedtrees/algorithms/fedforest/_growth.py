@@ -78,7 +78,9 @@ class ForestGrowth:
             [len(c or ()) for c in schema.categories], dtype=np.int64
         )
         self.max_features = resolve_max_features(config.max_features, self.n_features)
-        self.fit_id = secrets.randbits(62)
+        # A random id in [2^61, 2^62): always 19 digits, so the encoded size (and
+        # the ledger's byte counts) never depends on the draw.
+        self.fit_id = (1 << 61) | secrets.randbits(61)
         trees = config.n_estimators
         self.table = _Table(
             np.arange(trees, dtype=np.int64),

@@ -259,7 +259,7 @@ class FedForestStrategy:
             weights = np.repeat(counts.T, fp, axis=0)  # (pairs, K)
             weights = np.where(np.isnan(flat[..., 0]), 0.0, weights)
             out = mixture_quantiles(flat, weights, c.n_quantiles).reshape(
-                n_todo, fp, -1
+                n_todo, fp, c.n_quantiles - 1
             )
         else:
             out = _exact_thresholds(points)

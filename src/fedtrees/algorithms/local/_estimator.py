@@ -15,6 +15,7 @@ own model and nothing else would travel.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,10 +34,9 @@ from fedtrees.algorithms._params import (
     check_max_features,
     count_or_fraction,
 )
-from fedtrees.algorithms._progress import round_progress
 from fedtrees.algorithms.local._protocol import LocalForests, LocalForestStrategy
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import Federation, Ledger
+from fedtrees.federation import Federation, RoundCallback
 from fedtrees.tree import Tree, client_codes, mean_value
 
 __all__ = [
@@ -83,10 +83,16 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         )
         return self._fit(federation, classes)
 
-    def fit_federation(self, federation: Federation) -> Any:
-        """Fit on any federation: in-process clients or a Flower deployment."""
+    def fit_federation(
+        self, federation: Federation, *, callbacks: Sequence[RoundCallback] = ()
+    ) -> Any:
+        """Fit on any federation: in-process clients or a Flower deployment.
+
+        ``callbacks`` are called with a :class:`fedtrees.federation.RoundEnv` after
+        every round (per-round metrics for logs and dashboards).
+        """
         self._input_names = None
-        return self._fit(federation, None)
+        return self._fit(federation, None, callbacks)
 
     def _forest_params(self) -> dict[str, Any]:
         owner = type(self).__name__
@@ -109,18 +115,16 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
             "bootstrap": check_bool(self.bootstrap, "bootstrap", owner),
         }
 
-    def _fit(self, federation: Federation, classes: npt.NDArray[Any] | None) -> Any:
+    def _fit(
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        callbacks: Sequence[RoundCallback] = (),
+    ) -> Any:
         params = self._forest_params()
         seed = resolve_seed(self.random_state, type(self).__name__)
-        ledger = Ledger()
-        with round_progress(type(self).__name__, bool(self.verbose)) as callbacks:
-            outcome = federation.run(
-                LocalForestStrategy(params, seed),
-                task=self._task,
-                timeout=self.timeout,
-                callbacks=callbacks,
-                ledger=ledger,
-            )
+        strategy = LocalForestStrategy(params, seed)
+        outcome = self._run(federation, strategy, callbacks)
         self._remember(outcome.info, classes)
         received: LocalForests = outcome.result
         meta = self._tree_meta()
@@ -130,7 +134,7 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         self.client_weights_ = {
             client: reply.weight for client, reply in received.replies.items()
         }
-        self.communication_ = ledger
+        self.communication_ = outcome.ledger
         return self
 
     def _tree_meta(self) -> dict[str, Any]:
@@ -152,11 +156,16 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
 class _Ensemble(_LocalForests):
     """The server's forest: every client's trees, pooled."""
 
-    def _fit(self, federation: Federation, classes: npt.NDArray[Any] | None) -> Any:
+    def _fit(
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        callbacks: Sequence[RoundCallback] = (),
+    ) -> Any:
         check_choice(
             self.weighting, "weighting", type(self).__name__, ("uniform", "size")
         )
-        super()._fit(federation, classes)
+        super()._fit(federation, classes, callbacks)
         self.trees_ = [t for trees in self.forests_.values() for t in trees]
         self.tree_weights_ = np.concatenate(
             [

@@ -1,0 +1,105 @@
+"""What an experiment returns: tables, raw measurements, notes and plot specs.
+
+Runners build a :class:`Report` and do no I/O (STYLE habit 15); the writer in
+:mod:`fedtrees.experiments.results` turns it into CSV, markdown and PNG files, and
+the command line prints its tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Plot", "Progress", "Report", "mean_sd_table", "pivot_mean", "pivot_sd"]
+
+Progress = Callable[[str], None]
+"""Called with a label after every unit of work (a progress bar advances)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Plot:
+    """A figure as data: one series per column of ``values``, x along the index.
+
+    ``kind="bars"`` draws grouped bars (one group per index entry), ``"lines"``
+    one line per column; ``errors`` (same shape) draws error bars.
+    """
+
+    name: str
+    title: str
+    kind: Literal["bars", "lines"]
+    values: pd.DataFrame
+    xlabel: str
+    ylabel: str
+    errors: pd.DataFrame | None = None
+    log_y: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Report:
+    """The result of one experiment run."""
+
+    name: str
+    title: str
+    config: Mapping[str, Any]
+    tables: Mapping[str, pd.DataFrame]
+    raw: pd.DataFrame
+    notes: tuple[str, ...] = ()
+    plots: tuple[Plot, ...] = field(default_factory=tuple)
+
+
+def _ordered(
+    table: pd.DataFrame, raw: pd.DataFrame, rows: str, columns: str
+) -> pd.DataFrame:
+    return table.reindex(
+        index=list(dict.fromkeys(raw[rows])), columns=list(dict.fromkeys(raw[columns]))
+    )
+
+
+def pivot_mean(
+    raw: pd.DataFrame, *, rows: str, columns: str, value: str
+) -> pd.DataFrame:
+    """Return the mean of ``value`` by (``rows``, ``columns``), in raw's order."""
+    table = raw.pivot_table(index=rows, columns=columns, values=value, aggfunc="mean")
+    return _ordered(table, raw, rows, columns)
+
+
+def pivot_sd(raw: pd.DataFrame, *, rows: str, columns: str, value: str) -> pd.DataFrame:
+    """Return the sample sd of ``value`` by (``rows``, ``columns``); 0 for one draw."""
+    table = raw.pivot_table(
+        index=rows, columns=columns, values=value, aggfunc=lambda v: _sd(v.to_numpy())
+    )
+    return _ordered(table, raw, rows, columns)
+
+
+def _sd(values: np.ndarray) -> float:
+    return float(np.std(values, ddof=1)) if values.shape[0] > 1 else 0.0
+
+
+def mean_sd_table(
+    raw: pd.DataFrame, *, rows: str, columns: str, value: str, digits: int = 3
+) -> pd.DataFrame:
+    """Return "mean ± sd" strings of ``value`` by (``rows``, ``columns``).
+
+    Row and column order follow first appearance in ``raw``; "-" where a method
+    was not run.
+
+    Examples
+    --------
+    >>> raw = pd.DataFrame({"m": ["a", "a"], "s": ["x", "x"], "v": [1.0, 3.0]})
+    >>> mean_sd_table(raw, rows="m", columns="s", value="v").loc["a", "x"]
+    '2.000 ± 1.414'
+    """
+    mean = pivot_mean(raw, rows=rows, columns=columns, value=value)
+    sd = pivot_sd(raw, rows=rows, columns=columns, value=value)
+    text = [
+        [
+            "-" if np.isnan(m) else f"{m:.{digits}f} ± {s:.{digits}f}"
+            for m, s in zip(mean_row, sd_row, strict=True)
+        ]
+        for mean_row, sd_row in zip(mean.to_numpy(), sd.to_numpy(), strict=True)
+    ]
+    return pd.DataFrame(text, index=mean.index, columns=mean.columns)
