@@ -36,6 +36,14 @@ class ValidationError(FedTreesError, ValueError):
     """
 
 
+class UnsupportedInputError(ValidationError, TypeError):
+    """Input of a type fedtrees cannot use (sparse matrices, complex or object values).
+
+    A :class:`ValidationError` that is also a ``TypeError``, as scikit-learn raises
+    for such input.
+    """
+
+
 class SerializationError(FedTreesError, ValueError):
     """A serialized document is malformed, of another format, or of a newer version."""
 

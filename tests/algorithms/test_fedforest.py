@@ -10,8 +10,7 @@ from sklearn.ensemble import RandomForestRegressor
 from sklearn.exceptions import NotFittedError
 
 from fedtrees import FedForestClassifier, FedForestRegressor
-from fedtrees.algorithms.fedforest import _client
-from fedtrees.algorithms.fedforest._diagnose import diagnose
+from fedtrees.algorithms.fedforest import _client, diagnose
 from fedtrees.datasets.synthetic import make_disjoint_supports, make_fedforest
 from fedtrees.exceptions import (
     ClientDropoutWarning,
@@ -252,7 +251,7 @@ def test_predict_with_client_ids_and_mixing() -> None:
     per_client = model.predict(d.X_test[:4], client="3")
     mixed = model.predict(d.X_test[:4])
     assert not np.allclose(per_client, mixed)
-    with pytest.raises(ValidationError, match="names '9', which is not a client"):
+    with pytest.raises(ValidationError, match="names '9', which is not a known client"):
         model.predict(d.X_test[:4], client="9")
 
 

@@ -11,12 +11,14 @@ follows the default branch.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
@@ -67,8 +69,9 @@ class FederatedEstimator:
                 f"{owner}.fit: groups has {keys.shape[0]} entries; X has "
                 f"{frame.shape[0]} rows."
             )
+        weights = _checked_weights(sample_weight, frame.shape[0], owner)
         federation = Federation.from_groups(
-            frame, target, keys, sample_weight=sample_weight, workers=workers
+            frame, target, keys, sample_weight=weights, workers=workers
         )
         classes = np.unique(target) if self._task == "classification" else None
         self._input_names = list(frame.columns) if isinstance(X, pd.DataFrame) else None
@@ -125,8 +128,8 @@ class FederatedEstimator:
             )
         if frame.shape[1] != self.n_features_in_:
             raise ValidationError(
-                f"{owner}: X has {frame.shape[1]} features; {self.n_features_in_} "
-                "expected."
+                f"X has {frame.shape[1]} features, but {owner} is expecting "
+                f"{self.n_features_in_} features as input."
             )
         columns = [
             self._encode_column(frame.iloc[:, j], j) for j in range(self.n_features_in_)
@@ -161,9 +164,15 @@ def _names(estimator: Any) -> list[str] | None:
 def _checked_frame(X: object, owner: str) -> pd.DataFrame:
     frame = as_frame(X, owner)
     if frame.shape[0] == 0:
-        raise ValidationError(f"{owner}.fit: X has no rows.")
+        raise ValidationError(
+            f"{owner}.fit: found array with 0 sample(s) (shape={frame.shape}) while a "
+            "minimum of 1 is required."
+        )
     if frame.shape[1] == 0:
-        raise ValidationError(f"{owner}.fit: X has no columns.")
+        raise ValidationError(
+            f"{owner}.fit: found array with 0 feature(s) (shape={frame.shape}) while a "
+            "minimum of 1 is required."
+        )
     for column in frame.columns:
         series = frame[column]
         numeric = not isinstance(series.dtype, pd.CategoricalDtype)
@@ -180,11 +189,39 @@ def _checked_frame(X: object, owner: str) -> pd.DataFrame:
     return frame
 
 
+def _checked_weights(
+    sample_weight: npt.ArrayLike | None, n: int, owner: str
+) -> FloatArray | None:
+    if sample_weight is None:
+        return None
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    if weights.shape != (n,) or not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValidationError(
+            f"{owner}.fit: sample_weight must be {n} finite values >= 0; got shape "
+            f"{weights.shape}."
+        )
+    if not weights.any():
+        raise ValidationError(
+            f"{owner}.fit: Sample weights must contain at least one non-zero number."
+        )
+    return weights
+
+
 def _checked_target(
     y: npt.ArrayLike, n: int, task: Task, owner: str
 ) -> npt.NDArray[Any]:
+    if y is None:
+        raise ValidationError(
+            f"{owner} requires y to be passed, but the target y is None."
+        )
     target = np.asarray(y)
     if target.ndim == 2 and target.shape[1] == 1:
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected; fedtrees "
+            f"({owner}.fit) ravels it to shape (n_samples,).",
+            DataConversionWarning,
+            stacklevel=4,
+        )
         target = target.ravel()
     if target.ndim != 1 or target.shape[0] != n:
         raise ValidationError(

@@ -17,7 +17,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees.exceptions import ValidationError
+from fedtrees.exceptions import UnsupportedInputError, ValidationError
 
 __all__ = ["ClientData", "FeatureKind", "as_frame", "label_strings"]
 
@@ -26,25 +26,59 @@ _CATEGORICAL_KINDS: Final = "OSUb"
 
 
 def as_frame(X: object, owner: str) -> pd.DataFrame:
-    """Columns as a DataFrame with string names; object/string columns categorical."""
+    """Columns as a DataFrame with string names; object/string columns categorical.
+
+    Sparse matrices, complex numbers and object cells that are neither strings nor
+    numbers raise :class:`UnsupportedInputError` (a ``TypeError``, as in
+    scikit-learn).
+    """
     if isinstance(X, pd.DataFrame):
         frame = X.copy()
         frame.columns = [str(c) for c in frame.columns]
     else:
+        if hasattr(X, "tocsr") or hasattr(X, "todense"):
+            raise UnsupportedInputError(
+                f"{owner}: sparse input is not supported; pass a dense array "
+                "(X.toarray())."
+            )
         array = np.asarray(X)
         if array.ndim != 2:
-            raise ValidationError(f"{owner}: X must be 2-D, got shape {array.shape}.")
+            raise ValidationError(
+                f"{owner}: X must be 2-D, got shape {array.shape}. Reshape your data "
+                "with X.reshape(-1, 1) for one feature or X.reshape(1, -1) for one row."
+            )
         frame = pd.DataFrame(array, columns=[f"x{i}" for i in range(array.shape[1])])
     if len(set(frame.columns)) != frame.shape[1]:
         raise ValidationError(f"{owner}: X has duplicate column names.")
     for column in frame.columns:
         series = frame[column]
+        _check_cell_types(series, str(column), owner)
         if not isinstance(series.dtype, pd.CategoricalDtype) and (
             series.dtype.kind in _CATEGORICAL_KINDS
             or pd.api.types.is_string_dtype(series)
         ):
             frame[column] = pd.Categorical(series.astype("object"))
     return frame
+
+
+_SCALAR_TYPES: Final = (str, bytes, bool, int, float, np.generic)
+
+
+def _check_cell_types(series: pd.Series, column: str, owner: str) -> None:
+    """Refuse complex numbers and object cells that are not strings or numbers."""
+    if series.dtype.kind == "c":
+        raise UnsupportedInputError(
+            f"{owner}: column {column!r} holds complex numbers. Complex data not "
+            "supported."
+        )
+    if series.dtype.kind != "O" or pd.api.types.infer_dtype(series) != "mixed":
+        return
+    for row, value in enumerate(series.to_numpy()):
+        if value is not None and not isinstance(value, _SCALAR_TYPES):
+            raise UnsupportedInputError(
+                f"{owner}: column {column!r} holds a {type(value).__name__} at row "
+                f"{row}; argument must be a string or a number."
+            )
 
 
 def label_strings(values: npt.ArrayLike) -> npt.NDArray[np.str_]:

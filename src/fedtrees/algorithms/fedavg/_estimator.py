@@ -216,7 +216,6 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
 
     def predict(self, X: object, client: object = None) -> npt.NDArray[Any]:
         """Most probable class (first on ties)."""
-        labels: npt.NDArray[Any] = self.classes_[
-            np.argmax(self.predict_proba(X, client), axis=1)
-        ]
+        proba = self.predict_proba(X, client)
+        labels: npt.NDArray[Any] = self.classes_[np.argmax(proba, axis=1)]
         return labels

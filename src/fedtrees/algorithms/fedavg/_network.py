@@ -76,7 +76,12 @@ class Layout:
     def loss_and_gradient(
         self, theta: FloatArray, X: FloatArray, y: npt.NDArray[np.int64], w: FloatArray
     ) -> tuple[float, FloatArray]:
-        """Weighted mean cross-entropy of labels ``y`` and its gradient."""
+        """Weighted mean cross-entropy of labels ``y`` and its gradient.
+
+        A batch of zero total weight contributes nothing (loss 0, gradient 0).
+        """
+        if not w.sum() > 0:
+            return 0.0, np.zeros_like(theta)
         layers = self.unflatten(theta)
         activations = [X]
         for W, b in layers[:-1]:

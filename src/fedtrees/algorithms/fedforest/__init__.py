@@ -8,6 +8,7 @@ client indicator. See :class:`FedForestClassifier` and :class:`FedForestRegresso
 
 from fedtrees.algorithms.fedforest import _client  # registers the client handlers
 from fedtrees.algorithms.fedforest._config import ForestConfig
+from fedtrees.algorithms.fedforest._diagnose import DiagnosisReport, diagnose
 from fedtrees.algorithms.fedforest._estimator import (
     FedForestClassifier,
     FedForestRegressor,
@@ -15,11 +16,13 @@ from fedtrees.algorithms.fedforest._estimator import (
 from fedtrees.algorithms.fedforest._strategy import FedForestStrategy, ForestResult
 
 __all__ = [
+    "DiagnosisReport",
     "FedForestClassifier",
     "FedForestRegressor",
     "FedForestStrategy",
     "ForestConfig",
     "ForestResult",
+    "diagnose",
 ]
 
 del _client

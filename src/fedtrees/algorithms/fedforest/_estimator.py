@@ -21,6 +21,7 @@ from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms.fedforest._config import ForestConfig, make_config
+from fedtrees.algorithms.fedforest._diagnose import diagnose
 from fedtrees.algorithms.fedforest._strategy import FedForestStrategy, ForestResult
 from fedtrees.federation import Federation, RoundCallback
 from fedtrees.tree import mean_value
@@ -80,8 +81,6 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
     ) -> Any:
         config = self._config()
         if self.gain == "auto":
-            from fedtrees.algorithms.fedforest._diagnose import diagnose
-
             self.diagnosis_ = diagnose(
                 federation,
                 task=self._task,
