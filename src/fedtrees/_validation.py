@@ -27,6 +27,7 @@ __all__ = [
     "check_float",
     "check_int",
     "check_matrix",
+    "check_sample_weight",
     "invalid",
 ]
 
@@ -129,6 +130,28 @@ def check_choice(value: object, name: str, owner: str, choices: Sequence[str]) -
         options = ", ".join(repr(c) for c in choices)
         raise invalid(name, owner, f"one of {options}", value)
     return value
+
+
+def check_sample_weight(weights: object, n: int, owner: str) -> FloatArray:
+    """Return per-row weights as float64: ``n`` finite values >= 0.
+
+    Examples
+    --------
+    >>> check_sample_weight([1, 0, 2], 3, "f").tolist()
+    [1.0, 0.0, 2.0]
+    """
+    try:
+        values = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise invalid("sample_weight", owner, f"{n} numbers", weights) from exc
+    if values.shape != (n,) or not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise invalid(
+            "sample_weight",
+            owner,
+            f"{n} finite values >= 0",
+            f"an array of shape {values.shape}",
+        )
+    return values
 
 
 def check_matrix(

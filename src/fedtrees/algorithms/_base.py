@@ -23,7 +23,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._typing import FloatArray
-from fedtrees._validation import check_matrix
+from fedtrees._validation import check_matrix, check_sample_weight
 from fedtrees.algorithms._progress import round_progress
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
@@ -42,11 +42,58 @@ Task = Literal["classification", "regression"]
 
 
 class FederatedEstimator:
-    """Mixin: input validation and encoding shared by fedtrees estimators."""
+    """Mixin: fitting entry points, input validation and encoding of all estimators.
+
+    A subclass implements ``_fit(federation, classes, callbacks)``.
+    """
 
     _task: Task = "classification"
+    _input_names: list[str] | None = None
 
     # -- fit ---------------------------------------------------------------------
+    def fit(
+        self,
+        X: object,
+        y: npt.ArrayLike,
+        groups: npt.ArrayLike | None = None,
+        sample_weight: npt.ArrayLike | None = None,
+    ) -> Any:
+        """Fit on in-process clients: one per distinct value of ``groups``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Categorical columns as pandas ``category`` (or object) dtype.
+        y : array-like of shape (n_samples,)
+        groups : array-like of shape (n_samples,), optional
+            The client (site) of every row; None means one client.
+        sample_weight : array-like of shape (n_samples,), optional
+            Per-row weights (>= 0, not all zero); each client keeps its own.
+        """
+        federation, classes = self._federation(
+            X, y, groups, sample_weight, getattr(self, "workers", 1)
+        )
+        return self._fit(federation, classes, ())
+
+    def fit_federation(
+        self, federation: Federation, *, callbacks: Sequence[RoundCallback] = ()
+    ) -> Any:
+        """Fit on any federation: in-process clients or a Flower deployment.
+
+        ``callbacks`` are called with a :class:`fedtrees.federation.RoundEnv` after
+        every round (per-round metrics for logs and dashboards).
+        """
+        self._input_names = None
+        return self._fit(federation, None, callbacks)
+
+    def _fit(
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        callbacks: Sequence[RoundCallback],
+    ) -> Any:
+        raise NotImplementedError
+
     def _federation(
         self,
         X: object,
@@ -108,6 +155,21 @@ class FederatedEstimator:
         self.clients_ = info.clients
         if self._task == "classification":
             self.classes_ = _native_classes(schema.classes, schema.label_type, classes)
+
+    def _tree_meta(self, *, with_clients: bool = False) -> dict[str, Any]:
+        """Metadata of the fitted trees: names, classes, categories (clients)."""
+        names = getattr(self, "feature_names_in_", None)
+        meta = {
+            "n_features": self.n_features_in_,
+            "classes": getattr(self, "classes_", None),
+            "feature_names": None if names is None else tuple(str(n) for n in names),
+            "categories": self.categories_
+            if any(c is not None for c in self.categories_)
+            else None,
+        }
+        if with_clients:
+            meta["clients"] = tuple(self.clients_)
+        return meta
 
     # -- predict -------------------------------------------------------------------
     def _encode(self, X: object) -> FloatArray:
@@ -194,12 +256,7 @@ def _checked_weights(
 ) -> FloatArray | None:
     if sample_weight is None:
         return None
-    weights = np.asarray(sample_weight, dtype=np.float64)
-    if weights.shape != (n,) or not np.all(np.isfinite(weights)) or np.any(weights < 0):
-        raise ValidationError(
-            f"{owner}.fit: sample_weight must be {n} finite values >= 0; got shape "
-            f"{weights.shape}."
-        )
+    weights = check_sample_weight(sample_weight, n, f"{owner}.fit")
     if not weights.any():
         raise ValidationError(
             f"{owner}.fit: Sample weights must contain at least one non-zero number."

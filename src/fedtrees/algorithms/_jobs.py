@@ -26,18 +26,21 @@ Job = Callable[
 ]
 
 
+def _check_params(job: str, params: Mapping[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(set(params) - allowed)
+    if unknown:
+        raise ValidationError(
+            f"Job {job!r}: unknown params {unknown}; it takes {sorted(allowed)}."
+        )
+
+
 def _toy(
     federation: Federation,
     params: Mapping[str, Any],
     timeout: float,
     callbacks: Sequence[RoundCallback],
 ) -> tuple[dict[str, Any], Ledger]:
-    allowed = {"feature", "n_bins", "n_rounds", "initial"}
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise ValidationError(
-            f"Job 'toy' takes params {sorted(allowed)}; got unknown {unknown}."
-        )
+    _check_params("toy", params, {"feature", "n_bins", "n_rounds", "initial"})
     outcome = run_toy(federation, timeout=timeout, callbacks=callbacks, **params)
     document = {
         "job": "toy",
@@ -68,12 +71,7 @@ def _forest_job(name: str, classifier: type[Any], regressor: type[Any]) -> Job:
         if task not in ("classification", "regression"):
             raise invalid("task", f"job {name!r}", "classification or regression", task)
         estimator = classifier() if task == "classification" else regressor()
-        unknown = sorted(set(kwargs) - set(estimator.get_params()))
-        if unknown:
-            raise ValidationError(
-                f"Job {name!r}: unknown params {unknown}; {type(estimator).__name__} "
-                f"takes {sorted(estimator.get_params())}."
-            )
+        _check_params(name, kwargs, set(estimator.get_params()))
         estimator.set_params(**{"timeout": timeout, **kwargs})
         estimator.fit_federation(federation, callbacks=callbacks)
         classes = getattr(estimator, "classes_", None)

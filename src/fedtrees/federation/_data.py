@@ -17,6 +17,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees._validation import check_sample_weight
 from fedtrees.exceptions import UnsupportedInputError, ValidationError
 
 __all__ = ["ClientData", "FeatureKind", "as_frame", "label_strings"]
@@ -86,17 +87,6 @@ def label_strings(values: npt.ArrayLike) -> npt.NDArray[np.str_]:
     return np.asarray([str(v) for v in pd.unique(np.asarray(values, dtype=object))])
 
 
-def _weights(client: str, weights: object, n: int) -> FloatArray | None:
-    if weights is None:
-        return None
-    values = np.asarray(weights, dtype=np.float64)
-    if values.shape != (n,) or not np.all(np.isfinite(values)) or np.any(values < 0):
-        raise ValidationError(
-            f"Client {client!r}: sample weights must be {n} finite values >= 0."
-        )
-    return values
-
-
 @dataclass(frozen=True, eq=False)
 class ClientData:
     """The rows one client holds: features ``X``, target ``y``, and its id."""
@@ -129,7 +119,9 @@ class ClientData:
             name,
             frame.reset_index(drop=True),
             target,
-            _weights(name, weights, frame.shape[0]),
+            None
+            if weights is None
+            else check_sample_weight(weights, frame.shape[0], f"client {name!r}"),
         )
 
     @property

@@ -116,30 +116,6 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
         self.verbose = verbose
         self.random_state = random_state
 
-    def fit(
-        self,
-        X: object,
-        y: npt.ArrayLike,
-        groups: npt.ArrayLike | None = None,
-        sample_weight: npt.ArrayLike | None = None,
-    ) -> FedAvgClassifier:
-        """Fit on in-process clients, one per distinct value of ``groups``."""
-        federation, classes = self._federation(
-            X, y, groups, sample_weight, self.workers
-        )
-        return self._fit(federation, classes)
-
-    def fit_federation(
-        self, federation: Federation, *, callbacks: Sequence[RoundCallback] = ()
-    ) -> FedAvgClassifier:
-        """Fit on any federation: in-process clients or a Flower deployment.
-
-        ``callbacks`` are called with a :class:`fedtrees.federation.RoundEnv` after
-        every round (per-round metrics for logs and dashboards).
-        """
-        self._input_names = None
-        return self._fit(federation, None, callbacks)
-
     def _config(self) -> AvgConfig:
         owner = type(self).__name__
         hidden = self.hidden_layer_sizes

@@ -34,41 +34,6 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
 
     _default_criterion: ClassVar[str]
 
-    def fit(
-        self,
-        X: object,
-        y: npt.ArrayLike,
-        groups: npt.ArrayLike | None = None,
-        sample_weight: npt.ArrayLike | None = None,
-    ) -> Any:
-        """Fit on in-process clients: one per distinct value of ``groups``.
-
-        Parameters
-        ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-            Categorical columns as pandas ``category`` (or object) dtype.
-        y : array-like of shape (n_samples,)
-        groups : array-like of shape (n_samples,), optional
-            The client (site) of every row; None means one client.
-        sample_weight : array-like of shape (n_samples,), optional
-            Per-row weights, multiplied into the bootstrap counts.
-        """
-        federation, classes = self._federation(
-            X, y, groups, sample_weight, self.workers
-        )
-        return self._fit(federation, classes)
-
-    def fit_federation(
-        self, federation: Federation, *, callbacks: Sequence[RoundCallback] = ()
-    ) -> Any:
-        """Fit on any federation: in-process clients or a Flower deployment.
-
-        ``callbacks`` are called with a :class:`fedtrees.federation.RoundEnv` after
-        every round (per-round metrics for logs and dashboards).
-        """
-        self._input_names = None
-        return self._fit(federation, None, callbacks)
-
     def _config(self) -> ForestConfig:
         seed = resolve_seed(self.random_state, type(self).__name__)
         return make_config(self.get_params(), self._task, type(self).__name__, seed)
@@ -91,23 +56,11 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         outcome = self._run(federation, FedForestStrategy(config), callbacks)
         self._remember(outcome.info, classes)
         result: ForestResult = outcome.result
-        self.trees_ = result.growth.trees(self._tree_meta())
+        self.trees_ = result.growth.trees(self._tree_meta(with_clients=True))
         self.communication_ = outcome.ledger
         self.config_ = config
         self._importances = result.growth.feature_importances()
         return self
-
-    def _tree_meta(self) -> dict[str, Any]:
-        names = getattr(self, "feature_names_in_", None)
-        return {
-            "n_features": self.n_features_in_,
-            "classes": getattr(self, "classes_", None),
-            "feature_names": None if names is None else tuple(str(n) for n in names),
-            "categories": self.categories_
-            if any(c is not None for c in self.categories_)
-            else None,
-            "clients": tuple(self.clients_),
-        }
 
     @property
     def feature_importances_(self) -> FloatArray:

@@ -70,30 +70,6 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
 
     _criteria: ClassVar[tuple[str, ...]]
 
-    def fit(
-        self,
-        X: object,
-        y: npt.ArrayLike,
-        groups: npt.ArrayLike | None = None,
-        sample_weight: npt.ArrayLike | None = None,
-    ) -> Any:
-        """Fit on in-process clients, one per distinct value of ``groups``."""
-        federation, classes = self._federation(
-            X, y, groups, sample_weight, self.workers
-        )
-        return self._fit(federation, classes)
-
-    def fit_federation(
-        self, federation: Federation, *, callbacks: Sequence[RoundCallback] = ()
-    ) -> Any:
-        """Fit on any federation: in-process clients or a Flower deployment.
-
-        ``callbacks`` are called with a :class:`fedtrees.federation.RoundEnv` after
-        every round (per-round metrics for logs and dashboards).
-        """
-        self._input_names = None
-        return self._fit(federation, None, callbacks)
-
     def _forest_params(self) -> dict[str, Any]:
         owner = type(self).__name__
         return {
@@ -136,17 +112,6 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         }
         self.communication_ = outcome.ledger
         return self
-
-    def _tree_meta(self) -> dict[str, Any]:
-        names = getattr(self, "feature_names_in_", None)
-        return {
-            "n_features": self.n_features_in_,
-            "classes": getattr(self, "classes_", None),
-            "feature_names": None if names is None else tuple(str(n) for n in names),
-            "categories": self.categories_
-            if any(c is not None for c in self.categories_)
-            else None,
-        }
 
     def _labels(self, proba: FloatArray) -> npt.NDArray[Any]:
         labels: npt.NDArray[Any] = self.classes_[np.argmax(proba, axis=1)]
