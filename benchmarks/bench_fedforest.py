@@ -75,7 +75,7 @@ def run_size(rows: int, workers: int, profile: bool) -> list[dict[str, Any]]:
     results.append(
         {
             "rows": rows,
-            "method": f"FedForest ({N_CLIENTS} clients)",
+            "method": f"FedForest, {N_CLIENTS} clients",
             "fit s": seconds,
             "accuracy": model.score(X_test, y_test),
             "rounds": ledger.rounds,
@@ -91,7 +91,7 @@ def run_size(rows: int, workers: int, profile: bool) -> list[dict[str, Any]]:
     results.append(
         {
             "rows": rows,
-            "method": "scikit-learn RF (pooled)",
+            "method": "sklearn RF, pooled",
             "fit s": seconds,
             "accuracy": model.score(X_test, y_test),
         }
@@ -114,7 +114,7 @@ def run_size(rows: int, workers: int, profile: bool) -> list[dict[str, Any]]:
     results.append(
         {
             "rows": rows,
-            "method": "XGBoost RF, hist (pooled)",
+            "method": "XGBoost RF hist, pooled",
             "fit s": seconds,
             "accuracy": float(np.mean(model.predict(X_test) == y_test)),
         }
@@ -155,14 +155,14 @@ def main() -> None:
         seconds = part.set_index("method")["fit s"]
         ours = seconds.iloc[0]
         frame.loc[part.index, "x sklearn"] = ours / seconds.get(
-            "scikit-learn RF (pooled)", np.nan
+            "sklearn RF, pooled", np.nan
         )
         frame.loc[part.index, "x XGBoost"] = ours / seconds.get(
-            "XGBoost RF, hist (pooled)", np.nan
+            "XGBoost RF hist, pooled", np.nan
         )
         frame.loc[part.index[1:], ["x sklearn", "x XGBoost"]] = np.nan
         del size
-    Console().print(table(frame))
+    Console(width=150).print(table(frame))
 
 
 if __name__ == "__main__":

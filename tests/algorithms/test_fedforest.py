@@ -212,6 +212,7 @@ def test_same_seed_same_forest_and_cache_threads_do_not_matter(
     assert c.fit(X, y, groups=groups).trees_ != a.trees_
     threaded = clone(a).set_params(workers=3).fit(X, y, groups=groups)
     assert threaded.trees_ == a.trees_
+    assert not _client._CACHE  # every fit releases its clients' cache
     monkeypatch.setattr(_client, "USE_CACHE", False)
     uncached = clone(a).fit(X, y, groups=groups)
     assert uncached.trees_ == a.trees_

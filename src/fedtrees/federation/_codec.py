@@ -66,7 +66,7 @@ def encode(envelope: Envelope) -> bytes:
         "error": envelope.error,
         "fields": [],
     }
-    buffers: list[bytes] = []
+    buffers: list[memoryview] = []  # byte views of the arrays: joined, not copied
     if envelope.payload is not None:
         for f in fields(envelope.payload):  # type: ignore[arg-type]
             spec, buffer = _encode_value(f.name, getattr(envelope.payload, f.name))
@@ -77,19 +77,22 @@ def encode(envelope: Envelope) -> bytes:
     return b"".join([_PREFIX.pack(MAGIC, VERSION, len(text)), text, *buffers])
 
 
-def _encode_value(name: str, value: object) -> tuple[dict[str, Any], bytes | None]:
+def _encode_value(name: str, value: object) -> tuple[dict[str, Any], memoryview | None]:
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in _ARRAY_KINDS or value.dtype.fields is not None:
             raise LocalProtocolError(
                 f"Field {name!r} is a {value.dtype} array; object and structured "
                 "arrays cannot be sent."
             )
-        data = np.ascontiguousarray(value).tobytes()
+        flat = np.ascontiguousarray(value).reshape(-1)
+        data = (
+            flat.view(np.uint8) if flat.dtype.itemsize else np.zeros(0, np.uint8)
+        ).data
         return {
             "t": "a",
             "d": value.dtype.str,
             "s": list(value.shape),
-            "n": len(data),
+            "n": data.nbytes,
         }, data
     if isinstance(value, bool):
         return {"t": "b", "v": value}, None
@@ -230,5 +233,6 @@ def _decode_array(
         )
     if dtype.itemsize == 0:  # e.g. "<U0": empty strings carry no bytes
         return np.zeros(shape, dtype=dtype), offset
+    # A read-only view of the message (no copy): received arrays are immutable.
     flat = np.frombuffer(body[offset : offset + expected], dtype=dtype)
-    return flat.reshape(shape).copy(), offset + expected
+    return flat.reshape(shape), offset + expected

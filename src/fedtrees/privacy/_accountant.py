@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import FloatArray
-from fedtrees._validation import check_float, invalid
+from fedtrees._validation import check_float, check_int, invalid
 from fedtrees.exceptions import PrivacyBudgetExceeded
 from fedtrees.privacy._mechanisms import Laplace
 
@@ -30,11 +30,12 @@ _RELATIVE_SLACK: Final = 1e-9
 
 @dataclass(frozen=True)
 class Spend:
-    """One recorded release."""
+    """One recorded release of ``queries`` queries costing ``epsilon`` each."""
 
     epsilon: float
     delta: float
     label: str
+    queries: int = 1
 
 
 class PrivacyAccountant:
@@ -96,6 +97,11 @@ class PrivacyAccountant:
         return len(self._spends)
 
     @property
+    def n_queries(self) -> int:
+        """Number of queries answered so far (a release may hold several)."""
+        return sum(s.queries for s in self._spends)
+
+    @property
     def epsilon_spent(self) -> float:
         """Total ε spent (exactly rounded sum; inf after a noise-free release)."""
         if self._unbounded:
@@ -112,12 +118,16 @@ class PrivacyAccountant:
         """Budget left (never negative)."""
         return max(self.epsilon_budget - self.epsilon_spent, 0.0)
 
-    def check(self, epsilon: float, delta: float = 0.0, label: str = "") -> None:
+    def check(
+        self, epsilon: float, delta: float = 0.0, label: str = "", queries: int = 1
+    ) -> None:
         """Raise :class:`PrivacyBudgetExceeded` if this spend would not fit."""
         eps = check_float(
             epsilon, "epsilon", "PrivacyAccountant.spend", min_value=0.0, allow_inf=True
         )
         dlt = check_float(delta, "delta", "PrivacyAccountant.spend", min_value=0.0)
+        n = check_int(queries, "queries", "PrivacyAccountant.spend", min_value=1)
+        eps, dlt = eps * n, dlt * n
         if not _fits(self.epsilon_spent, eps, self.epsilon_budget):
             raise PrivacyBudgetExceeded(
                 f"{self.owner} cannot spend epsilon={eps:g} on {label!r}: "
@@ -131,15 +141,20 @@ class PrivacyAccountant:
                 "is spent."
             )
 
-    def spend(self, epsilon: float, delta: float = 0.0, label: str = "") -> None:
-        """Record a spend after checking it fits the budget."""
-        self.check(epsilon, delta, label)
-        self._spends.append(Spend(float(epsilon), float(delta), label))
+    def spend(
+        self, epsilon: float, delta: float = 0.0, label: str = "", queries: int = 1
+    ) -> None:
+        """Record ``queries`` spends of (epsilon, delta) after checking they fit.
+
+        Sequential composition: they cost ``queries × epsilon`` (exact sums).
+        """
+        self.check(epsilon, delta, label, queries)
+        self._spends.append(Spend(float(epsilon), float(delta), label, int(queries)))
         if math.isinf(epsilon):
             self._unbounded = True
         else:
-            self._epsilon_total += Fraction(float(epsilon))
-        self._delta_total += Fraction(float(delta))
+            self._epsilon_total += int(queries) * Fraction(float(epsilon))
+        self._delta_total += int(queries) * Fraction(float(delta))
 
     def release(
         self,
@@ -147,13 +162,16 @@ class PrivacyAccountant:
         value: npt.ArrayLike,
         rng: np.random.Generator | None,
         label: str = "",
+        queries: int = 1,
     ) -> FloatArray:
-        """Spend ``mechanism.epsilon`` and return the noisy ``value``.
+        """Spend ``queries × mechanism.epsilon`` and return the noisy ``value``.
 
-        The budget is checked and recorded *before* the noise is drawn, so a
-        refused release leaves no output at all.
+        ``value`` may stack several queries (e.g. one histogram per node and
+        feature, ``queries`` of them): each entry gets independent noise. The
+        budget is checked and recorded *before* the noise is drawn, so a refused
+        release leaves no output at all.
         """
-        self.spend(mechanism.epsilon, 0.0, label)
+        self.spend(mechanism.epsilon, 0.0, label, queries)
         return mechanism.sample(value, rng)
 
     def __repr__(self) -> str:

@@ -20,11 +20,19 @@ import numpy.typing as npt
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import check_int, invalid
+from fedtrees.stats._mixture_kernel import (
+    NAN_INSIDE,
+    NOT_SORTED,
+    OK,
+    POINTS_VS_COUNT,
+    invert_mixtures,
+)
 
 __all__ = [
     "QuantileSketch",
     "mixture_cdf",
     "mixture_quantiles",
+    "mixtures_by_client",
     "quantile_candidates",
     "quantile_sketch",
     "quantile_sketches",
@@ -199,133 +207,39 @@ def mixture_quantiles(
         of the batch (bit for bit).
     """
     q = check_int(q, "q", "mixture_quantiles", min_value=2)
-    pts, w, m = _mixture_inputs(points, counts)
-    if pts.shape[0] == 0:  # e.g. a level where no node can split any more
-        return np.full((0, q - 1), np.nan)
-    ux, F, F_left = _mixture_breakpoints(pts, w, m)
-    valid = np.isfinite(ux)
-    rows = np.broadcast_to(np.arange(ux.shape[0])[:, None], ux.shape)[valid]
-    problems = np.flatnonzero(w.sum(axis=1) > 0)
-    tb = np.repeat(problems, q - 1)
-    tp = np.tile(np.arange(1, q) / q, problems.shape[0])
-    out = np.full((pts.shape[0], q - 1), np.nan)
-    if tb.size:
-        x = _invert(rows, ux[valid], F[valid], F_left[valid], tb, tp)
-        out[tb, np.tile(np.arange(q - 1), problems.shape[0])] = x
-    return _distinct_rows(out)
-
-
-def _mixture_inputs(
-    points: npt.ArrayLike, counts: npt.ArrayLike
-) -> tuple[FloatArray, FloatArray, IntArray]:
-    owner = "mixture_quantiles"
     pts = np.asarray(points, dtype=np.float64)
     c = np.asarray(counts, dtype=np.float64)
     if pts.ndim != 3 or pts.shape[2] < 2 or c.shape != pts.shape[:2]:
         raise invalid(
             "points",
-            owner,
+            "mixture_quantiles",
             "shape (n_problems, n_clients, L >= 2) matching counts",
             pts.shape,
         )
-    if not np.all(np.isfinite(c)) or np.any(c < 0):
+    return mixtures_by_client(pts.transpose(1, 0, 2), c.T, q)
+
+
+def mixtures_by_client(points: FloatArray, counts: FloatArray, q: int) -> FloatArray:
+    """:func:`mixture_quantiles` on client-major arrays ``(n_clients, n_problems, L)``.
+
+    The layout in which client replies arrive (stacked), so a level's sketches
+    are inverted without reordering hundreds of MB first.
+    """
+    owner = "mixture_quantiles"
+    q = check_int(q, "q", owner, min_value=2)
+    if not np.all(np.isfinite(counts)) or np.any(counts < 0):
         raise invalid("counts", owner, "finite counts >= 0", "other values")
-    valid = ~np.isnan(pts)
-    n_points = valid.sum(axis=2)
-    if np.any(valid[..., 1:] & ~valid[..., :-1]):
-        raise invalid(
-            "points", owner, "NaN only as trailing padding", "NaN inside a sketch"
-        )
-    if np.any(np.isinf(pts)) or np.any(np.diff(pts, axis=2) < 0):
+    out, status = invert_mixtures(points, counts, q)
+    defect = int(status.max(initial=OK))
+    if defect == NAN_INSIDE:
+        raise invalid("points", owner, "NaN only as trailing padding", "NaN inside")
+    if defect == NOT_SORTED:
         raise invalid("points", owner, "finite, non-decreasing points", "other values")
-    if np.any((c > 0) & (n_points < 2)) or np.any((c == 0) & (n_points > 0)):
+    if defect == POINTS_VS_COUNT:
         raise invalid(
             "points", owner, ">= 2 points for every client with rows", "other"
         )
-    total = c.sum(axis=1, keepdims=True)
-    return pts, c / np.where(total > 0, total, 1.0), n_points - 1
-
-
-def _mixture_breakpoints(
-    pts: FloatArray, w: FloatArray, m: IntArray
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Breakpoints of every problem (one row each, +inf-padded), F and F's left limit.
-
-    Each client segment from ``(p_j, j/m)`` to ``(p_{j+1}, (j+1)/m)`` adds a ramp of
-    slope ``w/m/(p_{j+1}-p_j)``, or a jump of ``w/m`` when the points coincide.
-    Between consecutive breakpoints F is linear, so F at every breakpoint follows
-    from cumulative sums of jumps and of slope × gap — along each row only.
-    """
-    n_problems = pts.shape[0]
-    x0, x1 = pts[..., :-1], pts[..., 1:]
-    seg = (np.arange(pts.shape[2] - 1) < m[..., None]) & (w[..., None] > 0)
-    dF = np.where(seg, w[..., None] / np.maximum(m, 1)[..., None], 0.0)
-    jump, ramp = seg & (x1 == x0), seg & (x1 > x0)
-    slope = np.where(ramp, dF / np.where(ramp, x1 - x0, 1.0), 0.0)
-
-    def rows(a: FloatArray) -> FloatArray:
-        return a.reshape(n_problems, -1)
-
-    ev_x = np.concatenate(
-        [rows(np.where(seg, x0, np.inf)), rows(np.where(ramp, x1, np.inf))], 1
-    )
-    ev_jump = np.concatenate(
-        [rows(np.where(jump, dF, 0.0)), rows(np.zeros_like(dF))], 1
-    )
-    ev_slope = np.concatenate([rows(slope), rows(-slope)], 1)
-    order = np.argsort(ev_x, axis=1, kind="stable")
-    ev_x = np.take_along_axis(ev_x, order, 1)
-    valid = np.isfinite(ev_x)
-    new = valid.copy()
-    new[:, 1:] &= ev_x[:, 1:] != ev_x[:, :-1]
-    width = ev_x.shape[1]
-    flat = (np.arange(n_problems)[:, None] * width + np.cumsum(new, axis=1) - 1)[valid]
-    size = n_problems * width
-
-    def per_point(values: FloatArray) -> FloatArray:
-        sorted_values = np.take_along_axis(values, order, 1)[valid]
-        total = np.bincount(flat, sorted_values, minlength=size)  # int64 if empty
-        result: FloatArray = total.astype(np.float64).reshape(n_problems, width)
-        return result
-
-    J, dS = per_point(ev_jump), per_point(ev_slope)
-    ux = np.full((n_problems, width), np.inf)
-    ux[np.nonzero(new)[0], (np.cumsum(new, axis=1) - 1)[new]] = ev_x[new]
-    slope_after = np.maximum(np.cumsum(dS, axis=1), 0.0)
-    both = np.isfinite(ux[:, 1:])
-    gap = np.where(both, ux[:, 1:] - np.where(both, ux[:, :-1], 0.0), 0.0)
-    step = J.copy()
-    step[:, 1:] += np.where(both, slope_after[:, :-1] * gap, 0.0)
-    F = np.cumsum(step, axis=1)
-    return ux, F, F - J
-
-
-def _invert(
-    ub: IntArray,
-    ux: FloatArray,
-    F: FloatArray,
-    F_left: FloatArray,
-    tb: IntArray,
-    tp: FloatArray,
-) -> FloatArray:
-    """``inf{x : F(x) >= p}`` for every (problem, level) query."""
-    i = _first_at_least(ub, F, tb, tp)
-    i = np.minimum(i, ub.shape[0] - 1)
-    prev = np.maximum(i - 1, 0)
-    inside = (F_left[i] >= tp) & (i > 0) & (ub[prev] == tb)
-    span = np.where(inside, F_left[i] - F[prev], 1.0)
-    frac = np.clip((tp - F[prev]) / np.where(span > 0, span, 1.0), 0.0, 1.0)
-    result: FloatArray = np.where(inside, ux[prev] + frac * (ux[i] - ux[prev]), ux[i])
-    return result
-
-
-def _distinct_rows(candidates: FloatArray) -> FloatArray:
-    """Sorted rows with repeated values replaced by NaN padding at the end."""
-    out = np.sort(candidates, axis=1)
-    dup = np.zeros(out.shape, dtype=bool)
-    dup[:, 1:] = out[:, 1:] == out[:, :-1]
-    out[dup] = np.nan
-    result: FloatArray = np.sort(out, axis=1)
+    result: FloatArray = out
     return result
 
 

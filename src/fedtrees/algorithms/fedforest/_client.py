@@ -2,9 +2,12 @@
 
 Stateless by contract: every request carries the forest so far, and a client
 recomputes whatever it needs from (its data, the request). In process, a client
-keeps a small cache per fit (presorted features, bootstrap weights, each row's
-node in each tree) so a level costs one routing step instead of a full descent;
-results never depend on it (:data:`USE_CACHE` switches it off, tests compare).
+keeps a cache per fit (presorted features, bootstrap weights, each row's node in
+each tree) so a level costs one routing step instead of a full descent; results
+never depend on it (:data:`USE_CACHE` switches it off, tests compare). The cache
+holds every client of the :data:`CACHED_FITS` most recent fits (**Decision**: a
+per-entry LRU smaller than the federation would evict each client just before
+its next turn); :func:`release` frees a fit once it is over.
 
 Randomness is keyed (STYLE habit 8): tree b's bootstrap on a client uses
 ``default_rng([seed, 0, b, crc32(client id)])`` — independent of order and
@@ -44,11 +47,11 @@ from fedtrees.exceptions import ValidationError
 from fedtrees.federation import ClientData, handler
 from fedtrees.stats import split_gains
 
-__all__ = ["USE_CACHE", "check_structure"]
+__all__ = ["CACHED_FITS", "USE_CACHE", "check_structure", "release"]
 
 USE_CACHE = True
-_CACHE_SIZE: Final = 8
-_CACHE: OrderedDict[tuple[int, str], _Fit] = OrderedDict()
+CACHED_FITS: Final = 2
+_CACHE: OrderedDict[int, dict[str, _Fit]] = OrderedDict()
 _LOCK = threading.Lock()
 BOOTSTRAP, HOLDOUT = 0, 3
 
@@ -133,9 +136,8 @@ def check_structure(request: LevelFields, n_features: int) -> None:
 
 def _prepare(request: LevelFields, data: ClientData) -> _Fit:
     """Return the cached fit state routed to this request's level (or a new one)."""
-    key = (request.fit_id, data.client_id)
     with _LOCK:
-        fit = _CACHE.get(key) if USE_CACHE else None
+        fit = _CACHE.get(request.fit_id, {}).get(data.client_id) if USE_CACHE else None
     if fit is None:
         fit = _build(request, data)
     check_structure(request, fit.X.shape[1])
@@ -154,11 +156,17 @@ def _prepare(request: LevelFields, data: ClientData) -> _Fit:
     )
     if USE_CACHE:
         with _LOCK:
-            _CACHE[key] = fit
-            _CACHE.move_to_end(key)
-            while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.setdefault(request.fit_id, {})[data.client_id] = fit
+            _CACHE.move_to_end(request.fit_id)
+            while len(_CACHE) > CACHED_FITS:
                 _CACHE.popitem(last=False)
     return fit
+
+
+def release(fit_id: int) -> None:
+    """Forget the cached client state of a finished fit (in process)."""
+    with _LOCK:
+        _CACHE.pop(fit_id, None)
 
 
 def _build(request: LevelFields, data: ClientData) -> _Fit:
@@ -351,24 +359,17 @@ def evaluate(request: EvaluateRequest, data: ClientData) -> EvaluateReply | AvgI
 def _bin_stats(
     fit: _Fit, request: LevelFields, slots: _Slots, thresholds: FloatArray
 ) -> FloatArray:
-    """Statistics per bin between consecutive thresholds (rank-space binning)."""
-    pairs = request.pair_feature
-    n_open, fp, n_cand = thresholds.shape
-    thr_rank = np.zeros((n_open, fp, n_cand), dtype=np.int64)
+    """Statistics per bin between consecutive (sorted, NaN-padded) thresholds."""
     n_thr = (~np.isnan(thresholds)).sum(axis=-1).astype(np.int64)
-    for j in np.unique(pairs[pairs >= 0]):
-        where = pairs == j
-        values = np.where(np.isnan(thresholds[where]), np.inf, thresholds[where])
-        thr_rank[where] = np.searchsorted(fit.sval[j], values, side="right")
     stats: FloatArray = kernels.evaluate_bins(
         fit.node,
         fit.weight,
-        fit.pos,
+        fit.X,
         slots.open_slot,
         slots.ranges,
-        pairs,
+        request.pair_feature,
         fit.is_cat,
-        thr_rank,
+        np.ascontiguousarray(thresholds, dtype=np.float64),
         n_thr,
         fit.codes,
         fit.targets,

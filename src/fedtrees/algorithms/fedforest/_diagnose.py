@@ -157,9 +157,13 @@ def diagnose(
 def _run(
     federation: Federation, config: ForestConfig, task: Task, timeout: float
 ) -> ForestResult:
-    result: ForestResult = federation.run(
-        FedForestStrategy(config), task=task, timeout=timeout
-    ).result
+    strategy = FedForestStrategy(config)
+    try:
+        result: ForestResult = federation.run(
+            strategy, task=task, timeout=timeout
+        ).result
+    finally:
+        strategy.release()
     return result
 
 

@@ -53,7 +53,11 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
                 timeout=self.timeout,
             )
             config = dataclasses.replace(config, gain=self.diagnosis_.recommended_gain)
-        outcome = self._run(federation, FedForestStrategy(config), callbacks)
+        strategy = FedForestStrategy(config)
+        try:
+            outcome = self._run(federation, strategy, callbacks)
+        finally:
+            strategy.release()
         self._remember(outcome.info, classes)
         result: ForestResult = outcome.result
         self.trees_ = result.growth.trees(self._tree_meta(with_clients=True))

@@ -112,15 +112,24 @@ class ForestGrowth:
         return chosen
 
     def pair_features(self) -> IntArray:
-        """Features each open node considers: all, or ``max_features`` keyed draws."""
+        """Features each open node considers: all, or ``max_features`` keyed draws.
+
+        One generator per (seed, tree, level) draws a random permutation per open
+        node of that tree, in node order, and keeps its first ``max_features``
+        entries: independent of the other trees and of how they are batched.
+        """
         n_open, f, fp = self.open.shape[0], self.n_features, self.max_features
         if fp >= f:
             return np.tile(np.arange(f, dtype=np.int64), (n_open, 1))
         out = np.empty((n_open, fp), dtype=np.int64)
-        for s, node in enumerate(self.open):
-            tree = int(self.table.tree[node])
-            rng = keyed_rng(self.config.seed, FEATURES, tree, int(node))
-            out[s] = np.sort(rng.choice(f, size=fp, replace=False))
+        if n_open == 0:
+            return out
+        trees = self.table.tree[self.open]
+        cuts = np.flatnonzero(np.diff(trees)) + 1
+        for start, stop in zip(np.r_[0, cuts], np.r_[cuts, n_open], strict=True):
+            rng = keyed_rng(self.config.seed, FEATURES, int(trees[start]), self.level)
+            keys = rng.random((stop - start, f))
+            out[start:stop] = np.sort(np.argsort(keys, axis=1)[:, :fp], axis=1)
         return out
 
     def fields(

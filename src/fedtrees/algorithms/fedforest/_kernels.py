@@ -307,12 +307,12 @@ def category_statistics(
 def evaluate_bins(
     node: Any,
     weight: Any,
-    pos: Any,
+    X: Any,
     open_slot: Any,
     slot_ranges: Any,
     pair_feature: Any,
     is_cat: Any,
-    thr_rank: Any,
+    thresholds: Any,
     n_thr: Any,
     codes: Any,
     targets: Any,
@@ -321,11 +321,11 @@ def evaluate_bins(
 ) -> Any:  # pragma: no cover - compiled
     """Per-bin statistics of every numeric pair for its candidate thresholds.
 
-    ``thr_rank[s, k, m]`` counts the client's values ``<= c_m``; a row at position
-    ``p`` is left of candidate m iff ``p < thr_rank[s, k, m]``, so its bin is the
-    number of candidates with ``thr_rank <= p`` (bins 0..m are left of c_m).
+    ``thresholds[s, k, :n_thr[s, k]]`` are sorted; a row with value x is left of
+    candidate m iff ``x <= c_m``, so its bin is the number of candidates below x
+    (bins 0..m are left of c_m). One binary search per (row, considered feature).
     """
-    n_open, fp, n_cand = thr_rank.shape
+    n_open, fp, n_cand = thresholds.shape
     stats = np.zeros((n_open, fp, n_cand + 1, width))
     n_trees, n = node.shape
     for b in nb.prange(n_trees):
@@ -342,11 +342,11 @@ def evaluate_bins(
                 j = pair_feature[s, k]
                 if j < 0 or is_cat[j]:
                     continue
-                p = pos[j, i]
+                x = X[i, j]
                 lo, hi = 0, n_thr[s, k]
                 while lo < hi:
                     mid = (lo + hi) // 2
-                    if thr_rank[s, k, mid] <= p:
+                    if thresholds[s, k, mid] < x:
                         lo = mid + 1
                     else:
                         hi = mid

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms.fedforest import _client
 from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._payloads import (
@@ -53,7 +54,7 @@ from fedtrees.algorithms.fedforest._splits import (
     combine,
 )
 from fedtrees.federation import FederationInfo, Payload, RoundPlan
-from fedtrees.stats import exact_candidates, mixture_quantiles, uniform_candidates
+from fedtrees.stats import exact_candidates, mixtures_by_client, uniform_candidates
 
 __all__ = ["FedForestStrategy", "ForestResult"]
 
@@ -139,6 +140,11 @@ class FedForestStrategy:
         """Return the grown forest."""
         assert self.info is not None
         return ForestResult(self._g(), self.info, tuple(self.scores))
+
+    def release(self) -> None:
+        """Free the in-process clients' cache of this fit (no-op over Flower)."""
+        if self.growth is not None:
+            _client.release(self.growth.fit_id)
 
     # -- phases ----------------------------------------------------------------------
     def _g(self) -> ForestGrowth:
@@ -233,7 +239,7 @@ class FedForestStrategy:
         todo = np.flatnonzero(g.splittable(g.open))
         nodes = g.open[todo]
         counts = np.stack([s.counts for s in sketches])[:, todo]
-        points = _stack_padded([s.points for s in sketches])[:, todo]
+        points = _stack_padded([s.points[todo] for s in sketches])
         thresholds = self._numeric_candidates(points, counts, pairs[todo])
         cat = np.stack([s.cat_stats for s in sketches]).sum(axis=0)[todo]
         self.pending = _Pending(
@@ -255,10 +261,10 @@ class FedForestStrategy:
         n_clients, n_todo, fp, width = points.shape
         numeric = (pairs >= 0) & ~g.is_categorical[np.maximum(pairs, 0)]
         if c.candidates == "quantile":
-            flat = points.transpose(1, 2, 0, 3).reshape(n_todo * fp, n_clients, width)
-            weights = np.repeat(counts.T, fp, axis=0)  # (pairs, K)
-            weights = np.where(np.isnan(flat[..., 0]), 0.0, weights)
-            out = mixture_quantiles(flat, weights, c.n_quantiles).reshape(
+            flat = points.reshape(n_clients, n_todo * fp, width)  # a view
+            weights = np.repeat(counts, fp, axis=1)  # (K, pairs)
+            weights[np.isnan(flat[..., 0])] = 0.0  # categorical or padding slot
+            out = mixtures_by_client(flat, weights, c.n_quantiles).reshape(
                 n_todo, fp, c.n_quantiles - 1
             )
         else:
@@ -386,6 +392,8 @@ def _as(reply: Payload, cls: type[Any]) -> Any:
 def _stack_padded(arrays: list[FloatArray]) -> FloatArray:
     """Stack NaN-padded arrays whose last axis may differ (exact mode)."""
     width = max(a.shape[-1] for a in arrays)
+    if all(a.shape[-1] == width for a in arrays):
+        return np.stack(arrays)
     pad = [
         np.pad(
             a,

@@ -1,0 +1,264 @@
+"""The ε-DP random-threshold decision tree of a client (ALGORITHMS.md §2).
+
+Algorithms 1–3 of the paper (001), grown level by level over all open nodes:
+
+1. **Budget** (Alg. 1, line 1): every counting query costs ``ε'`` —
+   ``budget="paper"``: ``ε' = ε / (2^d · F)``, the paper's bound on the number of
+   queries (Theorem 1); ``budget="parallel"`` (beyond the paper):
+   ``ε' = ε / (1 + d · F)``. The parallel argument: the nodes of one depth hold
+   disjoint rows, so the F left-count histograms of *all* nodes of a level, taken
+   per feature, are F queries over disjoint parts of the data; adding or removing
+   one row changes one cell of one node's histogram per feature, so by parallel
+   composition a level costs ``F · ε'`` whatever its number of nodes, and the
+   root's histogram one ``ε'``: ``(1 + d·F) · ε' = ε``.
+2. **Root** (Alg. 1): noisy class counts ``ñ_c = max(n_c + Lap(1/ε'), 0)``.
+3. **Expand** (Alg. 2): a node at depth < d whose *noisy* Gini is not 0 is split;
+   otherwise it is a leaf predicting the argmax of its noisy counts (first class
+   on ties). Nothing else about the data is looked at: the true labels' purity
+   (which the authors' public code stops on) is never consulted.
+4. **Best split** (Alg. 3): per feature, one threshold uniform in the declared
+   public range; the node's left counts per class get clipped Laplace noise; the
+   right counts are ``parent − left`` (**Decision**: clipped at 0); the score is
+   the *plain* average of the two children's Gini (the paper's rule, not count
+   weighted); the lowest score wins (first feature on ties).
+
+**Decision (charging the plan):** the plan's queries are fixed before training
+(Theorem 1 composes them all). Every query actually made is released through the
+client's accountant; when growth stops early (noisy-pure nodes), the unused share
+of the plan is recorded as one last spend, so ``epsilon_spent`` equals ε exactly
+and ``n_queries`` still counts the queries made.
+
+Thresholds and noise come from two generators, so with the noise switched off
+(ε = inf) the thresholds are the same as with it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from fedtrees._typing import FloatArray, IntArray
+from fedtrees._validation import check_choice, check_float, check_int, invalid
+from fedtrees.privacy import ClippedLaplace, PrivacyAccountant, Sampler
+from fedtrees.tree import NodeStats, Tree, TreeBuilder
+
+__all__ = [
+    "BUDGETS",
+    "DPTree",
+    "fit_dp_tree",
+    "gini_of_counts",
+    "planned_queries",
+    "query_epsilon",
+    "random_thresholds",
+]
+
+Budget = Literal["paper", "parallel"]
+BUDGETS: Final = ("paper", "parallel")
+UNUSED: Final = "unused share of the plan"
+
+
+@dataclass(frozen=True)
+class DPTree:
+    """A client's DP tree and what training it cost."""
+
+    tree: Tree
+    epsilon_spent: float
+    n_queries: int
+
+
+def planned_queries(max_depth: int, n_features: int, budget: Budget) -> int:
+    """Return the queries the plan allows: ``2^d·F`` (paper) or ``1 + d·F``."""
+    if budget == "paper":
+        return int(2**max_depth * n_features)
+    return 1 + max_depth * n_features
+
+
+def query_epsilon(
+    epsilon: float, max_depth: int, n_features: int, budget: Budget
+) -> float:
+    """Per-query budget ``ε'`` (inf when ε is inf: noise switched off)."""
+    return epsilon / planned_queries(max_depth, n_features, budget)
+
+
+def random_thresholds(
+    rng: np.random.Generator, ranges: FloatArray, n_nodes: int
+) -> FloatArray:
+    """One threshold per (node, feature), uniform in the feature's public range."""
+    return rng.uniform(ranges[:, 0], ranges[:, 1], size=(n_nodes, ranges.shape[0]))
+
+
+def gini_of_counts(counts: FloatArray) -> FloatArray:
+    """Gini impurity along the last axis; 0 for all-zero counts (a pure node)."""
+    total = counts.sum(axis=-1)
+    safe = np.where(total > 0, total, 1.0)
+    p = counts / safe[..., None]
+    result: FloatArray = np.where(total > 0, 1.0 - (p * p).sum(axis=-1), 0.0)
+    return result
+
+
+def fit_dp_tree(
+    X: npt.ArrayLike,
+    y: npt.ArrayLike,
+    n_classes: int,
+    *,
+    epsilon: float,
+    max_depth: int,
+    ranges: npt.ArrayLike,
+    accountant: PrivacyAccountant,
+    thresholds_rng: np.random.Generator,
+    noise_rng: np.random.Generator,
+    budget: Budget = "paper",
+    sampler: Sampler = "numpy",
+) -> DPTree:
+    """Grow one ε-DP tree on a client's rows (see the module docstring).
+
+    Parameters
+    ----------
+    X : array of shape (n, F)
+    y : int array of shape (n,)
+        Class codes in ``[0, n_classes)``.
+    epsilon : float > 0 (inf: no noise, for tests)
+    max_depth : int >= 1
+    ranges : array of shape (F, 2)
+        Declared public (min, max) of every feature; min < max.
+    accountant : PrivacyAccountant
+        The client's; every query is released through it.
+    thresholds_rng, noise_rng : numpy Generators
+        Keyed by the caller (seed, client).
+    """
+    owner = "fit_dp_tree"
+    Xa, codes, bounds = _inputs(X, y, n_classes, ranges, owner)
+    eps = check_float(
+        epsilon, "epsilon", owner, min_value=0.0, min_inclusive=False, allow_inf=True
+    )
+    depth_limit = check_int(max_depth, "max_depth", owner, min_value=1)
+    check_choice(budget, "budget", owner, BUDGETS)
+    F = Xa.shape[1]
+    eps_q = query_epsilon(eps, depth_limit, F, budget)
+    mechanism = ClippedLaplace(epsilon=eps_q, sampler=sampler)
+    builder = TreeBuilder(n_features=F, classes=np.arange(n_classes))
+    root_counts = accountant.release(
+        mechanism, np.bincount(codes, minlength=n_classes), noise_rng, "root counts"
+    )
+    made = 1
+    open_ids = [builder.add_root(_stats(root_counts))]
+    open_counts = root_counts[None, :]
+    slot = np.zeros(Xa.shape[0], dtype=np.int64)  # each row's open node (-1: none)
+    for depth in range(depth_limit):
+        split = gini_of_counts(open_counts) > 0
+        if not split.any():
+            break
+        k = int(split.sum())
+        slot = _keep_split_rows(slot, split)
+        thresholds = random_thresholds(thresholds_rng, bounds, k)
+        left_true = _left_counts(Xa, codes, slot, thresholds, n_classes)
+        queries = k * F if budget == "paper" else F
+        left = accountant.release(
+            mechanism, left_true, noise_rng, f"depth {depth} left counts", queries
+        )
+        made += queries
+        right = np.maximum(open_counts[split][:, None, :] - left, 0.0)
+        score = (gini_of_counts(left) + gini_of_counts(right)) / 2.0
+        best = np.argmin(score, axis=1)  # first feature on ties
+        rows = np.arange(k)
+        chosen = thresholds[rows, best]
+        parents = [open_ids[i] for i in np.flatnonzero(split)]
+        open_ids = []
+        for s, node in enumerate(parents):
+            kids = builder.split_numeric(
+                node,
+                int(best[s]),
+                float(chosen[s]),
+                _stats(left[s, best[s]]),
+                _stats(right[s, best[s]]),
+            )
+            open_ids.extend(kids)
+        open_counts = np.stack([left[rows, best], right[rows, best]], axis=1).reshape(
+            2 * k, n_classes
+        )
+        slot = _route(Xa, slot, best, chosen)
+    unused = planned_queries(depth_limit, F, budget) - made
+    if unused > 0 and math.isfinite(eps_q):  # the Decision in the module docstring
+        accountant.spend(eps_q, label=UNUSED, queries=unused)
+    return DPTree(builder.build(), accountant.epsilon_spent, made)
+
+
+def _inputs(
+    X: npt.ArrayLike,
+    y: npt.ArrayLike,
+    n_classes: int,
+    ranges: npt.ArrayLike,
+    owner: str,
+) -> tuple[FloatArray, IntArray, FloatArray]:
+    Xa = np.asarray(X, dtype=np.float64)
+    codes = np.asarray(y)
+    if Xa.ndim != 2 or Xa.shape[1] < 1:
+        raise invalid("X", owner, "a 2-D array with at least one column", Xa.shape)
+    if Xa.shape[0] == 0:
+        raise invalid("X", owner, "at least one row", "no rows")
+    if not np.all(np.isfinite(Xa)):
+        raise invalid("X", owner, "finite values", "NaN or inf")
+    n_classes = check_int(n_classes, "n_classes", owner, min_value=1)
+    if (
+        codes.shape != (Xa.shape[0],)
+        or codes.dtype.kind not in "iu"
+        or codes.min() < 0
+        or codes.max() >= n_classes
+    ):
+        raise invalid("y", owner, f"{Xa.shape[0]} class codes in [0, {n_classes})", y)
+    bounds = np.asarray(ranges, dtype=np.float64)
+    if bounds.shape != (Xa.shape[1], 2) or not np.all(np.isfinite(bounds)):
+        raise invalid(
+            "ranges",
+            owner,
+            f"finite (min, max) of shape ({Xa.shape[1]}, 2)",
+            bounds.shape,
+        )
+    if np.any(bounds[:, 0] >= bounds[:, 1]):
+        raise invalid("ranges", owner, "min < max for every feature", "min >= max")
+    return Xa, codes.astype(np.int64), bounds
+
+
+def _stats(counts: FloatArray) -> NodeStats:
+    return NodeStats.from_class_counts(
+        counts, float(gini_of_counts(np.asarray(counts)))
+    )
+
+
+def _keep_split_rows(slot: IntArray, split: npt.NDArray[np.bool_]) -> IntArray:
+    """Renumber rows' open slots to split-node indices; -1 for leaves."""
+    index = np.where(split, np.cumsum(split) - 1, -1)
+    return np.where(slot >= 0, index[np.maximum(slot, 0)], -1)
+
+
+def _left_counts(
+    X: FloatArray,
+    codes: IntArray,
+    slot: IntArray,
+    thresholds: FloatArray,
+    n_classes: int,
+) -> FloatArray:
+    """Count the true classes left of every (split node, feature) threshold."""
+    k, F = thresholds.shape
+    rows = np.flatnonzero(slot >= 0)
+    s = slot[rows]
+    left = X[rows] <= thresholds[s]  # (rows, F)
+    cell = (s[:, None] * F + np.arange(F)[None, :]) * n_classes + codes[rows, None]
+    counts = np.bincount(cell[left], minlength=k * F * n_classes)
+    return counts.reshape(k, F, n_classes).astype(np.float64)
+
+
+def _route(
+    X: FloatArray, slot: IntArray, best: IntArray, chosen: FloatArray
+) -> IntArray:
+    """Children slots (2s, 2s+1) of every row of a split node."""
+    rows = np.flatnonzero(slot >= 0)
+    s = slot[rows]
+    go_right = X[rows, best[s]] > chosen[s]
+    out = np.full(slot.shape, -1, dtype=np.int64)
+    out[rows] = 2 * s + go_right
+    return out

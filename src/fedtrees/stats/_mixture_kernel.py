@@ -1,0 +1,156 @@
+"""Compiled server part of the quantile generator: invert the client mixture.
+
+Why compiled: at 100k pooled rows a 10-tree FedForest level sends up to ~40k
+(node, feature) problems of 10 clients × 33 points. The vectorised numpy version
+(a row-wise argsort of all breakpoints, cumulative sums and a merged search) took
+12 s of a 21 s fit, most of it sorting and moving padded rows; a loop per problem
+that merges at most ``2·K·q`` events takes a fraction of a second.
+
+Per problem (ALGORITHMS.md §1.1, server part): every client segment from
+``(p_j, j/m)`` to ``(p_{j+1}, (j+1)/m)`` adds a ramp of slope ``w/m/(p_{j+1}-p_j)``,
+or a jump of ``w/m`` where the points coincide. Sorting the events gives the
+breakpoints; F is linear between them, so F at each breakpoint follows from a
+running sum of jumps and of slope × gap. Each level ``l/q`` is then inverted by
+one sweep (levels and F both increase): ``inf{x : F(x) >= l/q}``, interpolated
+on the ramp that reaches it.
+
+Inputs are validated by :func:`fedtrees.stats.mixture_quantiles` (numba does
+not check bounds).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+__all__ = ["NAN_INSIDE", "NOT_SORTED", "OK", "POINTS_VS_COUNT", "invert_mixtures"]
+
+
+OK, NAN_INSIDE, NOT_SORTED, POINTS_VS_COUNT = 0, 1, 2, 3
+
+
+@nb.njit(parallel=True, cache=True)
+def invert_mixtures(pts: Any, counts: Any, q: int) -> Any:  # pragma: no cover
+    """Return ``(n_problems, q - 1)`` sorted distinct candidates and a status.
+
+    ``pts[k, b]`` are client k's points in problem b (NaN-padded), ``counts[k, b]``
+    its node count (0: no rows; counts are checked finite and >= 0 by the
+    caller). A problem without rows gives all NaN. ``status[b]`` is ``OK`` or
+    why the problem's sketches are malformed (its candidates are then NaN).
+    """
+    n_clients, n_problems = pts.shape[0], pts.shape[1]
+    out = np.full((n_problems, q - 1), np.nan)
+    status = np.zeros(n_problems, dtype=np.int8)
+    for b in nb.prange(n_problems):
+        m = np.zeros(n_clients, dtype=np.int64)
+        w = np.zeros(n_clients)
+        total = 0.0
+        for k in range(n_clients):
+            n_points, bad = _check_sketch(pts[k, b], counts[k, b])
+            if bad != OK:
+                status[b] = bad
+            m[k] = max(n_points - 1, 0)
+            total += counts[k, b]
+        if status[b] != OK or total <= 0:
+            continue
+        for k in range(n_clients):
+            w[k] = counts[k, b] / total
+        ux, F, F_left = _breakpoints(pts[:, b], w, m)
+        if ux.shape[0] > 0:
+            _invert_levels(ux, F, F_left, q, out[b])
+    return out, status
+
+
+@nb.njit(cache=True, nogil=True)
+def _check_sketch(points: Any, count: float) -> Any:  # pragma: no cover
+    """Return the number of points and ``OK`` or the sketch's first defect."""
+    n = 0
+    while n < points.shape[0] and not np.isnan(points[n]):
+        if np.isinf(points[n]) or (n > 0 and points[n] < points[n - 1]):
+            return n, NOT_SORTED
+        n += 1
+    for i in range(n, points.shape[0]):
+        if not np.isnan(points[i]):
+            return n, NAN_INSIDE
+    if (count > 0 and n < 2) or (count == 0 and n > 0):
+        return n, POINTS_VS_COUNT
+    return n, OK
+
+
+@nb.njit(cache=True, nogil=True)
+def _breakpoints(pts: Any, w: Any, m: Any) -> Any:  # pragma: no cover
+    """Distinct breakpoints of one mixture, F there and F's left limit."""
+    n_clients, n_events = pts.shape[0], 0
+    for k in range(n_clients):
+        if w[k] > 0:
+            n_events += 2 * m[k]
+    # Start events first, end events after them, each in (client, segment)
+    # order: ties are summed in the same order whatever the batch.
+    half = n_events // 2
+    x = np.full(n_events, np.inf)
+    jump = np.zeros(n_events)
+    slope = np.zeros(n_events)
+    e = 0
+    for k in range(n_clients):
+        if w[k] <= 0:
+            continue
+        step = w[k] / max(m[k], 1)
+        for j in range(m[k]):
+            x0, x1 = pts[k, j], pts[k, j + 1]
+            x[e] = x0
+            if x1 == x0:
+                jump[e] = step
+            else:  # a ramp; a jump has no end event
+                slope[e] = step / (x1 - x0)
+                x[half + e] = x1
+                slope[half + e] = -slope[e]
+            e += 1
+    order = np.argsort(x, kind="mergesort")
+    ux = np.empty(n_events)
+    J = np.zeros(n_events)
+    dS = np.zeros(n_events)
+    u = -1
+    for i in order:
+        if not np.isfinite(x[i]):
+            break
+        if u < 0 or x[i] != ux[u]:
+            u += 1
+            ux[u] = x[i]
+        J[u] += jump[i]
+        dS[u] += slope[i]
+    n = u + 1
+    F = np.empty(n)
+    F_left = np.empty(n)
+    summed_slope, total = 0.0, 0.0
+    for i in range(n):
+        rise = J[i]
+        if i > 0:  # the slope after the previous breakpoint, never below 0
+            rise += max(summed_slope, 0.0) * (ux[i] - ux[i - 1])
+        total += rise
+        F[i] = total
+        F_left[i] = total - J[i]
+        summed_slope += dS[i]
+    return ux[:n], F, F_left
+
+
+@nb.njit(cache=True, nogil=True)
+def _invert_levels(
+    ux: Any, F: Any, F_left: Any, q: int, out: Any
+) -> None:  # pragma: no cover
+    """Write the distinct values of ``F⁻¹(l/q)``, ``l = 1..q-1``, into ``out``."""
+    n, i, filled = ux.shape[0], 0, 0
+    for level in range(1, q):
+        p = level / q
+        while i < n - 1 and F[i] < p:
+            i += 1
+        value = ux[i]
+        if i > 0 and F_left[i] >= p:
+            span = F_left[i] - F[i - 1]
+            frac = (p - F[i - 1]) / span if span > 0 else 1.0
+            frac = min(max(frac, 0.0), 1.0)
+            value = ux[i - 1] + frac * (ux[i] - ux[i - 1])
+        if filled == 0 or value != out[filled - 1]:
+            out[filled] = value
+            filled += 1
