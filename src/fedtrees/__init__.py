@@ -1,6 +1,7 @@
 """fedtrees: decision trees and forests trained across silos, without moving rows."""
 
 from fedtrees.algorithms import (
+    DPForestClassifier,
     FedAvgClassifier,
     FedForestClassifier,
     FedForestRegressor,
@@ -14,6 +15,7 @@ from fedtrees.federation import Federation
 from fedtrees.tree import Tree
 
 __all__ = [
+    "DPForestClassifier",
     "FedAvgClassifier",
     "FedForestClassifier",
     "FedForestRegressor",

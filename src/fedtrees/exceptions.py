@@ -17,6 +17,7 @@ __all__ = [
     "NotEnoughClientsError",
     "PrivacyAuditError",
     "PrivacyBudgetExceeded",
+    "PrivacyLeakWarning",
     "RemoteProtocolError",
     "SchemaMismatchError",
     "SerializationError",
@@ -112,3 +113,7 @@ class PrivacyAuditError(FedTreesError, AssertionError):
 
 class ClientDropoutWarning(UserWarning):
     """A client was dropped from a round (the algorithm allows partial rounds)."""
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A setting releases information about the private data (e.g. data ranges)."""

@@ -4,8 +4,9 @@ Importing this package registers every method's payloads and client handlers, so
 a client process (in-process or a Flower ClientApp) can answer all of them.
 """
 
-from fedtrees.algorithms import fedavg, fedforest, local, toy
+from fedtrees.algorithms import dpforest, fedavg, fedforest, local, toy
 from fedtrees.algorithms._jobs import JOBS, run_job
+from fedtrees.algorithms.dpforest import DPForestClassifier
 from fedtrees.algorithms.fedavg import FedAvgClassifier
 from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
 from fedtrees.algorithms.local import (
@@ -18,6 +19,7 @@ from fedtrees.algorithms.toy import ToyResult, ToyStrategy, run_toy
 
 __all__ = [
     "JOBS",
+    "DPForestClassifier",
     "FedAvgClassifier",
     "FedForestClassifier",
     "FedForestRegressor",
@@ -27,6 +29,7 @@ __all__ = [
     "LocalModelsRegressor",
     "ToyResult",
     "ToyStrategy",
+    "dpforest",
     "fedavg",
     "fedforest",
     "local",

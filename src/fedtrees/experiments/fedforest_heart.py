@@ -298,8 +298,9 @@ def _report(config: HeartConfig, raw: pd.DataFrame) -> Report:
 
 
 _NOTES: Final = (
-    "Switzerland's test set is almost all positive (its train part has a single "
-    "negative row): per-site accuracy there mostly measures the positive rate.",
+    "Switzerland's train part is all positive (FLamby's seed-43 split puts its "
+    "single negative row in test), and its test set is almost all positive: "
+    "per-site accuracy there mostly measures the positive rate.",
     "Local learning (site): that hospital's forest scored on every hospital; FLamby "
     "reports local models between 0.567 and 0.722.",
     "FedAvg (FLamby: lr 1e-4) uses FLamby's exact settings; in 15 rounds the model "

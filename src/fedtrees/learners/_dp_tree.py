@@ -28,8 +28,9 @@ client's accountant; when growth stops early (noisy-pure nodes), the unused shar
 of the plan is recorded as one last spend, so ``epsilon_spent`` equals ε exactly
 and ``n_queries`` still counts the queries made.
 
-Thresholds and noise come from two generators, so with the noise switched off
-(ε = inf) the thresholds are the same as with it.
+Thresholds and noise come from two generators, and thresholds are drawn for
+every heap position of a level (:func:`random_thresholds`), so a node's
+thresholds do not depend on the noise or on which other nodes split.
 """
 
 from __future__ import annotations
@@ -85,10 +86,16 @@ def query_epsilon(
 
 
 def random_thresholds(
-    rng: np.random.Generator, ranges: FloatArray, n_nodes: int
+    rng: np.random.Generator, ranges: FloatArray, depth: int
 ) -> FloatArray:
-    """One threshold per (node, feature), uniform in the feature's public range."""
-    return rng.uniform(ranges[:, 0], ranges[:, 1], size=(n_nodes, ranges.shape[0]))
+    """One threshold per (position, feature) of a level: ``(2^depth, F)``.
+
+    Drawn for every heap position ``p`` of the level (children of ``p`` are
+    ``2p`` and ``2p+1``), uniform in each feature's public range, so a node's
+    thresholds do not depend on which other nodes of its level split.
+    """
+    size = (2**depth, ranges.shape[0])
+    return rng.uniform(ranges[:, 0], ranges[:, 1], size=size)
 
 
 def gini_of_counts(counts: FloatArray) -> FloatArray:
@@ -146,6 +153,7 @@ def fit_dp_tree(
     )
     made = 1
     open_ids = [builder.add_root(_stats(root_counts))]
+    position = np.zeros(1, dtype=np.int64)  # heap position of every open node
     open_counts = root_counts[None, :]
     slot = np.zeros(Xa.shape[0], dtype=np.int64)  # each row's open node (-1: none)
     for depth in range(depth_limit):
@@ -154,7 +162,8 @@ def fit_dp_tree(
             break
         k = int(split.sum())
         slot = _keep_split_rows(slot, split)
-        thresholds = random_thresholds(thresholds_rng, bounds, k)
+        level = random_thresholds(thresholds_rng, bounds, depth)
+        thresholds = level[position[split]]
         left_true = _left_counts(Xa, codes, slot, thresholds, n_classes)
         queries = k * F if budget == "paper" else F
         left = accountant.release(
@@ -180,6 +189,7 @@ def fit_dp_tree(
         open_counts = np.stack([left[rows, best], right[rows, best]], axis=1).reshape(
             2 * k, n_classes
         )
+        position = np.stack([2 * position[split], 2 * position[split] + 1], 1).ravel()
         slot = _route(Xa, slot, best, chosen)
     unused = planned_queries(depth_limit, F, budget) - made
     if unused > 0 and math.isfinite(eps_q):  # the Decision in the module docstring

@@ -19,7 +19,7 @@ True
 """
 
 from fedtrees.tree._builder import NodeStats, TreeBuilder
-from fedtrees.tree._ensemble import mean_value
+from fedtrees.tree._ensemble import mean_value, vote_shares
 from fedtrees.tree._kinds import LEAF, NodeKind
 from fedtrees.tree._model import Tree
 from fedtrees.tree._pack import PACKED_FIELDS, pack_trees, unpack_trees
@@ -45,4 +45,5 @@ __all__ = [
     "mean_value",
     "pack_trees",
     "unpack_trees",
+    "vote_shares",
 ]

@@ -11,7 +11,7 @@ from fedtrees._typing import FloatArray
 from fedtrees.exceptions import ValidationError
 from fedtrees.tree._model import Tree
 
-__all__ = ["mean_value"]
+__all__ = ["mean_value", "vote_shares"]
 
 
 def mean_value(
@@ -51,4 +51,32 @@ def mean_value(
         if weight:
             total += weight * tree.predict_value(matrix, client)
     out: FloatArray = total / w.sum()
+    return out
+
+
+def vote_shares(trees: Sequence[Tree], X: npt.ArrayLike) -> FloatArray:
+    """Return each class's share of the trees' votes, (n_samples, n_classes).
+
+    Every tree votes for the class of its leaf (the first class on ties inside
+    a leaf); the shares are the vote counts divided by the number of trees.
+
+    Examples
+    --------
+    >>> from fedtrees.tree import NodeStats, TreeBuilder
+    >>> def stump(counts):
+    ...     b = TreeBuilder(n_features=1, classes=np.array(["a", "b"]))
+    ...     b.add_root(NodeStats.from_class_counts(counts))
+    ...     return b.build()
+    >>> vote_shares([stump([3, 1]), stump([0, 2]), stump([5, 4])], [[0.0]]).tolist()
+    [[0.6666666666666666, 0.3333333333333333]]
+    """
+    if not trees:
+        raise ValidationError("vote_shares needs at least one tree.")
+    matrix = np.asarray(X, dtype=np.float64)
+    n_classes = trees[0].value.shape[1]
+    votes = np.zeros((matrix.shape[0], n_classes))
+    rows = np.arange(matrix.shape[0])
+    for tree in trees:
+        votes[rows, np.argmax(tree.predict_value(matrix), axis=1)] += 1.0
+    out: FloatArray = votes / len(trees)
     return out

@@ -17,12 +17,11 @@ from typing import Any, Final
 import numpy as np
 
 from fedtrees._random import client_key, keyed_rng
-from fedtrees.exceptions import ValidationError
+from fedtrees.algorithms._packed import class_codes, packed_fields, rebuild_packed
 from fedtrees.federation import (
     ClientData,
     FederationInfo,
     Field,
-    InvalidField,
     Payload,
     ReplySpec,
     RoundPlan,
@@ -30,7 +29,7 @@ from fedtrees.federation import (
     payload,
 )
 from fedtrees.learners import fit_local_forest
-from fedtrees.tree import PACKED_FIELDS, Tree, pack_trees, unpack_trees
+from fedtrees.tree import Tree, pack_trees
 
 __all__ = ["ForestReply", "ForestRequest", "LocalForestStrategy"]
 
@@ -62,8 +61,7 @@ class ForestReply(Payload):
 
     def trees(self, **meta: Any) -> list[Tree]:
         """Rebuild the trees (``meta``: ``n_features``, ``classes``, names...)."""
-        arrays = {name: getattr(self, name) for name in PACKED_FIELDS}
-        return unpack_trees(arrays, **meta)
+        return rebuild_packed(self, **meta)
 
 
 @payload("local.forest")
@@ -86,22 +84,14 @@ class ForestRequest(Payload):
     def expected_reply(self) -> ReplySpec:
         """Packed trees that rebuild into valid trees; a positive weight."""
         n_outputs = max(int(self.classes.shape[0]), 1)
-        integer = Field.array("iu", (None,))
-        fields = dict.fromkeys(PACKED_FIELDS, integer)
-        fields["node_ptr"] = Field.array("iu", (self.n_estimators + 1,))
-        fields["threshold"] = Field.array("f", (None,), finite=False)
-        fields["impurity"] = Field.array("f", (None,), finite=False)
-        fields["count"] = Field.array("f", (None,), nonnegative=True)
-        fields["value"] = Field.array("f", (None, n_outputs))
+        fields = packed_fields(self.n_estimators, n_outputs)
         fields["weight"] = Field.scalar(low=0.0)
         return ReplySpec(ForestReply, fields, check=self._rebuilds)
 
     def _rebuilds(self, reply: ForestReply) -> None:
-        classes = np.arange(self.classes.shape[0]) if self.classes.size else None
-        try:
-            reply.trees(n_features=self.n_features, classes=classes)
-        except ValidationError as exc:
-            raise InvalidField("trees", str(exc)) from exc
+        rebuild_packed(
+            reply, n_features=self.n_features, classes=class_codes(self.classes)
+        )
 
 
 @handler("local.forest")

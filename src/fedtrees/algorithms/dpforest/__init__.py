@@ -1,0 +1,30 @@
+"""Federated forest of ε-DP client trees (ALGORITHMS.md §2; paper 001).
+
+One round: each client grows an ε-DP random-threshold tree
+(:func:`fedtrees.learners.fit_dp_tree`) and sends it; the forest votes.
+"""
+
+from fedtrees.algorithms.dpforest import _protocol  # registers the client handler
+from fedtrees.algorithms.dpforest._estimator import DPForestClassifier
+from fedtrees.algorithms.dpforest._memorization import (
+    memorization_matrix,
+    memorization_rate,
+)
+from fedtrees.algorithms.dpforest._protocol import (
+    DPTreeReply,
+    DPTreeRequest,
+    DPTreeStrategy,
+)
+from fedtrees.algorithms.dpforest._ranges import resolve_ranges
+
+__all__ = [
+    "DPForestClassifier",
+    "DPTreeReply",
+    "DPTreeRequest",
+    "DPTreeStrategy",
+    "memorization_matrix",
+    "memorization_rate",
+    "resolve_ranges",
+]
+
+del _protocol

@@ -1,0 +1,214 @@
+"""DPForestClassifier: a forest of ε-DP client trees voting (ALGORITHMS.md §2)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from fedtrees._random import resolve_seed
+from fedtrees._typing import FloatArray, RandomState
+from fedtrees._validation import check_choice, check_float, check_int
+from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms._packed import rebuild_packed
+from fedtrees.algorithms.dpforest._protocol import DPTrees, DPTreeStrategy
+from fedtrees.exceptions import PrivacyLeakWarning, ValidationError
+from fedtrees.federation import Federation, RoundCallback
+from fedtrees.federation._data import as_frame
+from fedtrees.learners import BUDGETS
+from fedtrees.privacy import SAMPLERS
+from fedtrees.tree import vote_shares
+
+__all__ = ["DPForestClassifier"]
+
+
+class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # type: ignore[misc]
+    """Federated forest of ε-differentially-private client trees (ALGORITHMS.md §2).
+
+    One round: every client grows one random-threshold tree on its own rows,
+    spending exactly ``epsilon`` (its own budget: clients hold disjoint rows),
+    and sends it; the forest predicts by majority vote.
+
+    Parameters
+    ----------
+    epsilon : float > 0, default 1.0
+        Each client's privacy budget (``inf`` switches the noise off: no
+        guarantee, for tests).
+    max_depth : int >= 1, default 5
+        The fixed depth d the budget is planned for.
+    feature_ranges : dict, array of shape (n_features, 2) or "from-data"
+        Public (min, max) of every numeric feature, declared by the user; thresholds
+        are drawn uniformly from them. Required: never computed from private data
+        by default. ``"from-data"`` (experiments only) takes them from the rows
+        passed to :meth:`fit` and warns with :class:`PrivacyLeakWarning`.
+    budget : {"paper", "parallel"}, default "paper"
+        Per-query budget ``ε/(2^d·F)`` (the paper) or ``ε/(1 + d·F)`` (parallel
+        composition over the disjoint nodes of a level; beyond the paper).
+    sampler : {"numpy", "opendp"}, default "numpy"
+        Laplace noise source (see :mod:`fedtrees.privacy`).
+    timeout : float, default 120.0
+        Seconds the round may take.
+    workers : int, default 1
+        Threads for in-process clients; results do not depend on it.
+    verbose : bool, default False
+        Show a progress bar.
+    random_state : int, Generator or None
+        Client k's thresholds and noise use ``[seed, 5, crc32(k)]`` and
+        ``[seed, 6, crc32(k)]``.
+
+    Attributes
+    ----------
+    trees_ : list of Tree
+        One tree per client, in client order (``clients_``).
+    client_trees_ : dict
+        The same trees by client id.
+    epsilon_spent_ : dict
+        ε each client spent (equals ``epsilon``).
+    n_queries_ : dict
+        Counting queries each client answered.
+    feature_ranges_ : array of shape (n_features, 2)
+        The ranges used.
+    communication_ : Ledger
+
+    Notes
+    -----
+    **Decision (vote ties):** a row's class is the one with the most votes; on a
+    tie, the first of ``classes_`` (sorted labels). A tree votes for the argmax of
+    its leaf's noisy counts, again the first class on ties. Sample weights are not
+    supported: a row of weight w would change a count by w, not 1, and the Laplace
+    scale assumes sensitivity 1.
+    """
+
+    _task = "classification"
+
+    def __init__(
+        self,
+        epsilon: float = 1.0,
+        max_depth: int = 5,
+        feature_ranges: object = None,
+        *,
+        budget: str = "paper",
+        sampler: str = "numpy",
+        timeout: float = 120.0,
+        workers: int = 1,
+        verbose: bool = False,
+        random_state: RandomState = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.max_depth = max_depth
+        self.feature_ranges = feature_ranges
+        self.budget = budget
+        self.sampler = sampler
+        self.timeout = timeout
+        self.workers = workers
+        self.verbose = verbose
+        self.random_state = random_state
+
+    def fit(
+        self,
+        X: object,
+        y: npt.ArrayLike,
+        groups: npt.ArrayLike | None = None,
+        sample_weight: npt.ArrayLike | None = None,
+    ) -> Any:
+        """Fit on in-process clients, one per value of ``groups`` (see the class)."""
+        if sample_weight is not None:
+            raise ValidationError(
+                "DPForestClassifier.fit: sample_weight is not supported (the noise "
+                "is calibrated to counts of sensitivity 1)."
+            )
+        self._declared = self._ranges_from_data(X)
+        try:
+            return super().fit(X, y, groups)
+        finally:
+            del self._declared
+
+    def fit_federation(
+        self, federation: Federation, *, callbacks: Sequence[RoundCallback] = ()
+    ) -> Any:
+        """Fit on any federation (``feature_ranges`` must be declared)."""
+        if isinstance(self.feature_ranges, str):
+            raise ValidationError(
+                "DPForestClassifier.fit_federation: feature_ranges='from-data' is "
+                "only for fit(X, y, groups) experiments; declare the ranges."
+            )
+        self._declared = self.feature_ranges
+        try:
+            return super().fit_federation(federation, callbacks=callbacks)
+        finally:
+            del self._declared
+
+    def _ranges_from_data(self, X: object) -> object:
+        if not isinstance(self.feature_ranges, str):
+            return self.feature_ranges
+        check_choice(
+            self.feature_ranges, "feature_ranges", "DPForestClassifier", ("from-data",)
+        )
+        warnings.warn(
+            "DPForestClassifier: feature_ranges='from-data' computes the ranges from "
+            "the training rows; this releases every feature's min and max without "
+            "noise and voids the epsilon guarantee. Use it for experiments only.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+        numeric = as_frame(X, "DPForestClassifier").select_dtypes("number")
+        low, high = numeric.min().to_numpy(float), numeric.max().to_numpy(float)
+        flat = low == high
+        low, high = np.where(flat, low - 0.5, low), np.where(flat, high + 0.5, high)
+        return {
+            c: (lo, hi) for c, lo, hi in zip(numeric.columns, low, high, strict=True)
+        }
+
+    def _fit(
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        callbacks: Sequence[RoundCallback] = (),
+    ) -> Any:
+        owner = type(self).__name__
+        settings = {
+            "epsilon": check_float(
+                self.epsilon,
+                "epsilon",
+                owner,
+                min_value=0.0,
+                min_inclusive=False,
+                allow_inf=True,
+            ),
+            "max_depth": check_int(self.max_depth, "max_depth", owner, min_value=1),
+            "budget": check_choice(self.budget, "budget", owner, BUDGETS),
+            "sampler": check_choice(self.sampler, "sampler", owner, SAMPLERS),
+            "seed": resolve_seed(self.random_state, owner),
+        }
+        strategy = DPTreeStrategy(settings, self._declared, owner)
+        outcome = self._run(federation, strategy, callbacks)
+        self._remember(outcome.info, classes)
+        received: DPTrees = outcome.result
+        meta = self._tree_meta()
+        self.client_trees_ = {
+            client: rebuild_packed(reply, **meta)[0]
+            for client, reply in received.replies.items()
+        }
+        self.trees_ = list(self.client_trees_.values())
+        self.epsilon_spent_ = {c: r.epsilon_spent for c, r in received.replies.items()}
+        self.n_queries_ = {c: r.n_queries for c, r in received.replies.items()}
+        self.feature_ranges_ = received.request.ranges
+        self.communication_ = outcome.ledger
+        return self
+
+    def predict_proba(self, X: object) -> FloatArray:
+        """Share of the trees voting for each class."""
+        check_is_fitted(self, "trees_")
+        return vote_shares(self.trees_, self._encode(X))
+
+    def predict(self, X: object) -> npt.NDArray[Any]:
+        """Majority vote (first class of ``classes_`` on ties)."""
+        labels: npt.NDArray[Any] = self.classes_[
+            np.argmax(self.predict_proba(X), axis=1)
+        ]
+        return labels

@@ -1,0 +1,198 @@
+"""One round of ε-DP client trees (ALGORITHMS.md §2).
+
+The server sends the public settings (ε, depth, accounting, declared feature
+ranges, agreed labels); every client grows one DP tree on its own rows with
+:func:`fedtrees.learners.fit_dp_tree`, spending through its own accountant, and
+replies with the packed tree, the ε it spent and the queries it made. Before a
+reply is kept the server checks it: the tree rebuilds, has only numeric splits
+within the declared ranges, is no deeper than ``max_depth``, and the client
+spent exactly its ε. Client ``k`` keys its generators by
+``[seed, 5, crc32(k)]`` (thresholds) and ``[seed, 6, crc32(k)]`` (noise).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from fedtrees._random import client_key, keyed_rng
+from fedtrees.algorithms._packed import class_codes, packed_fields, rebuild_packed
+from fedtrees.algorithms.dpforest._ranges import resolve_ranges
+from fedtrees.exceptions import ValidationError
+from fedtrees.federation import (
+    ClientData,
+    FederationInfo,
+    Field,
+    InvalidField,
+    Payload,
+    ReplySpec,
+    RoundPlan,
+    handler,
+    payload,
+)
+from fedtrees.learners import fit_dp_tree
+from fedtrees.privacy import PrivacyAccountant
+from fedtrees.tree import NodeKind, Tree, pack_trees
+
+__all__ = ["DPTreeReply", "DPTreeRequest", "DPTreeStrategy", "DPTrees"]
+
+THRESHOLD_STREAM: Final = 5
+NOISE_STREAM: Final = 6
+
+
+@payload("dpforest.tree_reply")
+class DPTreeReply(Payload):
+    """A client's DP tree (packed), the ε it spent and the queries it made."""
+
+    node_ptr: np.ndarray
+    node_kind: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    count: np.ndarray
+    impurity: np.ndarray
+    branch_ptr: np.ndarray
+    branch_code: np.ndarray
+    branch_child: np.ndarray
+    epsilon_spent: float
+    n_queries: int
+
+
+@payload("dpforest.tree")
+class DPTreeRequest(Payload):
+    """Grow one ε-DP tree with these public settings."""
+
+    epsilon: float
+    max_depth: int
+    budget: str
+    sampler: str
+    ranges: np.ndarray
+    classes: np.ndarray
+    seed: int
+
+    def expected_reply(self) -> ReplySpec:
+        """One packed tree within the settings; ε spent equal to the budget."""
+        fields = packed_fields(1, int(self.classes.shape[0]))
+        fields["epsilon_spent"] = Field.scalar(low=0.0, finite=False)
+        fields["n_queries"] = Field.scalar(low=1)
+        return ReplySpec(DPTreeReply, fields, check=self._check_tree)
+
+    def tree(self, reply: DPTreeReply) -> Tree:
+        """Rebuild the reply's tree (labels as codes)."""
+        (tree,) = rebuild_packed(
+            reply, n_features=self.ranges.shape[0], classes=class_codes(self.classes)
+        )
+        return tree
+
+    def _check_tree(self, reply: DPTreeReply) -> None:
+        tree = self.tree(reply)
+        split = tree.kind != NodeKind.LEAF
+        if np.any(split & (tree.kind != NodeKind.NUMERIC)):
+            raise InvalidField("trees", "a DP tree has numeric splits only")
+        if tree.max_depth > self.max_depth:
+            raise InvalidField("trees", f"deeper than max_depth={self.max_depth}")
+        f, t = tree.feature[split], tree.threshold[split]
+        if np.any(t < self.ranges[f, 0]) or np.any(t > self.ranges[f, 1]):
+            raise InvalidField("threshold", "outside the declared feature ranges")
+        if not _same_epsilon(reply.epsilon_spent, self.epsilon):
+            raise InvalidField(
+                "epsilon_spent", f"{reply.epsilon_spent!r}; expected {self.epsilon!r}"
+            )
+
+
+def _same_epsilon(spent: float, epsilon: float) -> bool:
+    if math.isinf(epsilon):
+        return math.isinf(spent)
+    return math.isclose(spent, epsilon, rel_tol=1e-9, abs_tol=0.0)
+
+
+@handler("dpforest.tree")
+def grow_tree(request: DPTreeRequest, data: ClientData) -> DPTreeReply:
+    """Client: grow the DP tree on the local rows, spending its own ε."""
+    if data.n_rows == 0:
+        raise ValidationError(f"Client {data.client_id!r} has no rows.")
+    key = client_key(data.client_id)
+    accountant = PrivacyAccountant(request.epsilon, owner=f"client {data.client_id!r}")
+    grown = fit_dp_tree(
+        data.finite_matrix(),
+        data.label_codes(request.classes),
+        int(request.classes.shape[0]),
+        epsilon=request.epsilon,
+        max_depth=request.max_depth,
+        ranges=request.ranges,
+        accountant=accountant,
+        thresholds_rng=keyed_rng(request.seed, THRESHOLD_STREAM, key),
+        noise_rng=keyed_rng(request.seed, NOISE_STREAM, key),
+        budget=request.budget,  # type: ignore[arg-type]
+        sampler=request.sampler,  # type: ignore[arg-type]
+    )
+    return DPTreeReply(
+        **pack_trees([grown.tree]),
+        epsilon_spent=grown.epsilon_spent,
+        n_queries=grown.n_queries,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class DPTrees:
+    """What the server received: the request and every client's reply."""
+
+    request: DPTreeRequest
+    replies: Mapping[str, DPTreeReply]
+
+
+class DPTreeStrategy:
+    """Server: one round asking every client for its DP tree."""
+
+    def __init__(
+        self, settings: Mapping[str, Any], declared_ranges: object, owner: str
+    ) -> None:
+        self.settings, self.declared, self.owner = (
+            dict(settings),
+            declared_ranges,
+            owner,
+        )
+        self.request: DPTreeRequest | None = None
+        self.clients: tuple[str, ...] = ()
+        self.replies: dict[str, DPTreeReply] = {}
+
+    def start(self, info: FederationInfo) -> None:
+        """Resolve the declared ranges on the agreed schema; build the request."""
+        ranges = resolve_ranges(self.declared, info, self.owner)
+        self.clients = info.clients
+        self.request = DPTreeRequest(
+            ranges=ranges,
+            classes=np.asarray(info.schema.classes, dtype=str),
+            **self.settings,
+        )
+
+    def expected_rounds(self) -> int:
+        """Return 1: a single round after the agreement."""
+        return 1
+
+    def plan_round(self, round: int) -> RoundPlan | None:
+        """Round 1: every client grows its tree; then done."""
+        if round > 1 or self.request is None:
+            return None
+        return RoundPlan.broadcast(self.request, self.clients)
+
+    def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
+        """Keep every (validated) tree."""
+        for client, reply in replies.items():
+            assert isinstance(reply, DPTreeReply)  # validated by the loop
+            self.replies[client] = reply
+
+    def round_metrics(self, round: int) -> dict[str, float]:
+        """Trees received."""
+        return {"trees": float(len(self.replies))}
+
+    def finish(self) -> DPTrees:
+        """Return the request and the replies by client id."""
+        assert self.request is not None
+        return DPTrees(self.request, dict(sorted(self.replies.items())))

@@ -1,0 +1,94 @@
+"""Declared public feature ranges of the DP forest (ALGORITHMS.md §2).
+
+Ranges are metadata the user declares — never computed from the private rows
+(that would release each client's min and max without noise). They are given as
+a dict by column (name, or position for unnamed arrays) or an array of shape
+(F, 2). **Decision:** a categorical column needs no declaration: its codes
+``0..K-1`` are public schema, so its range is ``(-0.5, K - 0.5)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from fedtrees._typing import FloatArray
+from fedtrees.exceptions import ValidationError
+from fedtrees.federation import FederationInfo
+
+__all__ = ["resolve_ranges"]
+
+
+def resolve_ranges(declared: object, info: FederationInfo, owner: str) -> FloatArray:
+    """Return the ``(F, 2)`` ranges of the agreed features, or a clear error."""
+    schema = info.schema
+    names = list(schema.feature_names)
+    if declared is None:
+        raise ValidationError(
+            f"{owner}: feature_ranges is required: declare the public (min, max) of "
+            f"every numeric feature {names}, as a dict by column or an array of "
+            "shape (n_features, 2). They are never computed from private data."
+        )
+    if isinstance(declared, Mapping):
+        out = np.array(
+            [_from_mapping(declared, j, info, owner) for j in range(len(names))]
+        )
+        unknown = sorted(str(k) for k in declared if _position(k, names) is None)
+        if unknown:
+            raise ValidationError(
+                f"{owner}: feature_ranges names unknown columns {unknown}; the "
+                f"features are {names}."
+            )
+    else:
+        out = np.asarray(declared, dtype=np.float64)
+        if out.shape != (len(names), 2):
+            raise ValidationError(
+                f"{owner}: feature_ranges has shape {out.shape}; expected "
+                f"({len(names)}, 2): one (min, max) per feature."
+            )
+    for j, (low, high) in enumerate(out):
+        _check_pair(low, high, names[j], owner)
+    result: FloatArray = out.astype(np.float64)
+    return result
+
+
+def _position(key: object, names: list[str]) -> int | None:
+    if isinstance(key, int | np.integer) and not isinstance(key, bool):
+        return int(key) if 0 <= int(key) < len(names) else None
+    return names.index(str(key)) if str(key) in names else None
+
+
+def _from_mapping(
+    declared: Mapping[object, object], j: int, info: FederationInfo, owner: str
+) -> tuple[float, float]:
+    schema = info.schema
+    name = schema.feature_names[j]
+    for key, value in declared.items():
+        if _position(key, list(schema.feature_names)) == j:
+            return _pair(value, name, owner)
+    if schema.feature_kinds[j] == "categorical":
+        return -0.5, len(schema.categories[j] or ()) - 0.5
+    raise ValidationError(
+        f"{owner}: feature_ranges has no (min, max) for column {name!r}; declare "
+        "every numeric feature's public range."
+    )
+
+
+def _pair(value: object, name: str, owner: str) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in value)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        raise ValidationError(
+            f"{owner}: feature_ranges[{name!r}] is {value!r}; expected a pair "
+            "(min, max) of numbers."
+        ) from None
+    return low, high
+
+
+def _check_pair(low: float, high: float, name: str, owner: str) -> None:
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise ValidationError(
+            f"{owner}: feature_ranges for column {name!r} is ({low}, {high}); "
+            "expected finite numbers with min < max."
+        )
