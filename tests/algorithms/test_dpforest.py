@@ -101,6 +101,7 @@ def test_messages_hold_no_row_level_array() -> None:
         "epsilon": 1.0,
         "max_depth": 4,
         "budget": "paper",
+        "score": "average",
         "sampler": "numpy",
         "seed": 0,
     }
@@ -168,6 +169,7 @@ def test_memorization_rate_compares_own_and_other_clients() -> None:
         ({"epsilon": -3.0}, "epsilon"),
         ({"max_depth": 0}, "max_depth"),
         ({"budget": "loose"}, "budget"),
+        ({"split_score": "best"}, "split_score"),
     ],
 )
 def test_bad_settings_get_clear_errors(params: dict, match: str) -> None:

@@ -81,7 +81,9 @@ def test_per_query_budgets_follow_the_two_accountings() -> None:
 
 def _gini(counts: np.ndarray) -> float:
     total = counts.sum()
-    return 0.0 if total <= 0 else 1.0 - float(((counts / total) ** 2).sum())
+    if total <= 0:  # an empty node: the uniform distribution's impurity
+        return 1.0 - 1.0 / counts.shape[0]
+    return 1.0 - float(((counts / total) ** 2).sum())
 
 
 def _reference(X, y, depth_limit, seed, n_classes=3):  # type: ignore[no-untyped-def]

@@ -20,9 +20,11 @@ from rich.console import Console
 from fedtrees.cli._render import progress_bar, rich_table
 from fedtrees.exceptions import FedTreesError
 from fedtrees.experiments import (
+    DPForestConfig,
     HeartConfig,
     Report,
     SyntheticConfig,
+    dpforest,
     fedforest_heart,
     fedforest_synthetic,
     write_report,
@@ -128,3 +130,58 @@ def heart(
         fedforest_heart.n_steps(chosen),
         out,
     )
+
+
+def _dpforest(
+    dataset: str, quick: bool, out: Path, config: Path | None, data: str = ""
+) -> None:
+    base = (
+        DPForestConfig.quick(dataset, data)
+        if quick
+        else DPForestConfig(dataset=dataset, data=data)
+    )
+    chosen = load_config(DPForestConfig, base, config)
+    _run(
+        f"DP forest on {dataset}",
+        dpforest.run_dpforest,
+        chosen,
+        dpforest.n_steps(chosen),
+        out,
+    )
+
+
+@experiment_app.command("dpforest-hugadb")
+def dpforest_hugadb(
+    data: Annotated[Path, typer.Option(help="The HuGaDB folder.")],
+    quick: Quick = False,
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path(
+        "results/dpforest-hugadb"
+    ),
+    config: ConfigFile = None,
+) -> None:
+    """DP forest paper Sec. V: HuGaDB accuracy and memorization vs ε and depth."""
+    _dpforest("hugadb", quick, out, config, str(data))
+
+
+@experiment_app.command("dpforest-hotel")
+def dpforest_hotel(
+    quick: Quick = False,
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path(
+        "results/dpforest-hotel"
+    ),
+    config: ConfigFile = None,
+) -> None:
+    """Run the DP forest experiment on the bundled hotel IoT data (hotels)."""
+    _dpforest("hotel_ac_iot", quick, out, config)
+
+
+@experiment_app.command("dpforest-heart")
+def dpforest_heart(
+    quick: Quick = False,
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path(
+        "results/dpforest-heart"
+    ),
+    config: ConfigFile = None,
+) -> None:
+    """Run the DP forest experiment on the bundled heart-disease data (sites)."""
+    _dpforest("heart_disease", quick, out, config)

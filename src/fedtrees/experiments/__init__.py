@@ -4,9 +4,10 @@ Each paper experiment is a frozen config and a runner returning a
 :class:`Report`; :func:`write_report` writes its CSV, markdown and PNG files.
 """
 
-from fedtrees.experiments import fedforest_heart, fedforest_synthetic
+from fedtrees.experiments import dpforest, fedforest_heart, fedforest_synthetic
 from fedtrees.experiments._report import Plot, Report
 from fedtrees.experiments.demo import DemoResult, run_demo
+from fedtrees.experiments.dpforest import DPForestConfig, run_dpforest
 from fedtrees.experiments.fedforest_heart import HeartConfig, run_fedforest_heart
 from fedtrees.experiments.fedforest_synthetic import (
     SyntheticConfig,
@@ -15,14 +16,17 @@ from fedtrees.experiments.fedforest_synthetic import (
 from fedtrees.experiments.results import write_report
 
 __all__ = [
+    "DPForestConfig",
     "DemoResult",
     "HeartConfig",
     "Plot",
     "Report",
     "SyntheticConfig",
+    "dpforest",
     "fedforest_heart",
     "fedforest_synthetic",
     "run_demo",
+    "run_dpforest",
     "run_fedforest_heart",
     "run_fedforest_synthetic",
     "write_report",

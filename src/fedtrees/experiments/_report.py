@@ -36,6 +36,7 @@ class Plot:
     ylabel: str
     errors: pd.DataFrame | None = None
     log_y: bool = False
+    log_x: bool = False
 
 
 @dataclass(frozen=True, eq=False)

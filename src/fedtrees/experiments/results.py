@@ -102,6 +102,8 @@ def _save_plot(plot: Plot, path: Path) -> Path:
         axes.legend()
     if plot.log_y:
         axes.set_yscale("log")
+    if plot.log_x:
+        axes.set_xscale("log")
     axes.set_title(plot.title)
     axes.set_xlabel(plot.xlabel)
     axes.set_ylabel(plot.ylabel)

@@ -6,18 +6,21 @@ return fedtrees :class:`~fedtrees.tree.Tree` objects.
 
 from fedtrees.learners._dp_tree import (
     BUDGETS,
+    SCORES,
     DPTree,
     fit_dp_tree,
     gini_of_counts,
     planned_queries,
     query_epsilon,
     random_thresholds,
+    split_scores,
 )
 from fedtrees.learners._forest import FOREST_PARAMS, fit_local_forest
 
 __all__ = [
     "BUDGETS",
     "FOREST_PARAMS",
+    "SCORES",
     "DPTree",
     "fit_dp_tree",
     "fit_local_forest",
@@ -25,4 +28,5 @@ __all__ = [
     "planned_queries",
     "query_epsilon",
     "random_thresholds",
+    "split_scores",
 ]

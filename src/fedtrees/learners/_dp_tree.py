@@ -19,8 +19,10 @@ Algorithms 1–3 of the paper (001), grown level by level over all open nodes:
 4. **Best split** (Alg. 3): per feature, one threshold uniform in the declared
    public range; the node's left counts per class get clipped Laplace noise; the
    right counts are ``parent − left`` (**Decision**: clipped at 0); the score is
-   the *plain* average of the two children's Gini (the paper's rule, not count
-   weighted); the lowest score wins (first feature on ties).
+   the *plain* average of the two children's Gini (``score="average"``, the
+   paper's rule), or weighted by the children's noisy totals
+   (``score="weighted"``, what the authors' public code does; an option beyond
+   the paper); the lowest score wins (first feature on ties).
 
 **Decision (charging the plan):** the plan's queries are fixed before training
 (Theorem 1 composes them all). Every query actually made is released through the
@@ -49,16 +51,20 @@ from fedtrees.tree import NodeStats, Tree, TreeBuilder
 
 __all__ = [
     "BUDGETS",
+    "SCORES",
     "DPTree",
     "fit_dp_tree",
     "gini_of_counts",
     "planned_queries",
     "query_epsilon",
     "random_thresholds",
+    "split_scores",
 ]
 
 Budget = Literal["paper", "parallel"]
 BUDGETS: Final = ("paper", "parallel")
+Score = Literal["average", "weighted"]
+SCORES: Final = ("average", "weighted")
 UNUSED: Final = "unused share of the plan"
 
 
@@ -99,11 +105,19 @@ def random_thresholds(
 
 
 def gini_of_counts(counts: FloatArray) -> FloatArray:
-    """Gini impurity along the last axis; 0 for all-zero counts (a pure node)."""
+    """Gini impurity along the last axis.
+
+    **Decision:** all-zero counts (an empty node) have the impurity of the uniform
+    distribution, ``1 - 1/C`` — the distribution such a node predicts. With 0
+    instead, the plain-average score would reward thresholds outside the data
+    (one empty, "pure" child): noise-free trees on HuGaDB then only peel off
+    empty regions and stay at the majority class.
+    """
     total = counts.sum(axis=-1)
     safe = np.where(total > 0, total, 1.0)
     p = counts / safe[..., None]
-    result: FloatArray = np.where(total > 0, 1.0 - (p * p).sum(axis=-1), 0.0)
+    empty = 1.0 - 1.0 / counts.shape[-1]
+    result: FloatArray = np.where(total > 0, 1.0 - (p * p).sum(axis=-1), empty)
     return result
 
 
@@ -119,6 +133,7 @@ def fit_dp_tree(
     thresholds_rng: np.random.Generator,
     noise_rng: np.random.Generator,
     budget: Budget = "paper",
+    score: Score = "average",
     sampler: Sampler = "numpy",
 ) -> DPTree:
     """Grow one ε-DP tree on a client's rows (see the module docstring).
@@ -144,6 +159,7 @@ def fit_dp_tree(
     )
     depth_limit = check_int(max_depth, "max_depth", owner, min_value=1)
     check_choice(budget, "budget", owner, BUDGETS)
+    check_choice(score, "score", owner, SCORES)
     F = Xa.shape[1]
     eps_q = query_epsilon(eps, depth_limit, F, budget)
     mechanism = ClippedLaplace(epsilon=eps_q, sampler=sampler)
@@ -171,8 +187,7 @@ def fit_dp_tree(
         )
         made += queries
         right = np.maximum(open_counts[split][:, None, :] - left, 0.0)
-        score = (gini_of_counts(left) + gini_of_counts(right)) / 2.0
-        best = np.argmin(score, axis=1)  # first feature on ties
+        best = np.argmin(split_scores(left, right, score), axis=1)  # first on ties
         rows = np.arange(k)
         chosen = thresholds[rows, best]
         parents = [open_ids[i] for i in np.flatnonzero(split)]
@@ -195,6 +210,19 @@ def fit_dp_tree(
     if unused > 0 and math.isfinite(eps_q):  # the Decision in the module docstring
         accountant.spend(eps_q, label=UNUSED, queries=unused)
     return DPTree(builder.build(), accountant.epsilon_spent, made)
+
+
+def split_scores(left: FloatArray, right: FloatArray, score: Score) -> FloatArray:
+    """Score of every candidate from its children's noisy counts (lower is better)."""
+    g_left, g_right = gini_of_counts(left), gini_of_counts(right)
+    average: FloatArray = (g_left + g_right) / 2.0
+    if score == "average":  # the paper's rule
+        return average
+    n_left, n_right = left.sum(axis=-1), right.sum(axis=-1)
+    total = n_left + n_right
+    weighted = (n_left * g_left + n_right * g_right) / np.where(total > 0, total, 1.0)
+    out: FloatArray = np.where(total > 0, weighted, average)
+    return out
 
 
 def _inputs(

@@ -20,7 +20,7 @@ from fedtrees.algorithms.dpforest._protocol import DPTrees, DPTreeStrategy
 from fedtrees.exceptions import PrivacyLeakWarning, ValidationError
 from fedtrees.federation import Federation, RoundCallback
 from fedtrees.federation._data import as_frame
-from fedtrees.learners import BUDGETS
+from fedtrees.learners import BUDGETS, SCORES
 from fedtrees.privacy import SAMPLERS
 from fedtrees.tree import vote_shares
 
@@ -49,6 +49,9 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
     budget : {"paper", "parallel"}, default "paper"
         Per-query budget ``ε/(2^d·F)`` (the paper) or ``ε/(1 + d·F)`` (parallel
         composition over the disjoint nodes of a level; beyond the paper).
+    split_score : {"average", "weighted"}, default "average"
+        Split score: the plain average of the children's Gini (the paper), or
+        weighted by their noisy counts (the authors' public code; beyond the paper).
     sampler : {"numpy", "opendp"}, default "numpy"
         Laplace noise source (see :mod:`fedtrees.privacy`).
     timeout : float, default 120.0
@@ -93,6 +96,7 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
         feature_ranges: object = None,
         *,
         budget: str = "paper",
+        split_score: str = "average",
         sampler: str = "numpy",
         timeout: float = 120.0,
         workers: int = 1,
@@ -103,6 +107,7 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
         self.max_depth = max_depth
         self.feature_ranges = feature_ranges
         self.budget = budget
+        self.split_score = split_score
         self.sampler = sampler
         self.timeout = timeout
         self.workers = workers
@@ -182,6 +187,7 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
             ),
             "max_depth": check_int(self.max_depth, "max_depth", owner, min_value=1),
             "budget": check_choice(self.budget, "budget", owner, BUDGETS),
+            "score": check_choice(self.split_score, "split_score", owner, SCORES),
             "sampler": check_choice(self.sampler, "sampler", owner, SAMPLERS),
             "seed": resolve_seed(self.random_state, owner),
         }

@@ -71,6 +71,7 @@ class DPTreeRequest(Payload):
     epsilon: float
     max_depth: int
     budget: str
+    score: str
     sampler: str
     ranges: np.ndarray
     classes: np.ndarray
@@ -130,6 +131,7 @@ def grow_tree(request: DPTreeRequest, data: ClientData) -> DPTreeReply:
         thresholds_rng=keyed_rng(request.seed, THRESHOLD_STREAM, key),
         noise_rng=keyed_rng(request.seed, NOISE_STREAM, key),
         budget=request.budget,  # type: ignore[arg-type]
+        score=request.score,  # type: ignore[arg-type]
         sampler=request.sampler,  # type: ignore[arg-type]
     )
     return DPTreeReply(
