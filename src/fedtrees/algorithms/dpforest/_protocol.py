@@ -20,6 +20,7 @@ from typing import Any, Final
 import numpy as np
 
 from fedtrees._random import client_key, keyed_rng
+from fedtrees.algorithms._one_round import OneRoundStrategy
 from fedtrees.algorithms._packed import class_codes, packed_fields, rebuild_packed
 from fedtrees.algorithms.dpforest._ranges import resolve_ranges
 from fedtrees.exceptions import ValidationError
@@ -30,7 +31,6 @@ from fedtrees.federation import (
     InvalidField,
     Payload,
     ReplySpec,
-    RoundPlan,
     handler,
     payload,
 )
@@ -149,52 +149,31 @@ class DPTrees:
     replies: Mapping[str, DPTreeReply]
 
 
-class DPTreeStrategy:
+class DPTreeStrategy(OneRoundStrategy):
     """Server: one round asking every client for its DP tree."""
+
+    metric = "trees"
 
     def __init__(
         self, settings: Mapping[str, Any], declared_ranges: object, owner: str
     ) -> None:
+        super().__init__()
         self.settings, self.declared, self.owner = (
             dict(settings),
             declared_ranges,
             owner,
         )
-        self.request: DPTreeRequest | None = None
-        self.clients: tuple[str, ...] = ()
-        self.replies: dict[str, DPTreeReply] = {}
 
     def start(self, info: FederationInfo) -> None:
         """Resolve the declared ranges on the agreed schema; build the request."""
-        ranges = resolve_ranges(self.declared, info, self.owner)
-        self.clients = info.clients
+        super().start(info)
         self.request = DPTreeRequest(
-            ranges=ranges,
+            ranges=resolve_ranges(self.declared, info, self.owner),
             classes=np.asarray(info.schema.classes, dtype=str),
             **self.settings,
         )
 
-    def expected_rounds(self) -> int:
-        """Return 1: a single round after the agreement."""
-        return 1
-
-    def plan_round(self, round: int) -> RoundPlan | None:
-        """Round 1: every client grows its tree; then done."""
-        if round > 1 or self.request is None:
-            return None
-        return RoundPlan.broadcast(self.request, self.clients)
-
-    def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
-        """Keep every (validated) tree."""
-        for client, reply in replies.items():
-            assert isinstance(reply, DPTreeReply)  # validated by the loop
-            self.replies[client] = reply
-
-    def round_metrics(self, round: int) -> dict[str, float]:
-        """Trees received."""
-        return {"trees": float(len(self.replies))}
-
     def finish(self) -> DPTrees:
         """Return the request and the replies by client id."""
-        assert self.request is not None
-        return DPTrees(self.request, dict(sorted(self.replies.items())))
+        assert isinstance(self.request, DPTreeRequest)
+        return DPTrees(self.request, self.sorted_replies())  # type: ignore[arg-type]

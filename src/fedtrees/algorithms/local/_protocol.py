@@ -17,6 +17,7 @@ from typing import Any, Final
 import numpy as np
 
 from fedtrees._random import client_key, keyed_rng
+from fedtrees.algorithms._one_round import OneRoundStrategy
 from fedtrees.algorithms._packed import class_codes, packed_fields, rebuild_packed
 from fedtrees.federation import (
     ClientData,
@@ -24,7 +25,6 @@ from fedtrees.federation import (
     Field,
     Payload,
     ReplySpec,
-    RoundPlan,
     handler,
     payload,
 )
@@ -121,18 +121,18 @@ class LocalForests:
     replies: Mapping[str, ForestReply]
 
 
-class LocalForestStrategy:
+class LocalForestStrategy(OneRoundStrategy):
     """Server: one round asking every client for its local forest."""
 
+    metric = "forests"
+
     def __init__(self, params: Mapping[str, Any], seed: int) -> None:
+        super().__init__()
         self.params, self.seed = dict(params), seed
-        self.replies: dict[str, ForestReply] = {}
-        self.clients: tuple[str, ...] = ()
-        self.request: ForestRequest | None = None
 
     def start(self, info: FederationInfo) -> None:
         """Build the one request from the agreed schema."""
-        self.clients = info.clients
+        super().start(info)
         self.request = ForestRequest(
             params=json.dumps(self.params, sort_keys=True),
             classes=np.asarray(info.schema.classes, dtype=str),
@@ -140,26 +140,6 @@ class LocalForestStrategy:
             seed=self.seed,
         )
 
-    def expected_rounds(self) -> int:
-        """Return 1: a single round after the agreement."""
-        return 1
-
-    def plan_round(self, round: int) -> RoundPlan | None:
-        """Round 1: every client fits its forest; then done."""
-        if round > 1 or self.request is None:
-            return None
-        return RoundPlan.broadcast(self.request, self.clients)
-
-    def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
-        """Keep every (validated) forest."""
-        for client, reply in replies.items():
-            assert isinstance(reply, ForestReply)  # validated by the loop
-            self.replies[client] = reply
-
-    def round_metrics(self, round: int) -> dict[str, float]:
-        """Forests received."""
-        return {"forests": float(len(self.replies))}
-
     def finish(self) -> LocalForests:
         """Return the replies by client id."""
-        return LocalForests(dict(sorted(self.replies.items())))
+        return LocalForests(self.sorted_replies())  # type: ignore[arg-type]
