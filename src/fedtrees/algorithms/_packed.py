@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import Field, InvalidField
+from fedtrees.federation import Field, InvalidField, Payload
 from fedtrees.tree import PACKED_FIELDS, Tree, unpack_trees
 
-__all__ = ["class_codes", "packed_fields", "rebuild_packed"]
+__all__ = ["PackedTrees", "class_codes", "packed_fields", "rebuild_packed"]
+
+
+@dataclass(frozen=True, eq=False)
+class PackedTrees(Payload):
+    """Fields of a reply carrying :func:`fedtrees.tree.pack_trees` arrays."""
+
+    node_ptr: np.ndarray
+    node_kind: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    count: np.ndarray
+    impurity: np.ndarray
+    branch_ptr: np.ndarray
+    branch_code: np.ndarray
+    branch_child: np.ndarray
 
 
 def packed_fields(n_trees: int, n_outputs: int) -> dict[str, Field]:

@@ -21,7 +21,12 @@ import numpy as np
 
 from fedtrees._random import client_key, keyed_rng
 from fedtrees.algorithms._one_round import OneRoundStrategy
-from fedtrees.algorithms._packed import class_codes, packed_fields, rebuild_packed
+from fedtrees.algorithms._packed import (
+    PackedTrees,
+    class_codes,
+    packed_fields,
+    rebuild_packed,
+)
 from fedtrees.algorithms.dpforest._ranges import resolve_ranges
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
@@ -45,21 +50,9 @@ NOISE_STREAM: Final = 6
 
 
 @payload("dpforest.tree_reply")
-class DPTreeReply(Payload):
+class DPTreeReply(PackedTrees):
     """A client's DP tree (packed), the ε it spent and the queries it made."""
 
-    node_ptr: np.ndarray
-    node_kind: np.ndarray
-    feature: np.ndarray
-    threshold: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    value: np.ndarray
-    count: np.ndarray
-    impurity: np.ndarray
-    branch_ptr: np.ndarray
-    branch_code: np.ndarray
-    branch_child: np.ndarray
     epsilon_spent: float
     n_queries: int
 

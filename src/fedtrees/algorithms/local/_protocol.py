@@ -18,7 +18,12 @@ import numpy as np
 
 from fedtrees._random import client_key, keyed_rng
 from fedtrees.algorithms._one_round import OneRoundStrategy
-from fedtrees.algorithms._packed import class_codes, packed_fields, rebuild_packed
+from fedtrees.algorithms._packed import (
+    PackedTrees,
+    class_codes,
+    packed_fields,
+    rebuild_packed,
+)
 from fedtrees.federation import (
     ClientData,
     FederationInfo,
@@ -37,21 +42,9 @@ LOCAL_STREAM: Final = 4
 
 
 @payload("local.forest_reply")
-class ForestReply(Payload):
+class ForestReply(PackedTrees):
     """A client's forest (:func:`fedtrees.tree.pack_trees` arrays) and weight."""
 
-    node_ptr: np.ndarray
-    node_kind: np.ndarray
-    feature: np.ndarray
-    threshold: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-    value: np.ndarray
-    count: np.ndarray
-    impurity: np.ndarray
-    branch_ptr: np.ndarray
-    branch_code: np.ndarray
-    branch_child: np.ndarray
     weight: float
 
     @classmethod
