@@ -41,11 +41,12 @@ def memorization_matrix(
         )
     seed = resolve_seed(random_state, "memorization_rate")
     samples = [_sample(client_tests[c], size, seed, c) for c in clients]
+    encoded = [(model._encode(X), y) for X, y in samples]  # once per client
     out = np.empty((len(clients), len(clients)))
     for i, client in enumerate(clients):
         tree = model.client_trees_[client]
-        for j, (X, y) in enumerate(samples):
-            out[i, j] = float(np.mean(tree.predict(model._encode(X)) == y))
+        for j, (X, y) in enumerate(encoded):
+            out[i, j] = float(np.mean(tree.predict(X) == y))
     return out
 
 
