@@ -189,6 +189,8 @@ def test_ranges_from_data_warn_and_are_never_the_default() -> None:
     fed = Federation.from_groups(X, y, sites)
     with pytest.raises(ValidationError, match="from-data"):
         DPForestClassifier(1.0, 3, "from-data").fit_federation(fed)
+    with pytest.raises(ValidationError, match=r"'feature_ranges'.*'everything'"):
+        DPForestClassifier(1.0, 3, "everything").fit_federation(fed)
 
 
 def test_sample_weights_and_empty_clients_are_refused() -> None:

@@ -217,3 +217,22 @@ def test_bad_settings_are_refused(change: dict, match: str) -> None:
 def test_a_client_without_rows_is_refused() -> None:
     with pytest.raises(ValidationError, match="at least one row"):
         _fit(np.zeros((0, 3)), np.zeros(0, dtype=np.int64), 1.0, 3)
+
+
+def test_a_tree_reports_its_own_cost_on_a_shared_accountant() -> None:
+    X, y = _data(7)
+    accountant = PrivacyAccountant(10.0, owner="test")
+    accountant.spend(4.0, label="an earlier release")
+    grown = fit_dp_tree(
+        X,
+        y,
+        3,
+        epsilon=2.0,
+        max_depth=3,
+        ranges=RANGES,
+        accountant=accountant,
+        thresholds_rng=np.random.default_rng(0),
+        noise_rng=np.random.default_rng(1),
+    )
+    assert grown.epsilon_spent == pytest.approx(2.0, rel=1e-12)
+    assert accountant.epsilon_spent == pytest.approx(6.0, rel=1e-12)

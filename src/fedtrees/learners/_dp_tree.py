@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Final, Literal
 
 import numpy as np
@@ -70,7 +71,11 @@ UNUSED: Final = "unused share of the plan"
 
 @dataclass(frozen=True)
 class DPTree:
-    """A client's DP tree and what training it cost."""
+    """A client's DP tree, the ε it charged and the queries it made.
+
+    ``epsilon_spent`` is this tree's own cost (the whole plan), whatever the
+    accountant had spent before.
+    """
 
     tree: Tree
     epsilon_spent: float
@@ -206,10 +211,10 @@ def fit_dp_tree(
         )
         position = np.stack([2 * position[split], 2 * position[split] + 1], 1).ravel()
         slot = _route(Xa, slot, best, chosen)
-    unused = planned_queries(depth_limit, F, budget) - made
-    if unused > 0 and math.isfinite(eps_q):  # the Decision in the module docstring
-        accountant.spend(eps_q, label=UNUSED, queries=unused)
-    return DPTree(builder.build(), accountant.epsilon_spent, made)
+    plan = planned_queries(depth_limit, F, budget)
+    if plan > made and math.isfinite(eps_q):  # the Decision in the module docstring
+        accountant.spend(eps_q, label=UNUSED, queries=plan - made)
+    return DPTree(builder.build(), _plan_cost(eps_q, plan), made)
 
 
 def split_scores(left: FloatArray, right: FloatArray, score: Score) -> FloatArray:
@@ -223,6 +228,11 @@ def split_scores(left: FloatArray, right: FloatArray, score: Score) -> FloatArra
     weighted = (n_left * g_left + n_right * g_right) / np.where(total > 0, total, 1.0)
     out: FloatArray = np.where(total > 0, weighted, average)
     return out
+
+
+def _plan_cost(eps_q: float, plan: int) -> float:
+    """ε this tree charged: ``plan × ε'`` summed exactly, as the accountant does."""
+    return math.inf if math.isinf(eps_q) else float(plan * Fraction(eps_q))
 
 
 def _inputs(

@@ -138,6 +138,7 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
     ) -> Any:
         """Fit on any federation (``feature_ranges`` must be declared)."""
         if isinstance(self.feature_ranges, str):
+            _check_keyword(self.feature_ranges)
             raise ValidationError(
                 "DPForestClassifier.fit_federation: feature_ranges='from-data' is "
                 "only for fit(X, y, groups) experiments; declare the ranges."
@@ -151,9 +152,7 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
     def _ranges_from_data(self, X: object) -> object:
         if not isinstance(self.feature_ranges, str):
             return self.feature_ranges
-        check_choice(
-            self.feature_ranges, "feature_ranges", "DPForestClassifier", ("from-data",)
-        )
+        _check_keyword(self.feature_ranges)
         warnings.warn(
             "DPForestClassifier: feature_ranges='from-data' computes the ranges from "
             "the training rows; this releases every feature's min and max without "
@@ -218,3 +217,8 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
             np.argmax(self.predict_proba(X), axis=1)
         ]
         return labels
+
+
+def _check_keyword(value: str) -> None:
+    """Refuse any keyword but "from-data" in place of declared ranges."""
+    check_choice(value, "feature_ranges", "DPForestClassifier", ("from-data",))

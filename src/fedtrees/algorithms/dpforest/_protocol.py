@@ -28,7 +28,6 @@ from fedtrees.algorithms._packed import (
     rebuild_packed,
 )
 from fedtrees.algorithms.dpforest._ranges import resolve_ranges
-from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
     ClientData,
     FederationInfo,
@@ -109,8 +108,6 @@ def _same_epsilon(spent: float, epsilon: float) -> bool:
 @handler("dpforest.tree")
 def grow_tree(request: DPTreeRequest, data: ClientData) -> DPTreeReply:
     """Client: grow the DP tree on the local rows, spending its own ε."""
-    if data.n_rows == 0:
-        raise ValidationError(f"Client {data.client_id!r} has no rows.")
     key = client_key(data.client_id)
     accountant = PrivacyAccountant(request.epsilon, owner=f"client {data.client_id!r}")
     grown = fit_dp_tree(

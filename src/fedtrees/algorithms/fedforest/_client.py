@@ -141,19 +141,7 @@ def _prepare(request: LevelFields, data: ClientData) -> _Fit:
     if fit is None:
         fit = _build(request, data)
     check_structure(request, fit.X.shape[1])
-    kernels.route(
-        fit.node,
-        fit.weight,
-        fit.X,
-        fit.client_code,
-        request.node_feature,
-        request.node_threshold,
-        request.node_left,
-        request.node_right,
-        request.set_ptr,
-        request.set_codes,
-        fit.is_cat,
-    )
+    _route(fit, request, fit.node, fit.weight, fit.X)
     if USE_CACHE:
         with _LOCK:
             _CACHE.setdefault(request.fit_id, {})[data.client_id] = fit
@@ -167,6 +155,25 @@ def release(fit_id: int) -> None:
     """Forget the cached client state of a finished fit (in process)."""
     with _LOCK:
         _CACHE.pop(fit_id, None)
+
+
+def _route(
+    fit: _Fit, request: LevelFields, node: IntArray, weight: FloatArray, X: FloatArray
+) -> None:
+    """Move the rows of ``X`` down the request's forest (``node`` in place)."""
+    kernels.route(
+        node,
+        weight,
+        X,
+        fit.client_code,
+        request.node_feature,
+        request.node_threshold,
+        request.node_left,
+        request.node_right,
+        request.set_ptr,
+        request.set_codes,
+        fit.is_cat,
+    )
 
 
 def _build(request: LevelFields, data: ClientData) -> _Fit:
@@ -429,19 +436,7 @@ def score(request: ScoreRequest, data: ClientData) -> ScoreReply:
     held = np.flatnonzero(fit.held_out)
     trees = request.participation.shape[0]
     node = np.repeat(np.arange(trees, dtype=np.int64)[:, None], held.shape[0], axis=1)
-    kernels.route(
-        node,
-        np.ones(node.shape),
-        fit.X[held],
-        fit.client_code,
-        request.node_feature,
-        request.node_threshold,
-        request.node_left,
-        request.node_right,
-        request.set_ptr,
-        request.set_codes,
-        fit.is_cat,
-    )
+    _route(fit, request, node, np.ones(node.shape), fit.X[held])
     values = request.node_values[node].mean(axis=0)  # (held, V): averaged over trees
     if request.task == "regression":
         y = fit.targets[held]

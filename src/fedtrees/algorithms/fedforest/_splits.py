@@ -78,6 +78,25 @@ def _gain_of(
     return np.where(found, gain, -np.inf)
 
 
+def _argmax_candidate(
+    score: FloatArray, thresholds: FloatArray, pair_feature: IntArray
+) -> tuple[IntArray, IntArray, IntArray, FloatArray]:
+    """Each node's best (slot, candidate) by score; padding never wins.
+
+    Returns the node rows, the chosen slot and candidate, and the best score
+    (``-inf`` where a node has no candidate). First maximum on ties.
+    """
+    n_open, fp, n_cand = thresholds.shape
+    masked = np.where(
+        np.isnan(thresholds) | (pair_feature[..., None] < 0), -np.inf, score
+    )
+    flat = masked.reshape(n_open, fp * n_cand)
+    index = np.argmax(flat, axis=1)
+    rows = np.arange(n_open)
+    slot, cand = np.divmod(index, n_cand)
+    return rows, slot, cand, flat[rows, index]
+
+
 def best_numeric(
     parent: FloatArray,
     bins: FloatArray,
@@ -97,15 +116,9 @@ def best_numeric(
         return Best.none(n_open, width)
     left = left_cumulative(bins)  # (n_open, F', T, S)
     score = _proxy(parent[:, None, :].repeat(fp, axis=1), left, criterion, min_leaf)
-    score = np.where(
-        np.isnan(thresholds) | (pair_feature[..., None] < 0), -np.inf, score
-    )
-    flat = score.reshape(n_open, fp * n_cand)
-    index = np.argmax(flat, axis=1)
-    rows = np.arange(n_open)
-    slot, cand = np.divmod(index, n_cand)
+    rows, slot, cand, best = _argmax_candidate(score, thresholds, pair_feature)
     chosen = left[rows, slot, cand]
-    gain = _gain_of(parent, chosen, criterion, np.isfinite(flat[rows, index]))
+    gain = _gain_of(parent, chosen, criterion, np.isfinite(best))
     return Best(
         gain,
         np.full(n_open, NUMERIC),
@@ -123,15 +136,9 @@ def best_avgimp(
     n_open, fp, n_cand = thresholds.shape
     if n_cand == 0 or fp == 0:
         return Best.none(n_open, width)
-    score = np.where(
-        np.isnan(thresholds) | (pair_feature[..., None] < 0), -np.inf, avg_gains
-    )
-    flat = score.reshape(n_open, fp * n_cand)
-    index = np.argmax(flat, axis=1)
-    rows = np.arange(n_open)
-    slot, cand = np.divmod(index, n_cand)
+    rows, slot, cand, best = _argmax_candidate(avg_gains, thresholds, pair_feature)
     return Best(
-        flat[rows, index],
+        best,
         np.full(n_open, NUMERIC),
         pair_feature[rows, slot],
         thresholds[rows, slot, cand],
