@@ -19,6 +19,7 @@ __all__ = [
     "PrivacyBudgetExceeded",
     "PrivacyLeakWarning",
     "RemoteProtocolError",
+    "RuleLimitExceeded",
     "SchemaMismatchError",
     "SerializationError",
     "ValidationError",
@@ -70,6 +71,15 @@ class CodecError(SerializationError):
     def __init__(self, reason: str, field: str = "envelope") -> None:
         self.field, self.reason = field, reason
         super().__init__(f"Malformed fedtrees message ({field}): {reason}")
+
+
+class RuleLimitExceeded(FedTreesError):
+    """An aggregation of rules would create more rules than its limit allows.
+
+    Raised by ICDTA4FL's Cartesian product (ALGORITHMS.md §3, step 4) *before* the
+    product is allocated; the message names the step and suggests a stricter
+    filter.
+    """
 
 
 class LocalProtocolError(FedTreesError):

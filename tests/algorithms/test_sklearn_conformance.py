@@ -9,8 +9,10 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from fedtrees import (
     FedAvgClassifier,
+    FederatedID3Classifier,
     FedForestClassifier,
     FedForestRegressor,
+    ICDTAClassifier,
     LocalEnsembleClassifier,
     LocalEnsembleRegressor,
     LocalModelsClassifier,
@@ -25,6 +27,10 @@ ESTIMATORS = [
     LocalModelsClassifier(n_estimators=3, random_state=0),
     LocalModelsRegressor(n_estimators=3, random_state=0),
     FedAvgClassifier(n_rounds=3, random_state=0),
+    ICDTAClassifier(random_state=0),
+    ICDTAClassifier(base="cart", random_state=0),
+    FederatedID3Classifier(),
+    FederatedID3Classifier(binary=True),
 ]
 # As for scikit-learn's own forests: bootstrap (and minibatch) sampling draws rows,
 # so a weight of 2 is not the same random model as a repeated row.
@@ -34,7 +40,15 @@ SAMPLING = {
 
 
 @pytest.mark.filterwarnings("ignore")
-@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize(
+    "estimator",
+    ESTIMATORS,
+    ids=lambda e: (
+        type(e).__name__
+        + ("-cart" if getattr(e, "base", "") == "cart" else "")
+        + ("-binary" if getattr(e, "binary", False) else "")
+    ),
+)
 def test_passes_scikit_learn_estimator_checks(estimator: BaseEstimator) -> None:
     check_estimator(estimator, expected_failed_checks=SAMPLING)
 

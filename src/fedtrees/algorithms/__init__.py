@@ -4,11 +4,22 @@ Importing this package registers every method's payloads and client handlers, so
 a client process (in-process or a Flower ClientApp) can answer all of them.
 """
 
-from fedtrees.algorithms import dpforest, fedavg, fedforest, local, toy
+from fedtrees.algorithms import (
+    _discretize,
+    dpforest,
+    fedavg,
+    fedforest,
+    fedid3,
+    icdta,
+    local,
+    toy,
+)
 from fedtrees.algorithms._jobs import JOBS, run_job
 from fedtrees.algorithms.dpforest import DPForestClassifier
 from fedtrees.algorithms.fedavg import FedAvgClassifier
 from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
+from fedtrees.algorithms.fedid3 import FederatedID3Classifier
+from fedtrees.algorithms.icdta import ICDTAClassifier
 from fedtrees.algorithms.local import (
     LocalEnsembleClassifier,
     LocalEnsembleRegressor,
@@ -23,6 +34,8 @@ __all__ = [
     "FedAvgClassifier",
     "FedForestClassifier",
     "FedForestRegressor",
+    "FederatedID3Classifier",
+    "ICDTAClassifier",
     "LocalEnsembleClassifier",
     "LocalEnsembleRegressor",
     "LocalModelsClassifier",
@@ -32,8 +45,12 @@ __all__ = [
     "dpforest",
     "fedavg",
     "fedforest",
+    "fedid3",
+    "icdta",
     "local",
     "run_job",
     "run_toy",
     "toy",
 ]
+
+del _discretize  # imported to register the discretization round's handler

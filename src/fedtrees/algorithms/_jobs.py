@@ -13,6 +13,8 @@ from typing import Any, Final
 
 from fedtrees._validation import invalid
 from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
+from fedtrees.algorithms.fedid3 import FederatedID3Classifier
+from fedtrees.algorithms.icdta import ICDTAClassifier
 from fedtrees.algorithms.local import LocalEnsembleClassifier, LocalEnsembleRegressor
 from fedtrees.algorithms.toy import run_toy
 from fedtrees.exceptions import ValidationError
@@ -89,12 +91,66 @@ def _forest_job(name: str, classifier: type[Any], regressor: type[Any]) -> Job:
     return job
 
 
+def _tree_job(name: str, classifier: type[Any]) -> Job:
+    """Return a job fitting a single-tree estimator; ``params`` are its arguments.
+
+    The document holds the fitted tree (:meth:`fedtrees.tree.Tree.to_dict`; it
+    routes the codes of ``document["bins"]``: the bin edges of every numeric
+    column, None for categorical ones) and what the estimator reports of the run.
+    """
+
+    def job(
+        federation: Federation,
+        params: Mapping[str, Any],
+        timeout: float,
+        callbacks: Sequence[RoundCallback],
+    ) -> tuple[dict[str, Any], Ledger]:
+        estimator = classifier()
+        _check_params(name, params, set(estimator.get_params()))
+        estimator.set_params(**{"timeout": timeout, **params})
+        estimator.fit_federation(federation, callbacks=callbacks)
+        binning = getattr(estimator, "binning_", None)
+        document = {
+            "job": name,
+            "estimator": type(estimator).__name__,
+            "params": dict(params),
+            "clients": list(estimator.clients_),
+            "classes": estimator.classes_.tolist(),
+            "tree": estimator.tree_.to_dict(),
+            "bins": None
+            if binning is None
+            else [None if e is None else e.tolist() for e in binning.edges],
+            **_report(estimator),
+            "communication": estimator.communication_.summary(),
+        }
+        return document, estimator.communication_
+
+    return job
+
+
+def _report(estimator: Any) -> dict[str, Any]:
+    """Return the run's method-specific outcome (kept trees, rules, privacy)."""
+    if isinstance(estimator, ICDTAClassifier):
+        return {
+            "kept": list(estimator.kept_),
+            "tree_scores": estimator.tree_scores_.to_dict(),
+            "n_rules": len(estimator.rule_set_),
+            "global_scores": estimator.global_scores_,
+        }
+    spent = {
+        c: None if e == float("inf") else e for c, e in estimator.epsilon_spent_.items()
+    }
+    return {"epsilon_spent": spent, "levels": estimator.levels_}
+
+
 JOBS: Final[dict[str, Job]] = {
     "toy": _toy,
     "fedforest": _forest_job("fedforest", FedForestClassifier, FedForestRegressor),
     "local-ensemble": _forest_job(
         "local-ensemble", LocalEnsembleClassifier, LocalEnsembleRegressor
     ),
+    "icdta": _tree_job("icdta", ICDTAClassifier),
+    "federated-id3": _tree_job("federated-id3", FederatedID3Classifier),
 }
 
 

@@ -64,6 +64,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _check_numbers(name: str, x: np.ndarray, c: Field) -> None:
+    original = x
     finite = np.isfinite(x)
     if c.nan_padding:
         nan = np.isnan(x)
@@ -81,6 +82,15 @@ def _check_numbers(name: str, x: np.ndarray, c: Field) -> None:
         raise InvalidField(name, f"holds values below {c.low}")
     if c.high is not None and np.any(x > c.high):
         raise InvalidField(name, f"holds values above {c.high}")
+    if c.nondecreasing and original.ndim and _falls(original):
+        raise InvalidField(name, "must be non-decreasing along its last axis")
+
+
+def _falls(x: np.ndarray) -> bool:
+    """Whether any value is below its predecessor (NaN padding counts as +inf)."""
+    rising = np.where(np.isnan(x), np.inf, x)
+    with np.errstate(invalid="ignore"):  # inf - inf in the padding
+        return bool(np.any(np.diff(rising, axis=-1) < 0))
 
 
 def _check_scalar(name: str, value: object, c: Field) -> None:

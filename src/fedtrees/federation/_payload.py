@@ -156,8 +156,9 @@ class Field:
 
     Build with :meth:`array` or :meth:`scalar`. ``shape`` entries of ``None`` accept
     any length on that axis. ``nan_padding`` allows NaN as trailing padding along
-    the last axis (quantile sketches). ``equals`` requires an exact value (e.g. the
-    agreed label order).
+    the last axis (quantile sketches); ``nondecreasing`` requires the values to
+    rise (or stay) along the last axis, padding aside (sorted quantile points).
+    ``equals`` requires an exact value (e.g. the agreed label order).
     """
 
     dtype: str = ""
@@ -168,6 +169,7 @@ class Field:
     low: float | None = None
     high: float | None = None
     equals: object = None
+    nondecreasing: bool = False
 
     @classmethod
     def array(
@@ -181,10 +183,21 @@ class Field:
         low: float | None = None,
         high: float | None = None,
         equals: npt.ArrayLike | None = None,
+        nondecreasing: bool = False,
     ) -> Field:
         """Constrain an array: dtype kinds (``"f"``, ``"iu"``, ``"U"``...) and shape."""
         exact = None if equals is None else np.asarray(equals)
-        return cls(dtype, shape, finite, nonnegative, nan_padding, low, high, exact)
+        return cls(
+            dtype,
+            shape,
+            finite,
+            nonnegative,
+            nan_padding,
+            low,
+            high,
+            exact,
+            nondecreasing,
+        )
 
     @classmethod
     def scalar(

@@ -15,18 +15,33 @@ from fedtrees.learners._dp_tree import (
     random_thresholds,
     split_scores,
 )
-from fedtrees.learners._forest import FOREST_PARAMS, fit_local_forest
+from fedtrees.learners._forest import FOREST_PARAMS, fit_cart, fit_local_forest
+from fedtrees.learners._id3 import (
+    TIE_TOLERANCE,
+    Id3Growth,
+    Layout,
+    default_max_depth,
+    fit_id3,
+    value_class_counts,
+)
 
 __all__ = [
     "BUDGETS",
     "FOREST_PARAMS",
     "SCORES",
+    "TIE_TOLERANCE",
     "DPTree",
+    "Id3Growth",
+    "Layout",
+    "default_max_depth",
+    "fit_cart",
     "fit_dp_tree",
+    "fit_id3",
     "fit_local_forest",
     "gini_of_counts",
     "planned_queries",
     "query_epsilon",
     "random_thresholds",
     "split_scores",
+    "value_class_counts",
 ]

@@ -1,9 +1,11 @@
-"""A client's local random forest: scikit-learn, returned as fedtrees Trees.
+"""A client's local CART or random forest: scikit-learn, returned as fedtrees Trees.
 
 The CART adapter of DESIGN.md (``learners/``): one silo fits scikit-learn's
-``RandomForestClassifier``/``RandomForestRegressor`` on its own rows and gets back
-fedtrees :class:`Tree` objects whose class columns follow the *agreed* label
-order, so forests of clients that lack a class still add up. Categorical features
+``DecisionTreeClassifier`` (:func:`fit_cart`) or
+``RandomForestClassifier``/``RandomForestRegressor`` (:func:`fit_local_forest`) on
+its own rows and gets back fedtrees :class:`Tree` objects whose class columns
+follow the *agreed* label order, so trees of clients that lack a class still add
+up. Categorical features
 arrive as their integer codes and are split like numbers (scikit-learn's trees
 have no categorical splits).
 """
@@ -16,12 +18,13 @@ from typing import Any, Final
 
 import numpy as np
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+from sklearn.tree import DecisionTreeClassifier
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.exceptions import ValidationError
 from fedtrees.tree import Tree
 
-__all__ = ["FOREST_PARAMS", "fit_local_forest"]
+__all__ = ["FOREST_PARAMS", "fit_cart", "fit_local_forest"]
 
 FOREST_PARAMS: Final = frozenset(
     {
@@ -84,6 +87,44 @@ def fit_local_forest(
     classifier = RandomForestClassifier(**kwargs).fit(X, y, sample_weight)
     present = np.asarray(classifier.classes_, dtype=np.int64)
     return [_agreed_columns(est, present, n_classes) for est in classifier.estimators_]
+
+
+def fit_cart(
+    X: FloatArray,
+    y: IntArray,
+    *,
+    n_classes: int,
+    max_depth: int | None,
+    seed: int,
+    criterion: str = "gini",
+    **params: Any,
+) -> Tree:
+    """Fit one scikit-learn classification tree on a silo; return it as a Tree.
+
+    Parameters
+    ----------
+    X : array of shape (n_rows, n_features)
+        Finite features (categorical columns as codes, split like numbers).
+    y : int array of shape (n_rows,)
+        Label codes in ``[0, n_classes)``; value columns follow the agreed classes.
+    criterion : {"gini", "entropy"}
+    seed : int
+        The tree's ``random_state`` (scikit-learn permutes features per node).
+    **params
+        Other ``DecisionTreeClassifier`` parameters (``min_samples_leaf``, ...).
+
+    Examples
+    --------
+    >>> tree = fit_cart(np.arange(4.0)[:, None], np.array([0, 0, 2, 2]),
+    ...                 n_classes=3, max_depth=2, seed=0)
+    >>> tree.classes.tolist(), round(float(tree.threshold[0]), 3)
+    ([0, 1, 2], 1.5)
+    """
+    estimator = DecisionTreeClassifier(
+        criterion=criterion, max_depth=max_depth, random_state=seed, **params
+    ).fit(X, y)
+    present = np.asarray(estimator.classes_, dtype=np.int64)
+    return _agreed_columns(estimator, present, n_classes)
 
 
 def _agreed_columns(estimator: Any, present: IntArray, n_classes: int) -> Tree:

@@ -19,6 +19,13 @@ Examples
 [0.48]
 """
 
+from fedtrees.stats._bins import (
+    bin_labels,
+    bin_sketches,
+    check_edges,
+    digitize,
+    quantile_bin_edges,
+)
 from fedtrees.stats._candidates import (
     distinct_values,
     exact_candidates,
@@ -60,7 +67,11 @@ __all__ = [
     "Moments",
     "QuantileSketch",
     "best_split",
+    "bin_labels",
+    "bin_sketches",
+    "check_edges",
     "class_counts_by_group",
+    "digitize",
     "distinct_values",
     "entropy",
     "exact_candidates",
@@ -77,6 +88,7 @@ __all__ = [
     "moments_by_group",
     "node_count",
     "proxy_gains",
+    "quantile_bin_edges",
     "quantile_candidates",
     "quantile_sketch",
     "quantile_sketches",

@@ -21,9 +21,9 @@ from fedtrees._random import keyed_rng
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._config import ForestConfig, resolve_max_features
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
-from fedtrees.algorithms.fedforest._splits import CLIENT, Best
 from fedtrees.federation import FederationInfo
 from fedtrees.stats import impurity, node_count
+from fedtrees.stats._splits import CLIENT, Best
 from fedtrees.tree import LEAF, NodeKind, Tree
 
 __all__ = ["ForestGrowth"]

@@ -45,7 +45,9 @@ from fedtrees.algorithms.fedforest._payloads import (
     TopKReply,
     TopKRequest,
 )
-from fedtrees.algorithms.fedforest._splits import (
+from fedtrees.federation import FederationInfo, Payload, RoundPlan
+from fedtrees.stats import exact_candidates, mixtures_by_client, uniform_candidates
+from fedtrees.stats._splits import (
     Best,
     best_avgimp,
     best_categorical,
@@ -53,8 +55,6 @@ from fedtrees.algorithms.fedforest._splits import (
     best_numeric,
     combine,
 )
-from fedtrees.federation import FederationInfo, Payload, RoundPlan
-from fedtrees.stats import exact_candidates, mixtures_by_client, uniform_candidates
 
 __all__ = ["FedForestStrategy", "ForestResult"]
 

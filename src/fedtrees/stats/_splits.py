@@ -1,6 +1,8 @@
 """Best split of every open node of a level, from aggregated statistics.
 
-Three sources of candidates, each vectorised over all open nodes of all trees:
+The one home of split search over pooled statistics: FedForest (§1.1) and the
+binary Federated-ID3 "IBM tree" (§4) use it. Three sources of candidates, each
+vectorised over all open nodes of all trees:
 
 - numeric features: pooled per-bin statistics -> left statistics by cumulative
   sums -> scikit-learn's proxy improvement (ALGORITHMS.md §1.1, gain="exact");
@@ -23,13 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
-from fedtrees.stats import (
-    Criterion,
-    fisher_sort,
-    left_cumulative,
-    proxy_gains,
-    split_gains,
-)
+from fedtrees.stats._fisher import fisher_sort
+from fedtrees.stats._gain import left_cumulative, proxy_gains, split_gains
+from fedtrees.stats._impurity import Criterion
 
 __all__ = [
     "Best",

@@ -1,0 +1,302 @@
+"""Federated discretization of numeric features: one home for ID3-style methods.
+
+ICDTA4FL-ID3 and Federated-ID3 split on categories, so every numeric column is
+cut into ``n_bins`` quantile bins first (ALGORITHMS.md §3: 5 bins). A column's
+edges are either **declared** by the user (``bin_edges={"age": [30, 45, 60]}``:
+public metadata, nothing is learned from the rows) or found in **one extra
+round**: each client sends, per undeclared numeric column, its row count and
+``q + 1`` quantile points — never values — and the server inverts the mixture of
+the client CDFs at ``1/b, ..., (b-1)/b`` (:func:`fedtrees.stats.quantile_bin_edges`).
+
+The resulting :class:`Binning` travels in every later request (clients code their
+rows with it) and is kept by the fitted estimator (it codes X at predict). Bin
+``i`` of a column holds ``edges[i-1] < x <= edges[i]``; categorical columns keep
+their category codes.
+
+**Decision (privacy):** the sketch round releases exact quantiles of the clients'
+rows. A method with a differential-privacy guarantee therefore refuses it
+(``allow_sketch=False``): its numeric columns need declared edges, and the error
+names the first column without them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from fedtrees._typing import BoolArray, FloatArray, IntArray
+from fedtrees._validation import check_int, invalid
+from fedtrees.federation import (
+    ClientData,
+    Field,
+    Payload,
+    ReplySpec,
+    Schema,
+    handler,
+    payload,
+)
+from fedtrees.stats import (
+    bin_labels,
+    bin_sketches,
+    check_edges,
+    digitize,
+    quantile_bin_edges,
+)
+
+__all__ = [
+    "SKETCH_POINTS",
+    "BinSketchReply",
+    "BinSketchRequest",
+    "BinnedFields",
+    "Binning",
+    "BinningRound",
+]
+
+SKETCH_POINTS: Final = 256
+"""Quantile points per column in the sketch round (rank error <= 1/256)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Binning:
+    """How every column becomes codes: its categories, or bins of numeric edges.
+
+    ``edges[f]`` is None for a categorical column, else its interior bin edges;
+    ``arity[f]`` is the number of codes; ``labels[f]`` names them (category names
+    or bin ranges such as ``"(37.5, 45]"``).
+    """
+
+    edges: tuple[FloatArray | None, ...]
+    labels: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def of(
+        cls, schema: Schema, edges: Mapping[int, FloatArray] | Sequence[Any]
+    ) -> Binning:
+        """Combine the schema's categories with the numeric columns' edges."""
+        found = dict(edges) if isinstance(edges, Mapping) else dict(enumerate(edges))
+        per_column: list[FloatArray | None] = []
+        labels: list[tuple[str, ...]] = []
+        for f, categories in enumerate(schema.categories):
+            if categories is not None:
+                per_column.append(None)
+                labels.append(tuple(categories))
+            else:
+                per_column.append(np.asarray(found[f], dtype=np.float64))
+                labels.append(bin_labels(found[f]))
+        return cls(tuple(per_column), tuple(labels))
+
+    @property
+    def arity(self) -> IntArray:
+        """Number of codes of every column."""
+        return np.asarray([len(names) for names in self.labels], dtype=np.int64)
+
+    @property
+    def binned(self) -> BoolArray:
+        """Which columns are numeric (cut into bins)."""
+        return np.asarray([e is not None for e in self.edges], dtype=bool)
+
+    @property
+    def categorical(self) -> BoolArray:
+        """Which columns are categorical (nominal codes)."""
+        result: BoolArray = ~self.binned
+        return result
+
+    def transform(self, matrix: FloatArray) -> FloatArray:
+        """Codes of every row (numeric columns binned), as float64 for trees.
+
+        A categorical code outside the agreed categories (an unseen category at
+        predict) is kept: no split lists it.
+        """
+        return _bin_columns(matrix, self.edges)
+
+    def fields(self) -> dict[str, np.ndarray]:
+        """Return the binning as request fields (see :class:`BinnedFields`)."""
+        binned = self.binned
+        pieces = [e if e is not None else np.zeros(0) for e in self.edges]
+        sizes = [p.shape[0] for p in pieces]
+        return {
+            "binned": binned,
+            "bin_edges": np.concatenate([np.zeros(0), *pieces]),
+            "bin_ptr": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            "arity": self.arity,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class BinnedFields(Payload):
+    """Request fields that carry a :class:`Binning` to the clients.
+
+    ``bin_edges[bin_ptr[f]:bin_ptr[f+1]]`` are column f's edges when
+    ``binned[f]``; ``arity[f]`` is its number of codes.
+    """
+
+    binned: np.ndarray
+    bin_edges: np.ndarray
+    bin_ptr: np.ndarray
+    arity: np.ndarray
+
+    def codes(self, data: ClientData) -> FloatArray:
+        """Return the client's rows as codes (numeric columns binned), float64."""
+        edges = [
+            self.bin_edges[self.bin_ptr[f] : self.bin_ptr[f + 1]] if binned else None
+            for f, binned in enumerate(self.binned.tolist())
+        ]
+        return _bin_columns(data.finite_matrix(), edges)
+
+
+def _bin_columns(matrix: FloatArray, edges: Sequence[FloatArray | None]) -> FloatArray:
+    """Replace every numeric column by its bin codes (float64, for trees)."""
+    out = np.array(matrix, dtype=np.float64, copy=True)
+    for f, column_edges in enumerate(edges):
+        if column_edges is not None:
+            out[:, f] = digitize(matrix[:, f], column_edges)
+    return out
+
+
+@payload("discretize.sketch_reply")
+class BinSketchReply(Payload):
+    """Row count and quantile points of every requested numeric column."""
+
+    counts: np.ndarray
+    points: np.ndarray
+
+
+@payload("discretize.sketch")
+class BinSketchRequest(Payload):
+    """Sketch the numeric columns ``columns`` with ``q + 1`` points each."""
+
+    columns: np.ndarray
+    q: int
+
+    def expected_reply(self) -> ReplySpec:
+        """One count and q + 1 sorted points (NaN padding) per column."""
+        k = int(self.columns.shape[0])
+        return ReplySpec(
+            BinSketchReply,
+            {
+                "counts": Field.array("f", (k,), nonnegative=True),
+                "points": Field.array(
+                    "f", (k, self.q + 1), nan_padding=True, nondecreasing=True
+                ),
+            },
+        )
+
+
+@handler("discretize.sketch")
+def sketch_columns(request: BinSketchRequest, data: ClientData) -> BinSketchReply:
+    """Client: counts and quantile points of the requested columns (no values)."""
+    matrix = data.finite_matrix()[:, request.columns.astype(np.int64)]
+    counts, points = bin_sketches(matrix, request.q)
+    return BinSketchReply(counts=counts, points=points)
+
+
+class BinningRound:
+    """Server side: resolve declared edges; plan and absorb the sketch round.
+
+    Parameters
+    ----------
+    declared : mapping column (name or position) -> edges, or None
+    n_bins : int >= 2
+        Quantile bins of every undeclared numeric column.
+    allow_sketch : bool
+        False when the method promises differential privacy (see the module).
+    owner : str
+        The estimator, for messages.
+    """
+
+    def __init__(
+        self, declared: object, n_bins: int, allow_sketch: bool, owner: str
+    ) -> None:
+        self.n_bins = check_int(n_bins, "n_bins", owner, min_value=2)
+        self.declared, self.allow_sketch, self.owner = declared, allow_sketch, owner
+        self.schema: Schema | None = None
+        self.edges: dict[int, FloatArray] = {}
+        self.missing: IntArray = np.zeros(0, dtype=np.int64)
+        self.binning: Binning | None = None
+
+    def start(self, schema: Schema) -> None:
+        """Check the declared edges; list the numeric columns still to sketch."""
+        self.schema = schema
+        self.edges = _declared_edges(self.declared, schema, self.owner)
+        numeric = [f for f, c in enumerate(schema.categories) if c is None]
+        self.missing = np.asarray(
+            [f for f in numeric if f not in self.edges], dtype=np.int64
+        )
+        if self.missing.size and not self.allow_sketch:
+            column = schema.feature_names[int(self.missing[0])]
+            raise invalid(
+                "bin_edges",
+                self.owner,
+                f"declared edges for every numeric column (column {column!r} has "
+                "none, and this method's privacy guarantee rules out the sketch "
+                "round that would find them; discretize the column before fitting "
+                "or declare bin_edges={" + repr(column) + ": [...]})",
+                _shown(self.declared),
+            )
+        if not self.missing.size:
+            self.binning = Binning.of(schema, self.edges)
+
+    @property
+    def pending(self) -> bool:
+        """Whether the sketch round is still to run."""
+        return self.binning is None
+
+    def request(self) -> BinSketchRequest:
+        """Return the sketch request for the undeclared numeric columns."""
+        return BinSketchRequest(columns=self.missing, q=SKETCH_POINTS)
+
+    def absorb(self, replies: Sequence[Payload]) -> Binning:
+        """Pool the sketches into quantile edges; return the complete binning."""
+        assert self.schema is not None
+        sketches = [r for r in replies if isinstance(r, BinSketchReply)]
+        points = np.stack([s.points for s in sketches])
+        counts = np.stack([s.counts for s in sketches])
+        found = quantile_bin_edges(points, counts, self.n_bins)
+        edges = dict(self.edges)
+        edges.update(zip(self.missing.tolist(), found, strict=True))
+        self.binning = Binning.of(self.schema, edges)
+        return self.binning
+
+
+def _declared_edges(
+    declared: object, schema: Schema, owner: str
+) -> dict[int, FloatArray]:
+    """Return the declared edges by column position; errors name the column."""
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping):
+        raise invalid(
+            "bin_edges", owner, "None or a dict {column: edges}", _shown(declared)
+        )
+    names = list(schema.feature_names)
+    out: dict[int, FloatArray] = {}
+    for key, edges in declared.items():
+        f = _column(key, names, owner)
+        if schema.categories[f] is not None:
+            raise invalid(
+                f"bin_edges[{key!r}]",
+                owner,
+                "edges of a numeric column (this one is categorical)",
+                edges,
+            )
+        out[f] = check_edges(edges, names[f], owner)
+    return out
+
+
+def _column(key: object, names: list[str], owner: str) -> int:
+    if isinstance(key, str) and key in names:
+        return names.index(key)
+    if isinstance(key, int | np.integer) and not isinstance(key, bool):
+        position = int(key)
+        if 0 <= position < len(names):
+            return position
+    raise invalid(
+        "bin_edges", owner, f"keys among the columns {names} (or positions)", key
+    )
+
+
+def _shown(value: object) -> object:
+    return value if value is None or isinstance(value, Mapping) else repr(value)

@@ -1,0 +1,369 @@
+"""Federated-ID3 messages, client handler and server strategy (§3 baseline, §4).
+
+Truex et al. (2019)'s top-down federated ID3, the baseline of ICDTA4FL (paper
+002) and, made binary, the "IBM tree" of FedGA-Tree (paper 000). The server
+grows the tree level by level, all open nodes of a level in one round:
+
+0. (numeric columns without declared edges; exact mode only) the federated
+   discretization round of :mod:`fedtrees.algorithms._discretize`;
+1. per level: the server sends the tree's *structure* so far (splits only, no
+   counts: clients learn nothing pooled), the open nodes and the features each
+   considers; every client routes its rows (codes) and answers, for every
+   (open node, feature), its count of rows per (value, class)
+   (:func:`fedtrees.learners.value_class_counts`);
+2. the server sums the tables over clients and grows the tree
+   (:class:`fedtrees.learners.Id3Growth`: ID3 information gain, or binary Gini
+   splits) — exactly the step :func:`fedtrees.learners.fit_id3` runs on pooled
+   rows, so with ``epsilon=None`` the federated tree equals the pooled one.
+
+**Privacy (``epsilon`` set).** The plan has d levels (d = max_depth); a level's
+budget is ε/d. The q features a node considers share it: each (node, feature)
+table is a histogram (one row changes one cell by 1: sensitivity 1) released
+with Laplace noise of ε' = ε/(d·q). The nodes of a level hold disjoint rows, so
+by parallel composition a level costs q·ε' = ε/d, whatever its number of nodes.
+Every count gets noise through the client's own :class:`PrivacyAccountant`; as
+handlers are stateless, a level's accountant replays the levels before it
+(honest-but-curious server) and the reply reports the cumulative spend, which the
+server checks. **Decision (charging the plan, as the DP forest):** levels the
+tree never reached are charged as well, so ``epsilon_spent_`` equals ε.
+**Decision (noise):** each client adds its own noise (Truex et al.'s secure
+aggregation, which lets the noise shrink with the number of honest clients, is
+not implemented); the server clips pooled counts at 0 and treats a value or a
+node whose pooled noisy count is below the standard deviation of the pooled
+noise, ``sqrt(2·K·C)/ε'``, as absent — post-processing, at no privacy cost.
+Noise of client k at level l is keyed by ``[seed, 8, crc32(k), l]``.
+
+Communication (K clients, S_l open nodes at level l, C classes): rounds
+``1 + [1] + L`` for the L levels grown (L <= d). Per level and client, down: the
+structure as a packed tree (``P(n, b)`` bytes, see ICDTA4FL), ``8·S_l`` open
+ids, ``S_l·F`` allowed flags and the binning; up: ``8·C·Σ_s Σ_{f allowed} arity_f``
+count bytes and 8 for the spend. No message has a row dimension.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+import numpy as np
+
+from fedtrees._random import client_key, keyed_rng
+from fedtrees._typing import FloatArray
+from fedtrees.algorithms._discretize import BinnedFields, Binning, BinningRound
+from fedtrees.algorithms._packed import PackedTrees, class_codes, rebuild_packed
+from fedtrees.federation import (
+    ClientData,
+    FederationInfo,
+    Field,
+    InvalidField,
+    Payload,
+    ReplySpec,
+    RoundPlan,
+    handler,
+    payload,
+)
+from fedtrees.learners import Id3Growth, Layout, default_max_depth, value_class_counts
+from fedtrees.privacy import Laplace, PrivacyAccountant
+from fedtrees.tree import Tree, pack_trees
+
+__all__ = [
+    "FedID3Result",
+    "FedID3Settings",
+    "FedID3Strategy",
+    "LevelReply",
+    "LevelRequest",
+]
+
+NOISE_STREAM: Final = 8
+
+
+@payload("fedid3.counts")
+class LevelReply(Payload):
+    """The client's (value, class) counts of every pair; its cumulative ε."""
+
+    counts: np.ndarray
+    epsilon_spent: float
+
+
+@payload("fedid3.level")
+class LevelRequest(PackedTrees, BinnedFields):
+    """Count your rows at the open nodes of this level (the structure so far).
+
+    ``epsilon`` is the whole run's budget (inf: exact counts, no noise);
+    ``n_levels`` is d, the planned depth.
+    """
+
+    open_nodes: np.ndarray
+    allowed: np.ndarray
+    classes: np.ndarray
+    level: int
+    n_levels: int
+    epsilon: float
+    seed: int
+
+    @property
+    def layout(self) -> Layout:
+        """Where each (open node, feature) table sits in the reply."""
+        return Layout(
+            self.open_nodes, self.allowed, self.arity, int(self.classes.shape[0])
+        )
+
+    @property
+    def exact(self) -> bool:
+        """Whether counts travel without noise."""
+        return math.isinf(self.epsilon)
+
+    @property
+    def query_epsilon(self) -> float:
+        """ε' of one (node, feature) table: ε / (d · q)."""
+        q = int(self.allowed.sum(axis=1).max(initial=1))
+        return self.epsilon / (self.n_levels * max(q, 1))
+
+    def spent_after(self) -> float:
+        """Return the cumulative ε a client has spent after answering this level."""
+        return (
+            math.inf if self.exact else self.epsilon * (self.level + 1) / self.n_levels
+        )
+
+    def structure(self) -> Tree:
+        """Rebuild the partial tree the rows are routed through."""
+        (tree,) = rebuild_packed(
+            self,
+            n_features=int(self.binned.shape[0]),
+            classes=class_codes(self.classes),
+        )
+        return tree
+
+    def expected_reply(self) -> ReplySpec:
+        """One count per cell of the layout; the spend of ``level + 1`` levels."""
+        counts = Field.array("f", (self.layout.size,), nonnegative=self.exact)
+        spent = Field.scalar(low=0.0, finite=False)
+        return ReplySpec(
+            LevelReply, {"counts": counts, "epsilon_spent": spent}, check=self._spend
+        )
+
+    def _spend(self, reply: LevelReply) -> None:
+        wanted = self.spent_after()
+        same = (
+            math.isinf(reply.epsilon_spent)
+            if math.isinf(wanted)
+            else math.isclose(reply.epsilon_spent, wanted, rel_tol=1e-9)
+        )
+        if not same:
+            raise InvalidField(
+                "epsilon_spent", f"{reply.epsilon_spent!r}; expected {wanted!r}"
+            )
+
+
+@handler("fedid3.level")
+def count_level(request: LevelRequest, data: ClientData) -> LevelReply:
+    """Client: count the local rows per (open node, feature, value, class)."""
+    codes = request.codes(data)
+    layout = request.layout
+    tree = request.structure()
+    slot = layout.slots(tree.apply(codes), tree.n_nodes)
+    labels = data.label_codes(request.classes)
+    counts = value_class_counts(codes.astype(np.int64), labels, slot, layout)
+    if request.exact:
+        return LevelReply(counts=counts, epsilon_spent=math.inf)
+    return _noisy(request, data, counts)
+
+
+def _noisy(request: LevelRequest, data: ClientData, counts: FloatArray) -> LevelReply:
+    """Release the level's tables through the client's accountant (see module)."""
+    accountant = PrivacyAccountant(request.epsilon, owner=f"client {data.client_id!r}")
+    if request.level:  # the levels answered before (the handler keeps no state)
+        level_budget = request.epsilon / request.n_levels
+        accountant.spend(level_budget, label="earlier levels", queries=request.level)
+    q = int(request.allowed.sum(axis=1).max(initial=1))
+    rng = keyed_rng(
+        request.seed, NOISE_STREAM, client_key(data.client_id), request.level
+    )
+    noisy = accountant.release(
+        Laplace(epsilon=request.query_epsilon),
+        counts,
+        rng,
+        label=f"level {request.level} count tables",
+        queries=q,
+    )
+    return LevelReply(counts=noisy, epsilon_spent=accountant.epsilon_spent)
+
+
+@dataclass(frozen=True)
+class FedID3Settings:
+    """The validated parameters of one Federated-ID3 run."""
+
+    epsilon: float | None
+    max_depth: int | None
+    binary: bool
+    seed: int
+    n_bins: int
+    bin_edges: object
+    owner: str
+
+
+@dataclass(frozen=True, eq=False)
+class FedID3Result:
+    """The grown tree (labels as codes), the binning and the privacy spent."""
+
+    tree: Tree
+    binning: Binning
+    max_depth: int
+    levels: int
+    epsilon_spent: dict[str, float]
+    epsilon_queried: dict[str, float]
+    n_queries: dict[str, int]
+
+
+@dataclass
+class _Spent:
+    """Per client: the spend it reported, and the tables it released."""
+
+    epsilon: dict[str, float] = field(default_factory=dict)
+    queries: dict[str, int] = field(default_factory=dict)
+
+
+class FedID3Strategy:
+    """Server side of Federated-ID3 (see the module docstring)."""
+
+    def __init__(self, settings: FedID3Settings) -> None:
+        self.settings = settings
+        self.info: FederationInfo | None = None
+        self.binning: BinningRound | None = None
+        self.growth: Id3Growth | None = None
+        self.max_depth = 1
+        self.phase = ""
+        self.spent = _Spent()
+
+    def start(self, info: FederationInfo) -> None:
+        """Resolve the depth and the binning (declared edges or a sketch round)."""
+        s = self.settings
+        self.info = info
+        f = info.schema.n_features
+        self.max_depth = default_max_depth(f) if s.max_depth is None else s.max_depth
+        exact = s.epsilon is None
+        self.binning = BinningRound(s.bin_edges, s.n_bins, exact, s.owner)
+        self.binning.start(info.schema)
+        self.phase = "sketch" if self.binning.pending else "level"
+        if not self.binning.pending:
+            self._grow()
+
+    def expected_rounds(self) -> int:
+        """At most one round per level (plus the sketch round)."""
+        return self.max_depth + (1 if self.phase == "sketch" else 0)
+
+    def round_metrics(self, round: int) -> dict[str, float]:
+        """Depth level, open nodes, nodes so far."""
+        g = self.growth
+        if g is None:
+            return {}
+        return {
+            "level": float(g.level),
+            "open_nodes": float(g.open.shape[0]),
+            "nodes": float(g.n_nodes),
+        }
+
+    def plan_round(self, round: int) -> RoundPlan | None:
+        """Return the sketch request, a level's request, or None when grown."""
+        clients = self._info().clients
+        if self.phase == "sketch":
+            assert self.binning is not None
+            return RoundPlan.broadcast(self.binning.request(), clients)
+        if self.phase == "done":
+            return None
+        return RoundPlan.broadcast(self._level_request(), clients)
+
+    def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
+        """Fold the sketch, or sum a level's tables and grow."""
+        if self.phase == "sketch":
+            assert self.binning is not None
+            self.binning.absorb([replies[c] for c in sorted(replies)])
+            self._grow()
+            self.phase = "level"
+            return
+        self._absorb_level({c: _as_level(replies[c]) for c in sorted(replies)})
+
+    def finish(self) -> FedID3Result:
+        """Return the tree, the binning and every client's privacy spend."""
+        g, binning = self._g(), self._binning()
+        return FedID3Result(
+            g.tree(),
+            binning,
+            self.max_depth,
+            g.level,
+            self._charged(),
+            dict(self.spent.epsilon),
+            dict(self.spent.queries),
+        )
+
+    # -- steps ----------------------------------------------------------------------
+    def _info(self) -> FederationInfo:
+        assert self.info is not None
+        return self.info
+
+    def _g(self) -> Id3Growth:
+        assert self.growth is not None
+        return self.growth
+
+    def _binning(self) -> Binning:
+        assert self.binning is not None
+        assert self.binning.binning is not None
+        return self.binning.binning
+
+    def _grow(self) -> None:
+        binning = self._binning()
+        self.growth = Id3Growth(
+            arity=binning.arity,
+            n_classes=len(self._info().schema.classes),
+            max_depth=self.max_depth,
+            binary=self.settings.binary,
+            categorical=binning.categorical,
+        )
+
+    def _level_request(self) -> LevelRequest:
+        g, s = self._g(), self.settings
+        layout = g.layout()
+        return LevelRequest(
+            **pack_trees([g.structure()]),
+            **self._binning().fields(),
+            open_nodes=layout.open_nodes,
+            allowed=layout.allowed,
+            classes=np.asarray(self._info().schema.classes, dtype=str),
+            level=g.level,
+            n_levels=self.max_depth,
+            epsilon=math.inf if s.epsilon is None else s.epsilon,
+            seed=s.seed,
+        )
+
+    def _absorb_level(self, replies: Mapping[str, LevelReply]) -> None:
+        request = self._level_request()
+        tables = np.sum([r.counts for r in replies.values()], axis=0)
+        min_count = 0.0
+        if not request.exact:
+            tables = np.maximum(tables, 0.0)  # post-processing of the noisy sums
+            cells = 2 * len(replies) * len(request.classes)
+            min_count = math.sqrt(cells) / request.query_epsilon
+        n_tables = int(request.allowed.sum())
+        for client, reply in replies.items():
+            self.spent.epsilon[client] = reply.epsilon_spent
+            self.spent.queries[client] = self.spent.queries.get(client, 0) + n_tables
+        self._g().absorb(tables, min_count)
+        if self._g().done:
+            self.phase = "done"
+
+    def _charged(self) -> dict[str, float]:
+        """Return the plan's cost per client (the Decision above).
+
+        The levels answered (each reply's spend was checked) plus the levels
+        never reached: ε, or inf for exact counts.
+        """
+        eps = self.settings.epsilon
+        total = math.inf if eps is None else float(eps)
+        return dict.fromkeys(self.spent.epsilon, total)
+
+
+def _as_level(reply: Payload) -> LevelReply:
+    assert isinstance(reply, LevelReply)  # validated by the round loop
+    return reply

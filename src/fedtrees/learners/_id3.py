@@ -1,0 +1,478 @@
+"""ID3, grown level by level: locally (:func:`fit_id3`) or from pooled tables.
+
+Quinlan's ID3 (ALGORITHMS.md §3): multiway splits on categorical (or
+discretized) features, chosen by information gain (entropy in bits), each feature
+used at most once on a path, leaves holding class distributions, ``max_depth``
+|F|/2 by default as the ICDTA4FL paper. The level loop is shared with
+Federated-ID3 (:mod:`fedtrees.algorithms.fedid3`), whose server runs step 3 on
+the tables summed over clients — so the federated tree equals the local one on
+the pooled rows whenever the pooled tables are exact:
+
+1. :meth:`Id3Growth.layout` — the open nodes of the level and the features each
+   considers (ID3: those not used on its path; ``binary``: all of them).
+2. :func:`value_class_counts` — for every (open node, feature) pair, the count of
+   rows per (value, class), all pairs in one ``bincount``. Rows reach their open
+   node through :meth:`fedtrees.tree.Tree.apply` on the partial tree
+   (:meth:`Id3Growth.structure`: the splits only, no statistics).
+3. :meth:`Id3Growth.absorb` — per open node, ID3 takes the feature of highest
+   gain and makes one child per value with rows; ``binary`` (the "IBM tree" of
+   ALGORITHMS.md §4: CART on discretized features) takes the best Gini split —
+   a threshold between consecutive codes, or a Fisher grouping of a categorical
+   feature — through :mod:`fedtrees.stats._splits`, the split search FedForest uses.
+
+**Decisions** (named where they apply): a feature with a single value at a node
+is no candidate (it cannot separate rows); gains within ``1e-10`` are ties, won by
+the lower feature index; a node is a leaf when pure, empty, at ``max_depth`` or
+without a candidate feature; a value no training row of a node had gets no
+branch, so such a row stops at that node and takes its class distribution (the
+Tree's multiway default); ``max_depth=None`` means ``max(1, F // 2)``.
+``min_count`` (noisy tables, Federated-ID3 with ε) treats values and nodes with a
+smaller count as absent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from fedtrees._typing import BoolArray, FloatArray, IntArray
+from fedtrees._validation import check_int, invalid
+from fedtrees.stats import entropy, gini
+from fedtrees.stats._splits import Best, best_categorical, best_numeric, combine
+from fedtrees.tree import NodeStats, Tree, TreeBuilder
+
+__all__ = [
+    "TIE_TOLERANCE",
+    "Id3Growth",
+    "Layout",
+    "default_max_depth",
+    "fit_id3",
+    "value_class_counts",
+]
+
+TIE_TOLERANCE: Final = 1e-10
+"""Gains closer than this count as equal (the lower feature index wins)."""
+
+
+def default_max_depth(n_features: int) -> int:
+    """Return the paper's depth limit |F|/2 (at least 1).
+
+    Examples
+    --------
+    >>> default_max_depth(8), default_max_depth(1)
+    (4, 1)
+    """
+    return max(1, n_features // 2)
+
+
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """Where each (open node, feature) table sits in a level's flat count array.
+
+    ``allowed[s, f]``: open node s considers feature f. Pair (s, f)'s table is
+    ``arity[f] × n_classes`` counts (value-major) starting at ``offsets[s, f]``.
+    """
+
+    open_nodes: IntArray
+    allowed: BoolArray
+    arity: IntArray
+    n_classes: int
+
+    @cached_property
+    def offsets(self) -> IntArray:
+        """Start of every pair's table (-1 where the pair is not considered)."""
+        sizes = (self.allowed * (self.arity * self.n_classes)[None, :]).ravel()
+        starts = (np.cumsum(sizes) - sizes).reshape(self.allowed.shape)
+        out: IntArray = np.where(self.allowed, starts, -1).astype(np.int64)
+        return out
+
+    @property
+    def size(self) -> int:
+        """Length of the flat count array."""
+        return int((self.allowed * (self.arity * self.n_classes)[None, :]).sum())
+
+    def slots(self, nodes: IntArray, n_nodes: int) -> IntArray:
+        """Open-node index of every row's node (-1: not an open node)."""
+        lookup = np.full(n_nodes, -1, dtype=np.int64)
+        lookup[self.open_nodes] = np.arange(self.open_nodes.shape[0])
+        result: IntArray = lookup[nodes]
+        return result
+
+    def dense(self, flat: npt.ArrayLike) -> FloatArray:
+        """Return the flat counts as ``(n_open, F, max arity, C)`` (zeros elsewhere)."""
+        counts = np.asarray(flat, dtype=np.float64)
+        s, f = self.allowed.shape
+        a, c = int(self.arity.max(initial=1)), self.n_classes
+        value = np.arange(a)[None, None, :, None]
+        where = self.offsets[:, :, None, None] + value * c + np.arange(c)
+        valid = self.allowed[:, :, None, None] & (
+            value < self.arity[None, :, None, None]
+        )
+        out = np.zeros((s, f, a, c))
+        out[np.broadcast_to(valid, out.shape)] = counts[
+            where[np.broadcast_to(valid, where.shape)]
+        ]
+        return out
+
+
+def value_class_counts(
+    codes: IntArray,
+    y: IntArray,
+    slot: IntArray,
+    layout: Layout,
+    sample_weight: FloatArray | None = None,
+) -> FloatArray:
+    """Count rows per (value, class) for every pair of ``layout``, in one bincount.
+
+    Parameters
+    ----------
+    codes : int array of shape (n_rows, F)
+        Category (or bin) codes, ``0 <= codes[:, f] < arity[f]``.
+    y : int array of shape (n_rows,)
+        Class codes.
+    slot : int array of shape (n_rows,)
+        Open node of every row (-1: none).
+
+    Returns
+    -------
+    float array of shape (layout.size,)
+    """
+    rows = np.flatnonzero(slot >= 0)
+    start = layout.offsets[slot[rows]]  # (rows, F)
+    cell = start + codes[rows] * layout.n_classes + y[rows, None]
+    keep = start >= 0
+    weights = (
+        None
+        if sample_weight is None
+        else np.broadcast_to(sample_weight[rows, None], cell.shape)[keep]
+    )
+    counts = np.bincount(cell[keep], weights=weights, minlength=layout.size)
+    return counts.astype(np.float64)
+
+
+@dataclass
+class _Split:
+    """How a node was split: feature, kind and children (in creation order)."""
+
+    feature: int
+    kind: str  # "multiway" | "numeric" | "set"
+    children: list[int]
+    codes: list[list[int]] = field(default_factory=list)
+    threshold: float = math.nan
+
+
+class Id3Growth:
+    """The tree being grown, one level at a time (the server's state).
+
+    Parameters
+    ----------
+    arity : int array of shape (F,)
+        Number of codes of every feature.
+    n_classes : int
+    max_depth : int >= 1
+    binary : bool
+        CART-style binary Gini splits (features reusable) instead of ID3.
+    categorical : bool array of shape (F,), optional
+        Binary mode: features split by Fisher grouping (others by code order).
+    """
+
+    def __init__(
+        self,
+        *,
+        arity: npt.ArrayLike,
+        n_classes: int,
+        max_depth: int,
+        binary: bool = False,
+        categorical: npt.ArrayLike | None = None,
+    ) -> None:
+        self.arity = np.asarray(arity, dtype=np.int64)
+        self.n_classes, self.max_depth, self.binary = n_classes, max_depth, binary
+        f = self.arity.shape[0]
+        self.categorical = (
+            np.zeros(f, bool) if categorical is None else np.asarray(categorical, bool)
+        )
+        self.depth: list[int] = [0]
+        self.counts: list[FloatArray] = [np.full(n_classes, np.nan)]
+        self.used: list[BoolArray] = [np.zeros(f, dtype=bool)]
+        self.splits: list[_Split | None] = [None]
+        self.open: IntArray = np.zeros(1, dtype=np.int64)
+        self.level = 0
+
+    @property
+    def done(self) -> bool:
+        """Whether no node is left to expand."""
+        return int(self.open.shape[0]) == 0
+
+    @property
+    def n_nodes(self) -> int:
+        """Nodes grown so far."""
+        return len(self.depth)
+
+    def layout(self) -> Layout:
+        """Return the open nodes of this level and the features each considers."""
+        used = np.stack([self.used[n] for n in self.open.tolist()]).reshape(
+            -1, self.arity.shape[0]
+        )
+        allowed = np.ones_like(used) if self.binary else ~used
+        return Layout(self.open, allowed, self.arity, self.n_classes)
+
+    def absorb(self, tables: npt.ArrayLike, min_count: float = 0.0) -> None:
+        """Split or close every open node from its (pooled) count tables."""
+        layout = self.layout()
+        dense = layout.dense(tables)
+        self._set_unknown_counts(layout, dense)
+        best = self._choose(layout, dense, min_count)
+        next_open: list[int] = []
+        for s, node in enumerate(self.open.tolist()):
+            if self._splittable(node, min_count) and np.isfinite(best.gain[s]):
+                next_open += self._split(node, s, best, dense, min_count)
+        self.open = np.asarray(next_open, dtype=np.int64)
+        self.level += 1
+
+    def structure(self) -> Tree:
+        """Return the splits so far as a Tree (no statistics), for routing rows."""
+        uniform = np.full(self.n_classes, 1.0)
+        return self._build(lambda node: NodeStats(uniform / uniform.sum(), 0.0), {})
+
+    def tree(self, **meta: Any) -> Tree:
+        """Return the grown tree with every node's class distribution and count."""
+        return self._build(self._stats, meta)
+
+    # -- choosing -----------------------------------------------------------------
+    def _set_unknown_counts(self, layout: Layout, dense: FloatArray) -> None:
+        first = np.argmax(layout.allowed, axis=1)  # a node's counts from any table
+        for s, node in enumerate(self.open.tolist()):
+            if np.isnan(self.counts[node]).any() and layout.allowed[s].any():
+                self.counts[node] = dense[s, first[s]].sum(axis=0)
+
+    def _splittable(self, node: int, min_count: float) -> bool:
+        counts = self.counts[node]
+        total = float(counts.sum())
+        present = int(np.count_nonzero(counts > 0))
+        return total > 0 and total >= min_count and present >= 2
+
+    def _choose(self, layout: Layout, dense: FloatArray, min_count: float) -> Best:
+        if self.binary:
+            return self._choose_binary(layout, dense)
+        return _choose_multiway(layout, dense, min_count)
+
+    def _choose_binary(self, layout: Layout, dense: FloatArray) -> Best:
+        n_open, c = dense.shape[0], self.n_classes
+        one = np.ones(n_open)
+        per_feature = []
+        for f in range(self.arity.shape[0]):
+            a = int(self.arity[f])
+            parent = dense[:, f].sum(axis=1)
+            bins = dense[:, f : f + 1, :a]
+            pairs = np.where(layout.allowed[:, f], f, -1)[:, None]
+            if self.categorical[f]:
+                found = best_categorical(
+                    parent, bins, pairs, self.categorical, "gini", one
+                )
+            else:
+                cuts = np.broadcast_to(np.arange(a - 1) + 0.5, (n_open, 1, a - 1))
+                found = best_numeric(parent, bins, cuts, pairs, "gini", one)
+            per_feature.append(found)
+        if not per_feature:
+            return Best.none(n_open, c)
+        best = combine(*per_feature)
+        best.gain = np.where(best.gain > 0, best.gain, -np.inf)
+        return best
+
+    # -- growing --------------------------------------------------------------------
+    def _split(
+        self, node: int, s: int, best: Best, dense: FloatArray, min_count: float
+    ) -> list[int]:
+        f = int(best.feature[s])
+        if not self.binary:
+            table = dense[s, f, : int(self.arity[f])]
+            values = np.flatnonzero(_present(table.sum(axis=1), min_count))
+            kids = [self._child(node, f, table[v]) for v in values.tolist()]
+            self.splits[node] = _Split(
+                f, "multiway", kids, [[v] for v in values.tolist()]
+            )
+        else:
+            left = np.maximum(best.left[s], 0.0)
+            right = np.maximum(dense[s, f].sum(axis=0) - left, 0.0)
+            kids = [self._child(node, f, left), self._child(node, f, right)]
+            if np.isnan(best.threshold[s]):
+                self.splits[node] = _Split(f, "set", kids, [best.codes[s].tolist()])
+            else:
+                self.splits[node] = _Split(
+                    f, "numeric", kids, [], float(best.threshold[s])
+                )
+        return [k for k in kids if self._opens(k, min_count)]
+
+    def _child(self, parent: int, feature: int, counts: FloatArray) -> int:
+        used = self.used[parent].copy()
+        used[feature] = True
+        self.depth.append(self.depth[parent] + 1)
+        self.counts.append(np.asarray(counts, dtype=np.float64).copy())
+        self.used.append(used)
+        self.splits.append(None)
+        return len(self.depth) - 1
+
+    def _opens(self, node: int, min_count: float) -> bool:
+        features_left = self.binary or not bool(self.used[node].all())
+        return (
+            self.depth[node] < self.max_depth
+            and features_left
+            and self._splittable(node, min_count)
+        )
+
+    # -- building -------------------------------------------------------------------
+    def _stats(self, node: int) -> NodeStats:
+        counts = np.nan_to_num(self.counts[node], nan=0.0)
+        purity = gini(counts) if self.binary else entropy(counts)
+        return NodeStats.from_class_counts(counts, float(purity))
+
+    def _build(self, stats: Any, meta: dict[str, Any]) -> Tree:
+        builder = TreeBuilder(
+            n_features=int(self.arity.shape[0]),
+            classes=meta.get("classes", np.arange(self.n_classes)),
+            feature_names=meta.get("feature_names"),
+            categories=meta.get("categories"),
+        )
+        builder.add_root(stats(0))
+        for node, split in enumerate(self.splits):
+            if split is None:
+                continue
+            kids = split.children
+            if split.kind == "multiway":
+                branches = [
+                    (c, stats(k)) for c, k in zip(split.codes, kids, strict=True)
+                ]
+                builder.split_categorical(node, split.feature, branches, None)
+            elif split.kind == "set":
+                branch = [(split.codes[0], stats(kids[0]))]
+                builder.split_categorical(node, split.feature, branch, stats(kids[1]))
+            else:
+                builder.split_numeric(
+                    node, split.feature, split.threshold, stats(kids[0]), stats(kids[1])
+                )
+        return builder.build()
+
+
+def _present(counts: FloatArray, min_count: float) -> BoolArray:
+    """Values (or nodes) that count as seen: positive and at least ``min_count``."""
+    result: BoolArray = (counts > 0) & (counts >= min_count)
+    return result
+
+
+def _choose_multiway(layout: Layout, dense: FloatArray, min_count: float) -> Best:
+    """ID3's choice: the feature of highest information gain (first on ties)."""
+    n_value = dense.sum(axis=-1)  # (S, F, A)
+    seen = np.where(_present(n_value, min_count)[..., None], dense, 0.0)
+    n_value = seen.sum(axis=-1)
+    n = n_value.sum(axis=-1)
+    children = (n_value * entropy(seen)).sum(axis=-1) / np.where(n > 0, n, 1.0)
+    gain = entropy(seen.sum(axis=-2)) - children
+    candidate = layout.allowed & ((n_value > 0).sum(axis=-1) >= 2)
+    gain = np.where(candidate, gain, -np.inf)
+    top = gain.max(axis=1, initial=-np.inf)
+    first = np.argmax(gain >= (top - TIE_TOLERANCE)[:, None], axis=1)
+    s, c = dense.shape[0], dense.shape[-1]
+    found = Best.none(s, c)
+    found.gain = top
+    found.feature = np.where(np.isfinite(top), first, -1)
+    return found
+
+
+def fit_id3(
+    X: npt.ArrayLike,
+    y: npt.ArrayLike,
+    n_classes: int | None = None,
+    *,
+    arity: npt.ArrayLike | None = None,
+    max_depth: int | None = None,
+    sample_weight: npt.ArrayLike | None = None,
+    classes: npt.ArrayLike | None = None,
+    feature_names: Sequence[str] | None = None,
+    categories: Sequence[Sequence[str] | None] | None = None,
+) -> Tree:
+    """Fit a multiway ID3 tree on category codes (ALGORITHMS.md §3).
+
+    Parameters
+    ----------
+    X : array of shape (n_rows, F)
+        Category (or bin) codes: integers ``0 <= X[:, f] < arity[f]``.
+    y : int array of shape (n_rows,)
+        Class codes in ``[0, n_classes)``.
+    n_classes : int, optional
+        Defaults to ``max(y) + 1``.
+    arity : int array of shape (F,), optional
+        Codes of every feature; defaults to ``max(X[:, f]) + 1``.
+    max_depth : int, optional
+        Defaults to |F|/2 (:func:`default_max_depth`), the paper's setting.
+    sample_weight : array of shape (n_rows,), optional
+        Non-negative row weights (counts become weighted).
+    classes, feature_names, categories
+        Metadata of the returned tree (class labels default to the codes).
+
+    Examples
+    --------
+    >>> X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
+    >>> tree = fit_id3(X, [0, 0, 1, 1], max_depth=2)
+    >>> tree.predict(X).tolist(), int(tree.feature[0])
+    ([0, 0, 1, 1], 0)
+    """
+    codes, labels, size, weights, c = _inputs(X, y, n_classes, arity, sample_weight)
+    depth = default_max_depth(codes.shape[1]) if max_depth is None else max_depth
+    depth = check_int(depth, "max_depth", "fit_id3", min_value=1)
+    growth = Id3Growth(arity=size, n_classes=c, max_depth=depth)
+    matrix = codes.astype(np.float64)
+    while not growth.done:
+        layout = growth.layout()
+        slot = layout.slots(growth.structure().apply(matrix), growth.n_nodes)
+        growth.absorb(value_class_counts(codes, labels, slot, layout, weights))
+    return growth.tree(
+        classes=np.arange(c) if classes is None else classes,
+        feature_names=feature_names,
+        categories=categories,
+    )
+
+
+def _inputs(
+    X: npt.ArrayLike,
+    y: npt.ArrayLike,
+    n_classes: int | None,
+    arity: npt.ArrayLike | None,
+    sample_weight: npt.ArrayLike | None,
+) -> tuple[IntArray, IntArray, IntArray, FloatArray | None, int]:
+    owner = "fit_id3"
+    raw = np.asarray(X, dtype=np.float64)
+    if raw.ndim != 2 or raw.shape[1] == 0 or raw.shape[0] == 0:
+        raise invalid("X", owner, "a 2-D array with rows and columns", raw.shape)
+    if not np.all(np.isfinite(raw)) or np.any(raw < 0) or np.any(raw != np.floor(raw)):
+        raise invalid("X", owner, "category codes (integers >= 0)", "other values")
+    codes = raw.astype(np.int64)
+    size = codes.max(axis=0) + 1 if arity is None else np.asarray(arity, np.int64)
+    if size.shape != (codes.shape[1],) or np.any(codes >= size[None, :]):
+        raise invalid("arity", owner, "one value per feature above every code", size)
+    labels = np.asarray(y)
+    limit = int(labels.max(initial=0)) + 1 if n_classes is None else n_classes
+    limit = check_int(limit, "n_classes", owner, min_value=1)
+    if (
+        labels.shape != (codes.shape[0],)
+        or labels.dtype.kind not in "iu"
+        or (labels.size and (labels.min() < 0 or labels.max() >= limit))
+    ):
+        raise invalid("y", owner, f"{codes.shape[0]} class codes in [0, {limit})", y)
+    weights = None
+    if sample_weight is not None:
+        weights = np.asarray(sample_weight, dtype=np.float64)
+        if (
+            weights.shape != labels.shape
+            or not np.all(np.isfinite(weights))
+            or np.any(weights < 0)
+        ):
+            raise invalid(
+                "sample_weight", owner, "finite weights >= 0, one per row", "other"
+            )
+    return codes, labels.astype(np.int64), size, weights, limit

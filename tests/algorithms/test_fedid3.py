@@ -1,0 +1,272 @@
+"""FederatedID3Classifier: exact against pooled ID3, ε-DP accounting, protocol (§3)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fedtrees import FederatedID3Classifier, datasets
+from fedtrees.algorithms.fedid3 import LevelReply
+from fedtrees.exceptions import (
+    RemoteProtocolError,
+    SchemaMismatchError,
+    ValidationError,
+)
+from fedtrees.federation import Fault, Federation, Ledger, audit_messages, decode
+from fedtrees.learners import fit_id3
+from fedtrees.tree import Tree
+
+
+def _frame(X: np.ndarray, arity: np.ndarray) -> pd.DataFrame:
+    """Codes as categorical columns whose categories are the codes themselves."""
+    return pd.DataFrame(
+        {
+            f"f{j}": pd.Categorical(X[:, j], categories=list(range(int(arity[j]))))
+            for j in range(X.shape[1])
+        }
+    )
+
+
+def _same_tree(a: Tree, b: Tree) -> None:
+    for name in ("kind", "feature", "left", "right", "branch_ptr", "branch_code"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    np.testing.assert_array_equal(a.branch_child, b.branch_child)
+    np.testing.assert_allclose(a.value, b.value, atol=1e-12)
+    np.testing.assert_allclose(a.count, b.count, atol=1e-9)
+
+
+@st.composite
+def federations(draw: st.DrawFn) -> dict[str, Any]:
+    n = draw(st.integers(8, 80))
+    arity = np.array(draw(st.lists(st.integers(1, 4), min_size=1, max_size=5)))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, arity, size=(n, arity.shape[0]))
+    y = rng.integers(0, 3, size=n)
+    if draw(st.booleans()):
+        y = (X[:, 0] * 2 + X[:, -1]) % 3
+    k = draw(st.integers(1, 7))
+    if draw(st.booleans()):  # heterogeneous: clients hold ranges of one feature
+        order = np.argsort(X[:, 0] * n + rng.permutation(n), kind="stable")
+        groups = np.empty(n, dtype=np.int64)
+        groups[order] = np.arange(n) * k // n
+    else:
+        groups = rng.integers(0, k, size=n)
+    depth = draw(st.one_of(st.none(), st.integers(1, 5)))
+    return {"X": X, "y": y, "arity": arity, "groups": groups, "depth": depth}
+
+
+@settings(max_examples=40)
+@given(federations())
+def test_exact_mode_equals_fit_id3_on_the_pooled_rows(case: dict[str, Any]) -> None:
+    X, y, arity = case["X"], case["y"], case["arity"]
+    model = FederatedID3Classifier(max_depth=case["depth"])
+    model.fit(_frame(X, arity), y, groups=case["groups"])
+
+    classes, codes = np.unique(y, return_inverse=True)
+    pooled = fit_id3(X, codes, classes.shape[0], arity=arity, max_depth=case["depth"])
+
+    _same_tree(model.tree_, pooled)
+    assert (model.predict(_frame(X, arity)) == classes[pooled.predict(X)]).all()
+    assert set(model.epsilon_spent_.values()) == {math.inf}  # exact: no guarantee
+
+
+def test_numeric_columns_are_binned_by_declared_edges_as_pooled_codes() -> None:
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=300), "b": rng.uniform(0, 10, 300)})
+    y = (X["a"] > 0.3).astype(int) + (X["b"] > 7).astype(int)
+    edges = {"a": [-1.0, 0.0, 0.3, 1.0], "b": [2.5, 5.0, 7.0]}
+    sites = rng.integers(0, 4, 300)
+
+    model = FederatedID3Classifier(max_depth=2, bin_edges=edges)
+    model.fit(X, y, groups=sites)
+
+    codes = np.column_stack(
+        [np.searchsorted(edges["a"], X["a"]), np.searchsorted(edges["b"], X["b"])]
+    )
+    pooled = fit_id3(codes, y.to_numpy(), 3, arity=[5, 4], max_depth=2)
+    _same_tree(model.tree_, pooled)
+    assert model.binning_.labels[1] == ("<= 2.5", "(2.5, 5]", "(5, 7]", "> 7")
+    assert "b in {> 7}" in model.tree_.to_text()
+    assert model.communication_.rounds == 1 + model.levels_  # no sketch round
+
+
+def test_undeclared_numeric_columns_get_pooled_quantile_bins_in_one_round() -> None:
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame(
+        {"a": np.concatenate([rng.normal(0, 1, 400), rng.normal(5, 1, 400)])}
+    )
+    y = (X["a"] > 2.5).astype(int)
+    sites = np.repeat([0, 1], 400)  # disjoint supports: client quantiles differ
+
+    model = FederatedID3Classifier(max_depth=1).fit(X, y, groups=sites)
+
+    edges = model.binning_.edges[0]
+    pooled = np.quantile(X["a"], [0.2, 0.4, 0.6, 0.8])
+    ranks = np.searchsorted(np.sort(X["a"]), edges) / 800
+    np.testing.assert_allclose(ranks, [0.2, 0.4, 0.6, 0.8], atol=1 / 256 + 1 / 800)
+    assert edges.shape == (4,)
+    assert np.all(np.diff(edges) > 0)
+    assert abs(edges[1] - pooled[1]) < 0.2
+    assert model.communication_.by_kind().loc["discretize.sketch", "messages"] == 2
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_every_client_is_charged_exactly_epsilon(binary: bool) -> None:
+    car = datasets.load("car")
+    sites = np.random.default_rng(0).integers(0, 5, car.n_samples)
+
+    model = FederatedID3Classifier(epsilon=2.0, binary=binary, random_state=0)
+    model.fit(car.X, car.y, groups=sites)
+
+    assert model.epsilon_spent_ == dict.fromkeys([str(s) for s in range(5)], 2.0)
+    # The levels grown spent levels/d of it (each reply checked); the rest of the
+    # plan is charged too (Decision: charging the plan).
+    answered = {c: round(e, 12) for c, e in model.epsilon_queried_.items()}
+    assert set(answered.values()) == {round(2.0 * model.levels_ / model.max_depth_, 12)}
+
+
+def _balanced(seed: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 3, size=(1200, 4))
+    y = np.where(X[:, 0] == 2, 1, X[:, 1] % 2)
+    flip = rng.random(1200) < 0.05
+    y = np.where(flip, 1 - y, y)
+    return _frame(X, np.array([3, 3, 3, 3])), y, rng.integers(0, 4, 1200)
+
+
+def test_accuracy_falls_as_epsilon_shrinks_and_reaches_chance() -> None:
+    means = []
+    for epsilon in (None, 10.0, 1.0, 0.1, 0.001):
+        scores = []
+        for seed in range(6):
+            X, y, sites = _balanced(seed)
+            model = FederatedID3Classifier(epsilon=epsilon, random_state=seed)
+            scores.append(model.fit(X, y, groups=sites).score(X, y))
+        means.append(float(np.mean(scores)))
+    assert means == sorted(means, reverse=True), means
+    assert means[0] > 0.9
+    assert abs(means[-1] - 0.5) < 0.1, means  # chance on a balanced binary label
+
+
+def test_messages_hold_no_rows_and_the_ledger_follows_the_formula() -> None:
+    rng = np.random.default_rng(2)
+    sizes = [101, 163, 233]  # primes: no legitimate array has these lengths
+    X = rng.integers(0, 3, size=(sum(sizes), 4))
+    y = (X[:, 0] + X[:, 1]) % 2
+    sites = np.repeat(["a", "b", "c"], sizes)
+    federation = Federation.from_groups(_frame(X, np.full(4, 3)), y, sites)
+    model = FederatedID3Classifier(epsilon=5.0, random_state=0)
+    ledger = Ledger(keep_messages=True)
+
+    result = _run_with_ledger(model, federation, ledger)
+
+    assert audit_messages(ledger, federation.row_counts()) == 2 * 3 * ledger.rounds
+    assert ledger.rounds == 1 + result.levels_  # the agreement, then one per level
+    for message in ledger.captured:
+        envelope = decode(message.data)
+        if message.direction == "up" and isinstance(envelope.payload, LevelReply):
+            request = _request_of(ledger, message)
+            cells = request.layout.size  # Σ_s Σ_{f allowed} arity_f · C
+            assert envelope.payload.counts.shape == (cells,)
+            assert cells == 2 * 3 * int(request.allowed.sum())
+
+
+def _run_with_ledger(
+    model: FederatedID3Classifier, federation: Federation, ledger: Ledger
+) -> FederatedID3Classifier:
+    from fedtrees.algorithms.fedid3 import FedID3Strategy
+
+    outcome = federation.run(
+        FedID3Strategy(model._settings()), task="classification", ledger=ledger
+    )
+    model.levels_ = outcome.result.levels
+    return model
+
+
+def _request_of(ledger: Ledger, reply: Any) -> Any:
+    for message in ledger.captured:
+        if (
+            message.direction == "down"
+            and message.round == reply.round
+            and message.client == reply.client
+        ):
+            return decode(message.data).payload
+    raise AssertionError("no request")
+
+
+def test_a_hostile_spend_or_negative_exact_counts_are_refused() -> None:
+    car = datasets.load("car")
+    sites = np.random.default_rng(0).integers(0, 3, car.n_samples)
+
+    def overspend(reply: LevelReply) -> LevelReply:
+        return LevelReply(counts=reply.counts, epsilon_spent=reply.epsilon_spent / 2)
+
+    def negative(reply: LevelReply) -> LevelReply:
+        return LevelReply(counts=-reply.counts - 1, epsilon_spent=reply.epsilon_spent)
+
+    for exact, fault in ((False, overspend), (True, negative)):
+        federation = Federation.from_groups(
+            car.X, car.y, sites, faults=[Fault("1", "mutate", round=1, mutate=fault)]
+        )
+        model = FederatedID3Classifier(epsilon=None if exact else 1.0, random_state=0)
+        field = "counts" if exact else "epsilon_spent"
+        with pytest.raises(RemoteProtocolError, match=f"Client '1'.*{field}"):
+            model.fit_federation(federation)
+
+
+def test_dp_refuses_the_sketch_round_naming_the_column() -> None:
+    X = pd.DataFrame(
+        {"colour": pd.Categorical(["r", "g"] * 20), "age": np.arange(40.0)}
+    )
+    with pytest.raises(ValidationError, match="column 'age' has none"):
+        FederatedID3Classifier(epsilon=1.0).fit(X, [0, 1] * 20, groups=[0, 1] * 20)
+    model = FederatedID3Classifier(epsilon=1.0, bin_edges={"age": [10, 20, 30]})
+    assert model.fit(X, [0, 1] * 20, groups=[0, 1] * 20).binning_.arity.tolist() == [
+        2,
+        4,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"epsilon": 0.0}, "'epsilon'"),
+        ({"max_depth": 0}, "'max_depth'"),
+        ({"binary": "yes"}, "'binary'"),
+        ({"n_bins": 1}, "'n_bins'"),
+        ({"bin_edges": {"nope": [1.0]}}, "bin_edges"),
+        ({"bin_edges": {"age": [2.0, 1.0]}}, r"bin_edges\['age'\]"),
+        ({"bin_edges": {"colour": [1.0]}}, "categorical"),
+    ],
+)
+def test_bad_settings_name_the_parameter(params: dict[str, Any], match: str) -> None:
+    X = pd.DataFrame(
+        {"colour": pd.Categorical(["r", "g"] * 10), "age": np.arange(20.0)}
+    )
+    with pytest.raises(ValidationError, match=match):
+        FederatedID3Classifier(**params).fit(X, [0, 1] * 10)
+
+
+def test_clients_with_other_categories_or_one_class_and_unseen_categories() -> None:
+    a = pd.DataFrame({"c": pd.Categorical(["x", "y", "x"])})
+    b = pd.DataFrame({"c": pd.Categorical(["x", "z", "z"])})
+    federation = Federation.from_clients([(a, [0, 1, 0]), (b, [1, 1, 0])])
+    with pytest.raises(SchemaMismatchError, match="Column 'c' has categories"):
+        FederatedID3Classifier().fit_federation(federation)
+
+    X = pd.DataFrame({"c": pd.Categorical(["x", "y", "x", "y"] * 5)})
+    y = np.array(["no", "yes", "no", "yes"] * 5)
+    sites = np.array([0, 0, 1, 1] * 5)
+    y[sites == 0] = "no"  # client 0 holds a single class: it simply counts it
+    model = FederatedID3Classifier().fit(X, y, groups=sites)
+    unseen = pd.DataFrame({"c": ["w"]})  # documented: stops at the split on c
+    np.testing.assert_allclose(
+        model.predict_proba(unseen), [model.tree_.value[0]], atol=1e-12
+    )
