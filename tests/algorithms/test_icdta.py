@@ -7,9 +7,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from sklearn.metrics import accuracy_score, f1_score
 
 from fedtrees import ICDTAClassifier, Tree, datasets
-from fedtrees.algorithms.icdta import RuleSet
+from fedtrees.algorithms.icdta import RuleSet, score_labels
 from fedtrees.algorithms.icdta._protocol import (
     EvaluateRequest,
     ScoresReply,
@@ -281,3 +285,17 @@ def test_bad_settings_name_the_parameter(params: dict[str, Any], match: str) -> 
     )
     with pytest.raises(ValidationError, match=match):
         ICDTAClassifier(**params).fit(X, [0, 1] * 10)
+
+
+@given(
+    hnp.arrays(np.int64, st.integers(1, 40), elements=st.integers(0, 3)),
+    st.integers(0, 2**31 - 1),
+)
+def test_client_scores_equal_scikit_learn(y: np.ndarray, seed: int) -> None:
+    predicted = np.random.default_rng(seed).integers(0, 4, y.shape[0])
+    assert score_labels(y, predicted, "accuracy") == pytest.approx(
+        accuracy_score(y, predicted)
+    )
+    assert score_labels(y, predicted, "f1_macro") == pytest.approx(
+        f1_score(y, predicted, average="macro", zero_division=0)
+    )

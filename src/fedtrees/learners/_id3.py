@@ -166,6 +166,20 @@ class _Split:
     codes: list[list[int]] = field(default_factory=list)
     threshold: float = math.nan
 
+    def child_of_code(self, arity: int) -> IntArray:
+        """Return the child every code goes to (-1: the row stops at the node)."""
+        lookup = np.full(arity, -1, dtype=np.int64)
+        if self.kind == "numeric":  # codes <= threshold (c + 0.5) go left
+            lookup[:] = self.children[1]
+            lookup[: math.floor(self.threshold) + 1] = self.children[0]
+        elif self.kind == "set":  # the left set, then the default branch
+            lookup[:] = self.children[1]
+            lookup[self.codes[0]] = self.children[0]
+        else:
+            for codes, child in zip(self.codes, self.children, strict=True):
+                lookup[codes] = child
+        return lookup
+
 
 class Id3Growth:
     """The tree being grown, one level at a time (the server's state).
@@ -203,6 +217,7 @@ class Id3Growth:
         self.splits: list[_Split | None] = [None]
         self.open: IntArray = np.zeros(1, dtype=np.int64)
         self.level = 0
+        self._last: list[int] = []  # the nodes split by the last absorb
 
     @property
     def done(self) -> bool:
@@ -229,11 +244,38 @@ class Id3Growth:
         self._set_unknown_counts(layout, dense)
         best = self._choose(layout, dense, min_count)
         next_open: list[int] = []
+        self._last = []
         for s, node in enumerate(self.open.tolist()):
             if self._splittable(node, min_count) and np.isfinite(best.gain[s]):
                 next_open += self._split(node, s, best, dense, min_count)
+                self._last.append(node)
         self.open = np.asarray(next_open, dtype=np.int64)
         self.level += 1
+
+    def advance(self, codes: IntArray, nodes: IntArray) -> IntArray:
+        """Move rows at the nodes the last :meth:`absorb` split to their children.
+
+        The same routing as :meth:`structure` then :meth:`Tree.apply`, without
+        building a tree: a row whose code has no branch stays at its node.
+        """
+        if not self._last:
+            return nodes
+        width = int(self.arity.max())
+        table = np.full((len(self._last), width), -1, dtype=np.int64)
+        where = np.full(self.n_nodes, -1, dtype=np.int64)
+        features = np.empty(len(self._last), dtype=np.int64)
+        for i, node in enumerate(self._last):
+            split = self.splits[node]
+            assert split is not None
+            a = int(self.arity[split.feature])
+            table[i, :a] = split.child_of_code(a)
+            where[node], features[i] = i, split.feature
+        rows = np.flatnonzero(where[nodes] >= 0)
+        slot = where[nodes[rows]]
+        child = table[slot, codes[rows, features[slot]]]
+        moved = nodes.copy()
+        moved[rows] = np.where(child >= 0, child, nodes[rows])
+        return moved
 
     def structure(self) -> Tree:
         """Return the splits so far as a Tree (no statistics), for routing rows."""
@@ -426,11 +468,12 @@ def fit_id3(
     depth = default_max_depth(codes.shape[1]) if max_depth is None else max_depth
     depth = check_int(depth, "max_depth", "fit_id3", min_value=1)
     growth = Id3Growth(arity=size, n_classes=c, max_depth=depth)
-    matrix = codes.astype(np.float64)
+    nodes = np.zeros(codes.shape[0], dtype=np.int64)  # every row's node so far
     while not growth.done:
         layout = growth.layout()
-        slot = layout.slots(growth.structure().apply(matrix), growth.n_nodes)
+        slot = layout.slots(nodes, growth.n_nodes)
         growth.absorb(value_class_counts(codes, labels, slot, layout, weights))
+        nodes = growth.advance(codes, nodes)
     return growth.tree(
         classes=np.arange(c) if classes is None else classes,
         feature_names=feature_names,

@@ -151,8 +151,7 @@ def _check_branches(tree: Tree) -> None:
         raise error("branch codes must be >= 0")
     if np.any((tree.branch_child <= owner) | (tree.branch_child >= n)):
         raise error("branch children must have larger indices than their parent")
-    keys = np.stack([owner, tree.branch_code], axis=1)
-    if np.unique(keys, axis=0).shape[0] != keys.shape[0]:
+    if _repeated_pairs(owner, tree.branch_code):
         raise error("a code appears twice in one node's branch table")
     client_entries = tree.kind[owner] == NodeKind.CLIENT
     if client_entries.any():
@@ -160,6 +159,16 @@ def _check_branches(tree: Tree) -> None:
             raise error("client splits need the 'clients' list")
         if np.any(tree.branch_code[client_entries] >= len(tree.clients)):
             raise error("a client split names an unknown client code")
+
+
+def _repeated_pairs(owner: IntArray, code: IntArray) -> bool:
+    """Whether a (node, code) pair repeats (codes are >= 0, checked before)."""
+    stride = int(code.max(initial=0)) + 1
+    if stride * (int(owner.max(initial=0)) + 1) < 2**62:  # one key: a 1-D unique
+        keys = owner * stride + code
+        return bool(np.unique(keys).shape[0] != keys.shape[0])
+    pairs = np.stack([owner, code], axis=1)  # huge codes: no overflow risk
+    return bool(np.unique(pairs, axis=0).shape[0] != pairs.shape[0])
 
 
 def branch_owner(tree: Tree) -> IntArray:
@@ -176,8 +185,9 @@ def parent_child_pairs(tree: Tree) -> tuple[IntArray, IntArray]:
     children = np.concatenate(
         [tree.left[num], tree.right[num], tree.right[has_default], tree.branch_child]
     )
-    pairs = np.unique(np.stack([parents, children], axis=1), axis=0)
-    return pairs[:, 0], pairs[:, 1]
+    n = tree.kind.shape[0]
+    keys = np.unique(parents * n + children)  # sorted by parent, then child
+    return keys // n, keys % n
 
 
 def _check_single_parent(tree: Tree) -> None:

@@ -23,8 +23,9 @@ of n nodes and b branch entries takes ``P(n, b) = n·(49 + 8C) + 8(n + 1) + 16b
 + 16`` array bytes. Up: ``P(tree_k)`` (fit), ``8K`` (scores), ``8`` (global score)
 per client. Down per client: the binning (``F + 16F + 8 + 8E`` bytes for E
 edges) in each of the three requests, ``Σ_k P(tree_k) + 8`` (evaluate), and
-``P(global) + R·(8C + 8F)`` (ID3 rules: int64 codes) or ``R·(8C + 16F)`` (CART:
-two bounds) for R rules (global). Nothing in any message has a row dimension.
+``P(global) + R·(8C + wF)`` (ID3 rules: codes in the smallest signed integer
+type holding them, w = 1 byte below 128 codes) or ``R·(8C + 16F)`` (CART: two
+bounds) for R rules (global). Nothing in any message has a row dimension.
 
 Client ``k``'s CART is seeded by ``[seed, 7, crc32(k)]``; ID3 is deterministic.
 """
@@ -36,7 +37,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
-from sklearn.metrics import accuracy_score, f1_score
 
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import FloatArray, IntArray
@@ -236,17 +236,29 @@ def score_global(request: GlobalRequest, data: ClientData) -> GlobalReply:
     return GlobalReply(score=score_labels(y, tree.predict(X), request.metric))
 
 
-def score_labels(y: IntArray, predicted: object, metric: str) -> float:
+def score_labels(y: IntArray, predicted: IntArray, metric: str) -> float:
     """Accuracy, or macro-F1 over the classes present in ``y`` or the predictions.
+
+    Equal to scikit-learn's ``accuracy_score`` and ``f1_score(average="macro",
+    zero_division=0)`` (a test checks it), without their per-call validation:
+    a client scores every other client's tree.
 
     Examples
     --------
     >>> score_labels(np.array([0, 1, 1]), np.array([0, 1, 0]), "accuracy")
     0.6666666666666666
+    >>> round(score_labels(np.array([0, 1, 1]), np.array([0, 1, 0]), "f1_macro"), 4)
+    0.6667
     """
     if metric == "accuracy":
-        return float(accuracy_score(y, predicted))
-    return float(f1_score(y, predicted, average="macro", zero_division=0))
+        return float(np.mean(y == predicted))
+    n = int(max(y.max(initial=0), predicted.max(initial=0))) + 1
+    confusion = np.bincount(y * n + predicted, minlength=n * n).reshape(n, n)
+    tp = np.diag(confusion).astype(np.float64)
+    actual, guessed = confusion.sum(axis=1), confusion.sum(axis=0)
+    present = (actual + guessed) > 0
+    f1 = np.where(present, 2 * tp / np.maximum(actual + guessed, 1), 0.0)
+    return float(f1[present].mean())
 
 
 # -- server -------------------------------------------------------------------------
@@ -433,7 +445,7 @@ class ICDTAStrategy:
         request = GlobalRequest(
             **self._common(),
             **packed,
-            rule_values=st.rules.values,
+            rule_values=_compact(st.rules.values),
             rule_low=st.rules.low,
             rule_high=st.rules.high,
             rule_proba=st.rules.proba,
@@ -445,6 +457,15 @@ class ICDTAStrategy:
             c: _as(r, GlobalReply).score for c, r in replies.items()
         }
         self.phase = "done"
+
+
+def _compact(codes: IntArray) -> np.ndarray:
+    """Codes (-1: none) in the smallest signed integer type that holds them."""
+    top = int(codes.max(initial=0))
+    for dtype in (np.int8, np.int16, np.int32):
+        if top <= np.iinfo(dtype).max:
+            return codes.astype(dtype)
+    return codes
 
 
 def _raw_fields(n_features: int) -> dict[str, np.ndarray]:
