@@ -14,8 +14,7 @@ import time
 
 import numpy as np
 import pandas as pd
-from rich.console import Console
-from rich.table import Table
+from _table import print_frame
 from sklearn.tree import DecisionTreeClassifier
 
 from fedtrees import DPForestClassifier
@@ -58,18 +57,8 @@ def main() -> None:
             "fit s": time.perf_counter() - start,
         }
     )
-    frame = pd.DataFrame(rows)
-    table = Table(title=f"DP forest, {ROWS} rows, depth {DEPTH}, {FEATURES} features")
-    for column in frame.columns:
-        table.add_column(column, justify="right")
-    for _, row in frame.iterrows():
-        table.add_row(
-            *[
-                "" if pd.isna(v) else f"{v:.3f}" if isinstance(v, float) else str(v)
-                for v in row
-            ]
-        )
-    Console(width=120).print(table)
+    title = f"DP forest, {ROWS} rows, depth {DEPTH}, {FEATURES} features"
+    print_frame(pd.DataFrame(rows), title)
 
 
 if __name__ == "__main__":

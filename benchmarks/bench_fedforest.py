@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from rich.console import Console
-from rich.table import Table
+from _table import print_frame
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
@@ -122,24 +121,6 @@ def run_size(rows: int, workers: int, profile: bool) -> list[dict[str, Any]]:
     return results
 
 
-def table(frame: pd.DataFrame) -> Table:
-    out = Table(title="FedForest benchmark (50 trees, depth 12, 20 features)")
-    for column in frame.columns:
-        out.add_column(column, justify="right")
-    for _, row in frame.iterrows():
-        out.add_row(
-            *[
-                ""
-                if isinstance(v, float) and np.isnan(v)
-                else f"{v:.3f}"
-                if isinstance(v, float)
-                else str(v)
-                for v in row
-            ]
-        )
-    return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, nargs="*", default=[100_000, 1_000_000])
@@ -162,7 +143,7 @@ def main() -> None:
         )
         frame.loc[part.index[1:], ["x sklearn", "x XGBoost"]] = np.nan
         del size
-    Console(width=150).print(table(frame))
+    print_frame(frame, "FedForest benchmark (50 trees, depth 12, 20 features)", 150)
 
 
 if __name__ == "__main__":

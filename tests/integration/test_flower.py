@@ -17,6 +17,15 @@ from tests.integration.deployment import Deployment
 pytestmark = pytest.mark.flower
 
 SITES = ("Cleveland", "Hungary", "Long Beach VA")
+HEART_EDGES = {
+    "age": [45.0, 55.0, 65.0],
+    "trestbps": [120.0, 140.0],
+    "chol": [200.0, 250.0],
+    "thalach": [120.0, 150.0],
+    "oldpeak": [0.5, 1.5],
+    **{c: [0.5] for c in ("sex", "fbs", "exang", "cp_2", "cp_3", "cp_4")},
+    **{c: [0.5] for c in ("restecg_1", "restecg_2")},
+}
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +97,29 @@ def test_fedforest_grows_the_same_forest_over_flower(
     assert over_flower["trees"] == expected["trees"]  # same splits, values, counts
     assert over_flower == expected  # and the same ledger totals
     assert over_flower["communication"]["rounds"] == 1 + 2 * 2  # type: ignore[index]
+
+
+def test_icdta_and_private_federated_id3_give_the_same_trees_over_flower(
+    tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
+) -> None:
+    jobs = {
+        "icdta": {"base": "cart", "max_depth": 3, "random_state": 3},
+        "federated-id3": {
+            "epsilon": 2.0,
+            "max_depth": 2,
+            "binary": True,
+            "bin_edges": HEART_EDGES,  # declared: DP refuses the sketch round
+            "random_state": 3,
+        },
+    }
+    for job, params in jobs.items():
+        over_flower = _run_over_flower(
+            tls_deployment, tmp_path / f"{job}.json", job, params
+        )
+
+        expected = _in_process(site_files, job, params)
+        assert over_flower["tree"] == expected["tree"], job  # same splits and noise
+        assert over_flower == expected, job  # kept trees, spends and ledger totals
 
 
 def test_a_killed_supernode_fails_the_run_clearly_within_the_timeout(

@@ -24,7 +24,7 @@ from fedtrees.tree._kinds import LEAF, NodeKind
 from fedtrees.tree._model import Tree
 from fedtrees.tree._pack import PACKED_FIELDS, pack_trees, unpack_trees
 from fedtrees.tree._predict import client_codes
-from fedtrees.tree._render import export_text
+from fedtrees.tree._render import export_text, format_condition
 from fedtrees.tree._rules import CLIENT_FEATURE, Condition, Rule
 from fedtrees.tree._serialize import FORMAT, VERSION
 
@@ -42,6 +42,7 @@ __all__ = [
     "TreeBuilder",
     "client_codes",
     "export_text",
+    "format_condition",
     "mean_value",
     "pack_trees",
     "unpack_trees",

@@ -25,7 +25,7 @@ import pandas as pd
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees._validation import check_choice, check_int, check_matrix, invalid
 from fedtrees.exceptions import ValidationError
-from fedtrees.tree._render import format_condition
+from fedtrees.tree import format_condition
 
 if TYPE_CHECKING:
     from fedtrees.tree import Condition, Rule, Tree
