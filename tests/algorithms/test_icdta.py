@@ -299,3 +299,19 @@ def test_client_scores_equal_scikit_learn(y: np.ndarray, seed: int) -> None:
     assert score_labels(y, predicted, "f1_macro") == pytest.approx(
         f1_score(y, predicted, average="macro", zero_division=0)
     )
+
+
+def test_a_sequence_of_filters_falls_back_without_refitting() -> None:
+    car = datasets.load("car")
+    sites = _random_sites(1728, 4)
+    filters = ["threshold:0", "percentile:100"]
+
+    model = ICDTAClassifier(filter=filters, max_rules=40).fit(
+        car.X, car.y, groups=sites
+    )
+
+    assert model.filter_ == "percentile:100"  # every tree kept: 63 rules, over 40
+    assert model.kept_ == [model.tree_scores_.idxmax()]
+    assert model.communication_.rounds == 1 + 3  # one federation, two aggregations
+    with pytest.raises(RuleLimitExceeded, match="max_rules=5"):
+        ICDTAClassifier(filter=filters, max_rules=5).fit(car.X, car.y, groups=sites)

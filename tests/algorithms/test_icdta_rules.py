@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from fedtrees.algorithms.icdta import _rules
+from fedtrees.algorithms.icdta import _bitsets, _rules
 from fedtrees.algorithms.icdta._global import build_global_tree
 from fedtrees.algorithms.icdta._rules import (
     RuleSet,
@@ -105,6 +105,21 @@ def rule_set_pairs(draw: st.DrawFn, base: str) -> tuple[RuleSet, RuleSet]:
     return sets[0], sets[1]
 
 
+def random_rules(
+    rng: np.random.Generator, base: str, n: int, width: int, n_features: int = 3
+) -> RuleSet:
+    """``n`` rules; ``width`` codes or grid steps per feature."""
+    proba = np.ones((n, 2))
+    shape = (n, n_features)
+    if base == "id3":
+        return id3(rng.integers(-1, width, shape), proba)
+    lo = rng.integers(0, width, shape)
+    hi = np.minimum(lo + rng.integers(1, width + 1, shape), width)
+    grid = np.r_[-INF, np.arange(1.0, width), INF]
+    grid[grid == 1.0] = rng.choice([0.0, -0.0])  # signed zeros compare equal
+    return cart(grid[lo], grid[hi], proba)
+
+
 def random_rows(rules: RuleSet, rng: np.random.Generator, n: int = 200) -> np.ndarray:
     if rules.base == "id3":
         return rng.integers(0, 4, (n, rules.n_features)).astype(float)
@@ -177,6 +192,39 @@ def test_deduplicated_treats_signed_zero_bounds_as_equal() -> None:
     np.testing.assert_allclose(rules.deduplicated().proba, [[3.0]])
 
 
+@pytest.mark.parametrize("base", ["id3", "cart"])
+@given(seed=st.integers(0, 2**32 - 1), n_features=st.sampled_from([1, 2, 30]))
+def test_deduplicated_matches_a_dict_of_rows(
+    base: str, seed: int, n_features: int
+) -> None:
+    # 30 features of up to 6 values do not fit one packed int64 key: re-ranked.
+    rng = np.random.default_rng(seed)
+    rules = random_rules(rng, base, 80, 5, n_features)
+    rules = rules._take(rng.integers(0, 80, 200), rng.random((200, 2)))
+    expected: dict[tuple, np.ndarray] = {}
+    for key, p in zip(keys(rules), rules.proba, strict=True):
+        expected[key] = expected.get(key, 0.0) + p
+    dedup = rules.deduplicated()
+    assert keys(dedup) == list(expected)
+    np.testing.assert_array_equal(dedup.proba, np.array(list(expected.values())))
+
+
+@pytest.mark.parametrize("base", ["id3", "cart"])
+def test_deduplicated_keeps_rows_apart_past_64_bits_of_key(base: str) -> None:
+    # 200 two-valued features: a key packed without re-ranking would wrap.
+    bits = np.zeros((5, 200), dtype=np.int64)
+    bits[1, 0] = bits[3, 100] = 1  # rows 0 and 2 are equal
+    bits[4] = 1
+    rules = (
+        id3(bits - 1, np.ones((5, 1)))
+        if base == "id3"
+        else cart(np.where(bits, 0.0, -INF), np.full((5, 200), INF), np.ones((5, 1)))
+    )
+    dedup = rules.deduplicated()
+    assert keys(dedup) == [keys(rules)[i] for i in (0, 1, 3, 4)]
+    np.testing.assert_array_equal(dedup.proba, [[2.0], [1.0], [1.0], [1.0]])
+
+
 # -- 3. merge_rules equals the brute-force double loop ------------------------------
 @pytest.mark.parametrize("merge", ["intersection", "paper"])
 @pytest.mark.parametrize("base", ["id3", "cart"])
@@ -206,6 +254,70 @@ def test_compatible_matches_reference(base: str) -> None:
         assert compatible(a, b).tolist() == want
 
     check()
+
+
+# -- 3b. the bitset search equals a dense comparison ---------------------------------
+def dense_compatible(a: RuleSet, b: RuleSet) -> np.ndarray:
+    """The (len(a), len(b)) compatibility matrix, compared cell by cell."""
+    if a.base == "id3":
+        x, y = a.values[:, None, :], b.values[None, :, :]
+        return ((x < 0) | (y < 0) | (x == y)).all(axis=2)
+    low_a, high_a = a.low[:, None, :], a.high[:, None, :]
+    return ((low_a < b.high[None]) & (b.low[None] < high_a)).all(axis=2)
+
+
+@st.composite
+def bitset_cases(draw: st.DrawFn, base: str) -> tuple[RuleSet, RuleSet, int]:
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n_b = draw(st.sampled_from([1, 63, 64, 65, 130]))
+    # a draws codes b never uses (ID3) and bounds between b's (CART) too.
+    a = random_rules(rng, base, draw(st.integers(0, 12)), draw(st.integers(2, 7)))
+    b = random_rules(rng, base, n_b, draw(st.integers(2, 5)))
+    return a, b, draw(st.sampled_from([1, 200, 4_000_000]))
+
+
+def old_block_total(want: np.ndarray, block: int, max_rules: int) -> int | None:
+    """The running total at the end of the first block of a that exceeds the limit."""
+    rows = max(1, block // want.shape[1])
+    totals = np.cumsum(want.sum(axis=1))[rows - 1 :: rows].tolist()
+    totals.append(int(want.sum()))
+    return next((t for t in totals if t > max_rules), None)
+
+
+@pytest.mark.parametrize("base", ["id3", "cart"])
+def test_bitset_pairs_match_a_dense_reference(base: str) -> None:
+    @given(case=bitset_cases(base), slice_rules=st.sampled_from([64, 128, 2048]))
+    def check(case: tuple[RuleSet, RuleSet, int], slice_rules: int) -> None:
+        a, b, block = case
+        want = dense_compatible(a, b)
+        limit = max(1, int(want.sum()) - 3)
+        with (
+            patch.object(_bitsets, "SLICE_RULES", slice_rules),
+            patch.object(_rules, "_BLOCK_CELLS", block),
+        ):
+            assert compatible(a, b).tolist() == want.tolist()
+            ia, ib = _rules._compatible_pairs(a, b, len(a) * len(b) + 1, "")
+            assert [ia.tolist(), ib.tolist()] == [p.tolist() for p in np.nonzero(want)]
+            total = old_block_total(want, block, limit)
+            if total is None:
+                return
+            with pytest.raises(RuleLimitExceeded, match=f"at least {total} compatible"):
+                _rules._compatible_pairs(a, b, limit, "")
+
+    check()
+
+
+@pytest.mark.parametrize("bitwise_count", [True, False])
+def test_set_bits_and_popcount(bitwise_count: bool) -> None:
+    rng = np.random.default_rng(0)
+    words = np.frombuffer(rng.bytes(8 * 7 * 3), dtype="<u8").reshape(7, 3).copy()
+    words[2] = 0
+    words[3, 1] = 1 << 63
+    bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")
+    with patch.object(_bitsets, "HAS_BITWISE_COUNT", bitwise_count):
+        assert _bitsets.popcount(words) == bits.sum()
+        rows, found = _bitsets.set_bits(words)
+    assert [rows.tolist(), found.tolist()] == [p.tolist() for p in np.nonzero(bits)]
 
 
 # -- 4. semantics: a row satisfies r1 ∧ r2 iff it satisfies r1 and r2 ---------------

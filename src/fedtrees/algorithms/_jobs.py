@@ -54,12 +54,36 @@ def _toy(
     return document, outcome.ledger
 
 
+def _fitted(
+    name: str,
+    estimator: Any,
+    params: Mapping[str, Any],
+    federation: Federation,
+    timeout: float,
+    callbacks: Sequence[RoundCallback],
+) -> dict[str, Any]:
+    """Fit ``estimator`` with the job's params; return the document's common part.
+
+    The round timeout becomes the estimator's ``timeout``.
+    """
+    _check_params(name, params, set(estimator.get_params()))
+    estimator.set_params(**{"timeout": timeout, **params})
+    estimator.fit_federation(federation, callbacks=callbacks)
+    classes = getattr(estimator, "classes_", None)
+    return {
+        "job": name,
+        "estimator": type(estimator).__name__,
+        "clients": list(estimator.clients_),
+        "classes": None if classes is None else classes.tolist(),
+    }
+
+
 def _forest_job(name: str, classifier: type[Any], regressor: type[Any]) -> Job:
     """Return a job fitting a forest estimator; ``params`` are its arguments.
 
     ``params["task"]`` ("classification", the default, or "regression") picks
-    the estimator; the round timeout becomes its ``timeout``. The document holds
-    the fitted trees as :meth:`fedtrees.tree.Tree.to_dict` documents.
+    the estimator. The document holds the fitted trees as
+    :meth:`fedtrees.tree.Tree.to_dict` documents.
     """
 
     def job(
@@ -73,16 +97,10 @@ def _forest_job(name: str, classifier: type[Any], regressor: type[Any]) -> Job:
         if task not in ("classification", "regression"):
             raise invalid("task", f"job {name!r}", "classification or regression", task)
         estimator = classifier() if task == "classification" else regressor()
-        _check_params(name, kwargs, set(estimator.get_params()))
-        estimator.set_params(**{"timeout": timeout, **kwargs})
-        estimator.fit_federation(federation, callbacks=callbacks)
-        classes = getattr(estimator, "classes_", None)
+        common = _fitted(name, estimator, kwargs, federation, timeout, callbacks)
         document = {
-            "job": name,
-            "estimator": type(estimator).__name__,
+            **common,
             "params": dict(params),
-            "clients": list(estimator.clients_),
-            "classes": None if classes is None else classes.tolist(),
             "trees": [tree.to_dict() for tree in estimator.trees_],
             "communication": estimator.communication_.summary(),
         }
@@ -106,16 +124,11 @@ def _tree_job(name: str, classifier: type[Any]) -> Job:
         callbacks: Sequence[RoundCallback],
     ) -> tuple[dict[str, Any], Ledger]:
         estimator = classifier()
-        _check_params(name, params, set(estimator.get_params()))
-        estimator.set_params(**{"timeout": timeout, **params})
-        estimator.fit_federation(federation, callbacks=callbacks)
-        binning = getattr(estimator, "binning_", None)
+        common = _fitted(name, estimator, params, federation, timeout, callbacks)
+        binning = estimator.binning_
         document = {
-            "job": name,
-            "estimator": type(estimator).__name__,
+            **common,
             "params": dict(params),
-            "clients": list(estimator.clients_),
-            "classes": estimator.classes_.tolist(),
             "tree": estimator.tree_.to_dict(),
             "bins": None
             if binning is None

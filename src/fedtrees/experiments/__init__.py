@@ -4,7 +4,7 @@ Each paper experiment is a frozen config and a runner returning a
 :class:`Report`; :func:`write_report` writes its CSV, markdown and PNG files.
 """
 
-from fedtrees.experiments import dpforest, fedforest_heart, fedforest_synthetic
+from fedtrees.experiments import dpforest, fedforest_heart, fedforest_synthetic, icdta
 from fedtrees.experiments._report import Plot, Report
 from fedtrees.experiments.demo import DemoResult, run_demo
 from fedtrees.experiments.dpforest import DPForestConfig, run_dpforest
@@ -13,21 +13,25 @@ from fedtrees.experiments.fedforest_synthetic import (
     SyntheticConfig,
     run_fedforest_synthetic,
 )
+from fedtrees.experiments.icdta import ICDTAConfig, run_icdta
 from fedtrees.experiments.results import write_report
 
 __all__ = [
     "DPForestConfig",
     "DemoResult",
     "HeartConfig",
+    "ICDTAConfig",
     "Plot",
     "Report",
     "SyntheticConfig",
     "dpforest",
     "fedforest_heart",
     "fedforest_synthetic",
+    "icdta",
     "run_demo",
     "run_dpforest",
     "run_fedforest_heart",
     "run_fedforest_synthetic",
+    "run_icdta",
     "write_report",
 ]

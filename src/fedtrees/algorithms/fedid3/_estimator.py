@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
-from fedtrees._typing import FloatArray, RandomState
+from fedtrees._typing import RandomState
 from fedtrees._validation import check_float, check_int
-from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms._discretize import Binning
 from fedtrees.algorithms._params import check_bool, check_max_depth
+from fedtrees.algorithms._tree_estimator import SingleTreeClassifier
 from fedtrees.algorithms.fedid3._protocol import (
     FedID3Result,
     FedID3Settings,
     FedID3Strategy,
 )
-from fedtrees.federation import Federation, RoundCallback
 
 __all__ = ["FederatedID3Classifier"]
 
 
-class FederatedID3Classifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # type: ignore[misc]
+class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """Federated-ID3: a tree grown top-down from clients' counts (Truex et al. 2019).
 
     The baseline of ICDTA4FL (ALGORITHMS.md §3) and, with ``binary=True``, the
@@ -84,6 +77,7 @@ class FederatedID3Classifier(ClassifierMixin, FederatedEstimator, BaseEstimator)
 
     Examples
     --------
+    >>> import numpy as np
     >>> from fedtrees import datasets
     >>> car = datasets.load("car")
     >>> sites = np.random.default_rng(0).integers(0, 4, car.n_samples)
@@ -95,7 +89,7 @@ class FederatedID3Classifier(ClassifierMixin, FederatedEstimator, BaseEstimator)
     {1.0}
     """
 
-    _task = "classification"
+    binning_: Binning  # every column has codes: categories or bins
 
     def __init__(
         self,
@@ -120,13 +114,6 @@ class FederatedID3Classifier(ClassifierMixin, FederatedEstimator, BaseEstimator)
         self.workers = workers
         self.verbose = verbose
 
-    def fit(  # type: ignore[override]  # no sample_weight: counts of sensitivity 1
-        self, X: object, y: npt.ArrayLike, groups: npt.ArrayLike | None = None
-    ) -> Any:
-        """Fit on in-process clients, one per value of ``groups`` (see the class)."""
-        federation, classes = self._federation(X, y, groups, None, self.workers)
-        return self._fit(federation, classes, ())
-
     def _settings(self) -> FedID3Settings:
         owner = type(self).__name__
         epsilon = None
@@ -144,44 +131,14 @@ class FederatedID3Classifier(ClassifierMixin, FederatedEstimator, BaseEstimator)
             owner=owner,
         )
 
-    def _fit(
-        self,
-        federation: Federation,
-        classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback] = (),
-    ) -> Any:
-        strategy = FedID3Strategy(self._settings())
-        outcome = self._run(federation, strategy, callbacks)
-        self._remember(outcome.info, classes)
-        self._keep(outcome.result)
-        self.communication_ = outcome.ledger
-        return self
+    def _strategy(self) -> FedID3Strategy:
+        return FedID3Strategy(self._settings())
 
     def _keep(self, result: FedID3Result) -> None:
         self.binning_ = result.binning
-        meta = self._tree_meta()
-        meta.pop("n_features")
-        meta["categories"] = result.binning.labels
-        self.tree_ = dataclasses.replace(result.tree, **meta)
+        self.tree_ = self._with_meta(result.tree)
         self.max_depth_ = result.max_depth
         self.levels_ = result.levels
         self.epsilon_spent_ = result.epsilon_spent
         self.epsilon_queried_ = result.epsilon_queried
         self.n_queries_ = result.n_queries
-
-    def predict_proba(self, X: object) -> FloatArray:
-        """Class distribution of each row's leaf (noisy counts with ε)."""
-        check_is_fitted(self, "tree_")
-        return self.tree_.predict_proba(self.binning_.transform(self._encode(X)))
-
-    def predict(self, X: object) -> npt.NDArray[Any]:
-        """Return the leaf's majority class (first of ``classes_`` on ties)."""
-        proba = self.predict_proba(X)  # checks that the model is fitted
-        labels: npt.NDArray[Any] = self.classes_[np.argmax(proba, axis=1)]
-        return labels
-
-    def __sklearn_tags__(self) -> Any:
-        """Mark the poor score: a depth-|F|/2 tree on 5 bins is weak on toy data."""
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.poor_score = True
-        return tags

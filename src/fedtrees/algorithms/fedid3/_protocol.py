@@ -235,6 +235,7 @@ class FedID3Strategy:
         self.growth: Id3Growth | None = None
         self.max_depth = 1
         self.phase = ""
+        self.rounds = 1
         self.spent = _Spent()
 
     def start(self, info: FederationInfo) -> None:
@@ -247,12 +248,13 @@ class FedID3Strategy:
         self.binning = BinningRound(s.bin_edges, s.n_bins, exact, s.owner)
         self.binning.start(info.schema)
         self.phase = "sketch" if self.binning.pending else "level"
+        self.rounds = self.max_depth + (1 if self.phase == "sketch" else 0)
         if not self.binning.pending:
             self._grow()
 
     def expected_rounds(self) -> int:
         """At most one round per level (plus the sketch round)."""
-        return self.max_depth + (1 if self.phase == "sketch" else 0)
+        return self.rounds
 
     def round_metrics(self, round: int) -> dict[str, float]:
         """Depth level, open nodes, nodes so far."""

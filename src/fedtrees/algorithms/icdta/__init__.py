@@ -9,8 +9,9 @@ from fedtrees.algorithms.icdta import _protocol  # registers the client handlers
 from fedtrees.algorithms.icdta._estimator import ICDTAClassifier
 from fedtrees.algorithms.icdta._filter import TreeFilter, tree_scores
 from fedtrees.algorithms.icdta._global import build_global_tree
-from fedtrees.algorithms.icdta._protocol import ICDTAStrategy, score_labels
+from fedtrees.algorithms.icdta._protocol import score_labels
 from fedtrees.algorithms.icdta._rules import RuleSet, aggregate, compatible, merge_rules
+from fedtrees.algorithms.icdta._strategy import ICDTAStrategy
 
 __all__ = [
     "ICDTAClassifier",

@@ -2,30 +2,25 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
-import numpy as np
-import numpy.typing as npt
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
-from fedtrees._typing import FloatArray, RandomState
+from fedtrees._typing import RandomState
 from fedtrees._validation import check_choice, check_int
-from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms._params import check_max_depth
-from fedtrees.algorithms.icdta._filter import TreeFilter, tree_scores
+from fedtrees.algorithms._tree_estimator import SingleTreeClassifier
+from fedtrees.algorithms.icdta._filter import parse_filters, tree_scores
 from fedtrees.algorithms.icdta._global import GAINS, Gain
-from fedtrees.algorithms.icdta._protocol import (
+from fedtrees.algorithms.icdta._rules import MERGES, Base, Merge
+from fedtrees.algorithms.icdta._strategy import (
     ICDTAResult,
     ICDTASettings,
     ICDTAStrategy,
 )
-from fedtrees.algorithms.icdta._rules import MERGES, Base, Merge
-from fedtrees.federation import Federation, RoundCallback
 
 __all__ = ["ICDTAClassifier"]
 
@@ -33,7 +28,7 @@ BASES = ("id3", "cart")
 METRICS = ("accuracy", "f1_macro")
 
 
-class ICDTAClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # type: ignore[misc]
+class ICDTAClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """ICDTA4FL: a global decision tree aggregated from client trees' rules.
 
     One-shot federated learning by rule aggregation (ALGORITHMS.md §3; paper
@@ -52,10 +47,13 @@ class ICDTAClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # ty
         encodes them as numbers).
     metric : {"accuracy", "f1_macro"}, default "accuracy"
         How clients score the other clients' trees (and the global tree).
-    filter : str, default "mean"
+    filter : str or sequence of str, default "mean"
         Which trees are kept: ``"mean"``, ``"median"``, ``"percentile:P"`` (a
         tree must score at least that statistic of all trees' scores) or
-        ``"threshold:T"`` (a fixed score; beyond the paper). See
+        ``"threshold:T"`` (a fixed score; beyond the paper). A sequence, e.g.
+        ``["mean", "percentile:90", "percentile:100"]``, is tried in order: the
+        server aggregates again with the next filter when the previous one's
+        product would exceed ``max_rules`` (no refit). See
         :mod:`fedtrees.algorithms.icdta._filter`.
     merge : {"intersection", "paper"}, default "intersection"
         **Decision** (CART rules): the merged condition of two compatible rules
@@ -107,6 +105,8 @@ class ICDTAClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # ty
         Every tree's mean score over the other clients.
     kept_ : list of str
         The clients whose trees passed the filter, in aggregation order.
+    filter_ : str
+        The filter that was used (the first of a sequence whose product fits).
     rules_ : DataFrame
         The aggregated rule set, readable: one row per rule (its conditions as
         text, the predicted class, the normalised summed ŷ).
@@ -129,6 +129,7 @@ class ICDTAClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # ty
 
     Examples
     --------
+    >>> import numpy as np
     >>> from fedtrees import datasets
     >>> car = datasets.load("car")
     >>> sites = np.arange(car.n_samples) % 3
@@ -137,13 +138,11 @@ class ICDTAClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # ty
     (True, True)
     """
 
-    _task = "classification"
-
     def __init__(
         self,
         base: str = "id3",
         metric: str = "accuracy",
-        filter: str = "mean",
+        filter: str | Sequence[str] = "mean",
         merge: str = "intersection",
         max_rules: int = 100_000,
         max_depth: int | None = None,
@@ -170,19 +169,12 @@ class ICDTAClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # ty
         self.workers = workers
         self.verbose = verbose
 
-    def fit(  # type: ignore[override]  # no sample_weight: client trees are unweighted
-        self, X: object, y: npt.ArrayLike, groups: npt.ArrayLike | None = None
-    ) -> Any:
-        """Fit on in-process clients, one per value of ``groups`` (see the class)."""
-        federation, classes = self._federation(X, y, groups, None, self.workers)
-        return self._fit(federation, classes, ())
-
     def _settings(self) -> ICDTASettings:
         owner = type(self).__name__
         return ICDTASettings(
             base=cast(Base, check_choice(self.base, "base", owner, BASES)),
             metric=check_choice(self.metric, "metric", owner, METRICS),
-            filter=TreeFilter.parse(self.filter, owner),
+            filters=parse_filters(self.filter, owner),
             merge=cast(Merge, check_choice(self.merge, "merge", owner, MERGES)),
             rule_gain=cast(
                 Gain, check_choice(self.rule_gain, "rule_gain", owner, GAINS)
@@ -195,26 +187,15 @@ class ICDTAClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # ty
             owner=owner,
         )
 
-    def _fit(
-        self,
-        federation: Federation,
-        classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback] = (),
-    ) -> Any:
-        strategy = ICDTAStrategy(self._settings())
-        outcome = self._run(federation, strategy, callbacks)
-        self._remember(outcome.info, classes)
-        self._keep(outcome.result)
-        self.communication_ = outcome.ledger
-        return self
+    def _strategy(self) -> ICDTAStrategy:
+        return ICDTAStrategy(self._settings())
 
     def _keep(self, result: ICDTAResult) -> None:
         self.binning_ = result.binning
         self.max_depth_ = result.max_depth
-        meta = self._meta()
         owners = list(result.client_trees)
         self.client_trees_ = {
-            c: dataclasses.replace(t, **meta) for c, t in result.client_trees.items()
+            c: self._with_meta(t) for c, t in result.client_trees.items()
         }
         self.score_matrix_ = pd.DataFrame(
             result.score_matrix,
@@ -225,41 +206,12 @@ class ICDTAClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # ty
             tree_scores(result.score_matrix), index=owners, name="score"
         )
         self.kept_ = list(result.kept)
+        self.filter_ = result.filter
         self.rule_set_ = result.rules
+        self.tree_ = self._with_meta(result.tree)
         self.rules_ = result.rules.to_frame(
-            feature_names=meta["feature_names"],
-            categories=meta["categories"],
+            feature_names=self.tree_.feature_names,
+            categories=self.tree_.categories,
             classes=self.classes_,
         )
-        self.tree_ = dataclasses.replace(result.tree, **meta)
         self.global_scores_ = dict(result.global_scores)
-
-    def _meta(self) -> dict[str, Any]:
-        """Tree metadata: names, agreed classes, category or bin labels."""
-        meta = self._tree_meta()
-        if self.binning_ is not None:
-            meta["categories"] = self.binning_.labels
-        meta.pop("n_features")
-        return meta
-
-    def _codes(self, X: object) -> FloatArray:
-        check_is_fitted(self, "tree_")
-        matrix = self._encode(X)
-        return matrix if self.binning_ is None else self.binning_.transform(matrix)
-
-    def predict_proba(self, X: object) -> FloatArray:
-        """Class distribution of the global tree's leaf (summed ŷ, normalised)."""
-        codes = self._codes(X)  # checks that the model is fitted
-        return self.tree_.predict_proba(codes)
-
-    def predict(self, X: object) -> npt.NDArray[Any]:
-        """Return the global tree's class (first class of ``classes_`` on ties)."""
-        proba = self.predict_proba(X)  # checks that the model is fitted
-        labels: npt.NDArray[Any] = self.classes_[np.argmax(proba, axis=1)]
-        return labels
-
-    def __sklearn_tags__(self) -> Any:
-        """Mark the poor score: a depth-|F|/2 tree on 5 bins is weak on toy data."""
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.poor_score = True
-        return tags

@@ -11,7 +11,10 @@ threshold; the trees at or above it are kept:
 
 Scores within ``1e-12`` of the threshold pass (so a mean of equal scores keeps
 them all). **Decision:** with a single client nobody can score its tree; it is
-kept (there is nothing to filter).
+kept (there is nothing to filter). A *sequence* of filters (beyond the paper) is
+tried in order: the server aggregates with the next one when the product of the
+previous one's rules would exceed ``max_rules`` — one federation, no refit
+(:func:`parse_filters`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from fedtrees._typing import BoolArray, FloatArray
 from fedtrees._validation import invalid
 from fedtrees.exceptions import ValidationError
 
-__all__ = ["FILTERS", "TreeFilter", "tree_scores"]
+__all__ = ["FILTERS", "TreeFilter", "parse_filters", "tree_scores"]
 
 FILTERS: Final = ("mean", "median", "percentile:P", "threshold:T")
 _SLACK: Final = 1e-12
@@ -94,6 +97,21 @@ class TreeFilter:
                 "as 'mean' or 'median'."
             )
         return [o for o, k in zip(owners, mask.tolist(), strict=True) if k]
+
+
+def parse_filters(value: object, owner: str) -> tuple[TreeFilter, ...]:
+    """Parse ``filter=``: one filter, or a non-empty sequence tried in order.
+
+    Examples
+    --------
+    >>> [f.text for f in parse_filters(["mean", "percentile:90"], "ICDTAClassifier")]
+    ['mean', 'percentile:90']
+    """
+    if isinstance(value, str):
+        return (TreeFilter.parse(value, owner),)
+    if isinstance(value, list | tuple) and value:
+        return tuple(TreeFilter.parse(text, owner) for text in value)
+    raise invalid("filter", owner, f"one of {', '.join(FILTERS)}, or a list", value)
 
 
 def tree_scores(matrix: FloatArray) -> FloatArray:

@@ -1,4 +1,4 @@
-"""ICDTA4FL's messages, client handlers and server strategy (ALGORITHMS.md §3).
+"""ICDTA4FL's messages and client handlers (ALGORITHMS.md §3; server: ``_strategy``).
 
 Algorithm 1 of the paper (002) on the round loop, after the agreement:
 
@@ -32,54 +32,43 @@ Client ``k``'s CART is seeded by ``[seed, 7, crc32(k)]``; ID3 is deterministic.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 
 from fedtrees._random import client_key, keyed_rng
-from fedtrees._typing import FloatArray, IntArray
-from fedtrees.algorithms._discretize import BinnedFields, Binning, BinningRound
+from fedtrees._typing import IntArray
+from fedtrees.algorithms._discretize import BinnedFields
 from fedtrees.algorithms._packed import (
     PackedTrees,
     class_codes,
     packed_fields,
     rebuild_packed,
 )
-from fedtrees.algorithms.icdta._filter import TreeFilter, tree_scores
-from fedtrees.algorithms.icdta._global import Gain, build_global_tree
-from fedtrees.algorithms.icdta._rules import Base, Merge, RuleSet, aggregate
 from fedtrees.federation import (
     ClientData,
-    FederationInfo,
     Field,
     InvalidField,
     Payload,
     ReplySpec,
-    RoundPlan,
     handler,
     payload,
 )
-from fedtrees.learners import default_max_depth, fit_cart, fit_id3
+from fedtrees.learners import fit_cart, fit_id3
 from fedtrees.tree import NodeKind, Tree, pack_trees
 
 __all__ = [
-    "CART_DEPTH",
     "EvaluateRequest",
     "FitRequest",
     "GlobalReply",
     "GlobalRequest",
-    "ICDTAResult",
-    "ICDTASettings",
-    "ICDTAStrategy",
     "ScoresReply",
     "TreeReply",
+    "score_labels",
 ]
 
 CART_STREAM: Final = 7
-CART_DEPTH: Final = 5
-"""The paper's depth of the clients' CART trees (Sec. 4.3)."""
 
 
 # -- messages ---------------------------------------------------------------------
@@ -259,225 +248,3 @@ def score_labels(y: IntArray, predicted: IntArray, metric: str) -> float:
     present = (actual + guessed) > 0
     f1 = np.where(present, 2 * tp / np.maximum(actual + guessed, 1), 0.0)
     return float(f1[present].mean())
-
-
-# -- server -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ICDTASettings:
-    """The validated parameters of one ICDTA4FL run."""
-
-    base: Base
-    metric: str
-    filter: TreeFilter
-    merge: Merge
-    rule_gain: Gain
-    max_rules: int
-    max_depth: int | None
-    seed: int
-    n_bins: int
-    bin_edges: object
-    owner: str
-
-
-@dataclass(frozen=True, eq=False)
-class ICDTAResult:
-    """What the server holds at the end (trees keep labels as codes)."""
-
-    client_trees: dict[str, Tree]
-    score_matrix: FloatArray
-    kept: list[str]
-    rules: RuleSet
-    tree: Tree
-    global_scores: dict[str, float]
-    binning: Binning | None
-    max_depth: int
-
-
-@dataclass
-class _State:
-    """The server's state between rounds."""
-
-    trees: dict[str, Tree] = field(default_factory=dict)
-    scores: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))
-    kept: list[str] = field(default_factory=list)
-    rules: RuleSet | None = None
-    tree: Tree | None = None
-    global_scores: dict[str, float] = field(default_factory=dict)
-
-
-class ICDTAStrategy:
-    """Server side of ICDTA4FL (see the module docstring for the protocol)."""
-
-    def __init__(self, settings: ICDTASettings) -> None:
-        self.settings = settings
-        self.info: FederationInfo | None = None
-        self.binning: BinningRound | None = None
-        self.max_depth = 1
-        self.phase = ""
-        self.state = _State()
-
-    def start(self, info: FederationInfo) -> None:
-        """Resolve the depth and the binning; the first phase follows from them."""
-        s = self.settings
-        self.info = info
-        f = info.schema.n_features
-        default = default_max_depth(f) if s.base == "id3" else CART_DEPTH
-        self.max_depth = default if s.max_depth is None else s.max_depth
-        if s.base == "id3":
-            self.binning = BinningRound(s.bin_edges, s.n_bins, True, s.owner)
-            self.binning.start(info.schema)
-        self.phase = "sketch" if self.binning and self.binning.pending else "fit"
-
-    def expected_rounds(self) -> int:
-        """Three rounds, plus the sketch round when numeric columns need bins."""
-        return 4 if self.phase == "sketch" else 3
-
-    def round_metrics(self, round: int) -> dict[str, float]:
-        """Trees received, trees kept, aggregated rules so far."""
-        st = self.state
-        rules = 0.0 if st.rules is None else float(len(st.rules))
-        return {
-            "trees": float(len(st.trees)),
-            "kept": float(len(st.kept)),
-            "rules": rules,
-        }
-
-    def plan_round(self, round: int) -> RoundPlan | None:
-        """Return the requests of the current phase (None when done)."""
-        if self.phase == "done":
-            return None
-        if self.phase == "sketch":
-            assert self.binning is not None
-            return RoundPlan.broadcast(self.binning.request(), self._info().clients)
-        return RoundPlan(getattr(self, f"_plan_{self.phase}")())
-
-    def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
-        """Fold the validated replies of the current phase."""
-        ordered = {c: replies[c] for c in sorted(replies)}
-        getattr(self, f"_absorb_{self.phase}")(ordered)
-
-    def finish(self) -> ICDTAResult:
-        """Return the client trees, scores, kept trees, rules and global tree."""
-        st = self.state
-        assert st.rules is not None
-        assert st.tree is not None
-        return ICDTAResult(
-            st.trees,
-            st.scores,
-            st.kept,
-            st.rules,
-            st.tree,
-            st.global_scores,
-            None if self.binning is None else self.binning.binning,
-            self.max_depth,
-        )
-
-    # -- phases ---------------------------------------------------------------------
-    def _info(self) -> FederationInfo:
-        assert self.info is not None
-        return self.info
-
-    def _common(self) -> dict[str, Any]:
-        info, s = self._info(), self.settings
-        binning = self.binning.binning if self.binning is not None else None
-        fields = (
-            binning.fields()
-            if binning is not None
-            else _raw_fields(info.schema.n_features)
-        )
-        classes = np.asarray(info.schema.classes, dtype=str)
-        return {**fields, "classes": classes, "base": s.base, "metric": s.metric}
-
-    def _absorb_sketch(self, replies: Mapping[str, Payload]) -> None:
-        assert self.binning is not None
-        self.binning.absorb(list(replies.values()))
-        self.phase = "fit"
-
-    def _plan_fit(self) -> dict[str, Payload]:
-        request = FitRequest(
-            **self._common(), max_depth=self.max_depth, seed=self.settings.seed
-        )
-        return dict.fromkeys(self._info().clients, request)
-
-    def _absorb_fit(self, replies: Mapping[str, Payload]) -> None:
-        schema = self._info().schema
-        codes = np.arange(len(schema.classes))
-        self.state.trees = {
-            c: rebuild_packed(r, n_features=schema.n_features, classes=codes)[0]
-            for c, r in replies.items()
-        }
-        self.phase = "evaluate"
-
-    def _plan_evaluate(self) -> dict[str, Payload]:
-        owners = list(self.state.trees)
-        packed = pack_trees([self.state.trees[c] for c in owners])
-        common = {**self._common(), **packed, "owners": np.asarray(owners, dtype=str)}
-        return {c: EvaluateRequest(**common, recipient=i) for i, c in enumerate(owners)}
-
-    def _absorb_evaluate(self, replies: Mapping[str, Payload]) -> None:
-        owners = list(self.state.trees)
-        matrix = np.stack([_as(replies[c], ScoresReply).scores for c in owners])
-        self.state.scores = matrix
-        s = self.settings
-        self.state.kept = s.filter.kept_or_raise(tree_scores(matrix), owners, s.owner)
-        self._aggregate_rules()
-        self.phase = "global"
-
-    def _aggregate_rules(self) -> None:
-        s, st = self.settings, self.state
-        rule_sets = [RuleSet.from_tree(st.trees[c], s.base) for c in st.kept]
-        st.rules = aggregate(
-            rule_sets, merge=s.merge, max_rules=s.max_rules, names=list(st.kept)
-        )
-        info = self._info()
-        st.tree = build_global_tree(
-            st.rules,
-            max_depth=self.max_depth,
-            classes=np.arange(len(info.schema.classes)),
-            gain=s.rule_gain,
-        )
-
-    def _plan_global(self) -> dict[str, Payload]:
-        st = self.state
-        assert st.rules is not None
-        assert st.tree is not None
-        packed: dict[str, Any] = pack_trees([st.tree])
-        request = GlobalRequest(
-            **self._common(),
-            **packed,
-            rule_values=_compact(st.rules.values),
-            rule_low=st.rules.low,
-            rule_high=st.rules.high,
-            rule_proba=st.rules.proba,
-        )
-        return dict.fromkeys(self._info().clients, request)
-
-    def _absorb_global(self, replies: Mapping[str, Payload]) -> None:
-        self.state.global_scores = {
-            c: _as(r, GlobalReply).score for c, r in replies.items()
-        }
-        self.phase = "done"
-
-
-def _compact(codes: IntArray) -> np.ndarray:
-    """Codes (-1: none) in the smallest signed integer type that holds them."""
-    top = int(codes.max(initial=0))
-    for dtype in (np.int8, np.int16, np.int32):
-        if top <= np.iinfo(dtype).max:
-            return codes.astype(dtype)
-    return codes
-
-
-def _raw_fields(n_features: int) -> dict[str, np.ndarray]:
-    """Binning fields that leave every column as it is (CART on raw values)."""
-    return {
-        "binned": np.zeros(n_features, dtype=bool),
-        "bin_edges": np.zeros(0),
-        "bin_ptr": np.zeros(n_features + 1, dtype=np.int64),
-        "arity": np.zeros(n_features, dtype=np.int64),
-    }
-
-
-def _as(reply: Payload, cls: type[Any]) -> Any:
-    assert isinstance(reply, cls)  # validated by the round loop against the request
-    return reply

@@ -18,10 +18,14 @@ both rules bound the same side of a feature the looser bound is kept, where only
 one does its bound is kept (the union of conditions, as in the paper's 1A-1B).
 Compatibility is the same intersection test in both modes.
 
+How compatibility is computed: with bitsets over the rules of ``b``
+(:mod:`fedtrees.algorithms.icdta._bitsets`).
+
 ``max_rules`` counts the compatible pairs (before de-duplication) block by block
-and raises :class:`~fedtrees.exceptions.RuleLimitExceeded` before the product is
-allocated: a failing product costs O(max_rules + block) memory, never
-O(len(a) × len(b) × F).
+of ``a`` and raises :class:`~fedtrees.exceptions.RuleLimitExceeded` before the
+pairs past the limit are materialised: a failing product costs O(max_rules +
+block) memory, never O(len(a) × len(b) × F). Pairs come out ``a``-major,
+``b``-minor.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import numpy as np
 
 from fedtrees._typing import BoolArray, IntArray
 from fedtrees._validation import check_choice, check_int, invalid
+from fedtrees.algorithms.icdta import _bitsets as bitsets
 from fedtrees.algorithms.icdta._ruleset import Base, RuleSet
 from fedtrees.exceptions import RuleLimitExceeded, ValidationError
 
@@ -48,7 +53,7 @@ __all__ = [
 
 Merge: TypeAlias = Literal["intersection", "paper"]
 MERGES: Final = ("intersection", "paper")
-_BLOCK_CELLS = 4_000_000  # cells of one block's boolean pair matrix (tests shrink it)
+_BLOCK_CELLS = 4_000_000  # pairs counted per block of a (tests shrink it)
 _NO_INT, _NO_FLOAT = np.zeros(0, np.int64), np.zeros(0)  # the other base's arrays
 
 
@@ -64,9 +69,13 @@ def compatible(a: RuleSet, b: RuleSet) -> BoolArray:
     [[False], [True]]
     """
     _check_alike(a, b, "compatible")
-    result = np.empty((a.n_rules, b.n_rules), dtype=bool)
-    _compatible_block(a, b, 0, result, np.empty_like(result))
-    return result
+    words = bitsets.block_words(
+        a, slice(0, a.n_rules), bitsets.slices(b), bitsets.n_words(b.n_rules)
+    )
+    bits = np.unpackbits(
+        words.view(np.uint8), axis=1, count=b.n_rules, bitorder="little"
+    )
+    return bits.astype(bool)
 
 
 def merge_rules(
@@ -158,66 +167,53 @@ def aggregate(
 def _compatible_pairs(
     a: RuleSet, b: RuleSet, max_rules: int, step: str
 ) -> tuple[IntArray, IntArray]:
-    """Return the indices of the compatible pairs, checking the limit per block."""
-    n_b = b.n_rules
+    """Return the indices of the compatible pairs, checking the limit per block.
+
+    A block of ``a`` holds ``_BLOCK_CELLS // len(b)`` rules; it is computed in
+    chunks whose words take at most ``_BLOCK_CELLS`` bytes. Once the running total
+    passes ``max_rules`` the rest of the block is only counted, so the error
+    reports the total at the end of the block.
+    """
+    n_a, n_b = a.n_rules, b.n_rules
     rows = max(1, _BLOCK_CELLS // max(n_b, 1))
-    ok = np.empty((min(rows, a.n_rules), n_b), dtype=bool)
-    scratch = np.empty_like(ok)
+    n_words = bitsets.n_words(n_b)
+    chunk = max(1, min(rows, _BLOCK_CELLS // (8 * max(n_words, 1))))
+    slices = bitsets.slices(b)
     found_a, found_b = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     total = 0
-    for start in range(0, a.n_rules if n_b else 0, rows):
-        size = min(rows, a.n_rules - start)
-        block = ok[:size]
-        _compatible_block(a, b, start, block, scratch[:size])
-        total += int(np.count_nonzero(block))
+    for start in range(0, n_a if n_b else 0, rows):
+        stop = min(start + rows, n_a)
+        for low in range(start, stop, chunk):
+            words = bitsets.block_words(
+                a, slice(low, min(low + chunk, stop)), slices, n_words
+            )
+            total += bitsets.popcount(words)
+            if total <= max_rules:
+                ia, ib = bitsets.set_bits(words)
+                found_a.append(low + ia)
+                found_b.append(ib)
         if total > max_rules:
             what = (
-                f"the Cartesian product of {a.n_rules} and {n_b} rules (at least "
+                f"the Cartesian product of {n_a} and {n_b} rules (at least "
                 f"{total} compatible pairs)"
             )
             raise RuleLimitExceeded(_limit_message(step, max_rules, what))
-        flat = np.flatnonzero(block).astype(np.int64)
-        found_a.append(start + flat // n_b)
-        found_b.append(flat % n_b)
     return np.concatenate(found_a), np.concatenate(found_b)
-
-
-def _compatible_block(
-    a: RuleSet, b: RuleSet, start: int, ok: BoolArray, scratch: BoolArray
-) -> None:
-    """Fill ``ok`` with the compatibility of ``a[start:start+len(ok)]`` × ``b``.
-
-    Only the features that ``b`` constrains are compared, one at a time, in place.
-    """
-    ok.fill(True)
-    rows = slice(start, start + ok.shape[0])
-    for f in range(a.n_features):
-        if a.base == "id3":
-            mine, theirs = a.values[rows, f, None], b.values[None, :, f]
-            if not np.any(theirs >= 0):
-                continue
-            np.equal(mine, theirs, out=scratch)
-            scratch |= mine < 0
-            scratch |= theirs < 0
-            ok &= scratch
-            continue
-        # (la, ha] and (lb, hb] intersect iff la < hb and lb < ha (both non-empty).
-        if np.any(np.isfinite(b.high[:, f])):
-            ok &= np.less(a.low[rows, f, None], b.high[None, :, f], out=scratch)
-        if np.any(np.isfinite(b.low[:, f])):
-            ok &= np.less(b.low[None, :, f], a.high[rows, f, None], out=scratch)
 
 
 def _merge_pairs(
     a: RuleSet, b: RuleSet, ia: IntArray, ib: IntArray, merge: Merge
 ) -> RuleSet:
     """Return the merged rule of every pair (``ŷ_a + ŷ_b``), not de-duplicated."""
-    proba = a.proba[ia] + b.proba[ib]
+    proba = bitsets.take_rows(a.proba, ia) + bitsets.take_rows(b.proba, ib)
     if a.base == "id3":
         # -1 (no condition) is below every code: the max is the union of conditions.
-        values = np.maximum(a.values[ia], b.values[ib])
+        values = np.maximum(
+            bitsets.take_rows(a.values, ia), bitsets.take_rows(b.values, ib)
+        )
         return RuleSet("id3", values, _NO_FLOAT, _NO_FLOAT, proba, a.n_features)
-    la, lb, ha, hb = a.low[ia], b.low[ib], a.high[ia], b.high[ib]
+    la, lb = bitsets.take_rows(a.low, ia), bitsets.take_rows(b.low, ib)
+    ha, hb = bitsets.take_rows(a.high, ia), bitsets.take_rows(b.high, ib)
     if merge == "intersection":
         low, high = np.maximum(la, lb), np.minimum(ha, hb)
     else:

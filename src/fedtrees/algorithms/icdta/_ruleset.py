@@ -24,6 +24,7 @@ import pandas as pd
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees._validation import check_choice, check_int, check_matrix, invalid
+from fedtrees.algorithms.icdta._rules_text import format_number, rule_texts
 from fedtrees.exceptions import ValidationError
 from fedtrees.tree import format_condition
 
@@ -143,7 +144,7 @@ class RuleSet:
         )
         frame = pd.DataFrame(
             {
-                "rule": _rule_texts(self, feature_names, categories, decimals),
+                "rule": rule_texts(self, feature_names, categories, decimals),
                 "class": labels[self.predicted],
             }
         )
@@ -167,7 +168,7 @@ class RuleSet:
         labels = ", ".join(str(label) for label in self._labels(classes))
         lines = [f"{self.n_rules} rules ({self.base}), classes: {labels}"]
         for i, row in enumerate(frame.to_numpy().tolist()):
-            probs = ", ".join(_number(p, decimals) for p in row[2:])
+            probs = ", ".join(format_number(p, decimals) for p in row[2:])
             lines.append(f"{i}: {row[0]} → {row[1]} (p=[{probs}])")
         if self.n_rules > shown:
             lines.append(f"... and {self.n_rules - shown} more")
@@ -222,14 +223,13 @@ class RuleSet:
         if self.n_rules == 0:
             return self
         keys = self.values if self.base == "id3" else np.hstack([self.low, self.high])
-        # + 0.0 turns -0.0 into 0.0, so equal bounds always compare equal.
         _, first, inverse = np.unique(
-            keys + 0, axis=0, return_index=True, return_inverse=True
+            _row_keys(keys), return_index=True, return_inverse=True
         )
         order = np.argsort(first)
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
-        group = rank[inverse.reshape(-1)]
+        group = rank[inverse]
         proba = np.zeros((order.size, self.n_classes))
         np.add.at(proba, group, self.proba)
         return self._take(first[order], proba)
@@ -256,6 +256,42 @@ class RuleSet:
     def __repr__(self) -> str:
         sizes = f"{self.n_rules}, n_features={self.n_features}"
         return f"RuleSet({self.base!r}, n_rules={sizes}, n_classes={self.n_classes})"
+
+
+def _row_keys(columns: npt.NDArray[Any]) -> IntArray:
+    """Return one int64 per row of ``columns``, equal iff the rows are equal.
+
+    Every column becomes codes below some ``size`` (:func:`_column_codes`),
+    packed mixed-radix into the key; when the next column would overflow the key,
+    the key is first re-ranked (below the number of rows). Sorting these keys is
+    several times faster than ``np.unique(axis=0)``, which sorts whole rows as
+    records.
+    """
+    key = np.zeros(columns.shape[0], dtype=np.int64)
+    span = 1  # the key is below span (a Python int: no overflow)
+    for column in columns.T:
+        codes, size = _column_codes(column)
+        if span * size >= 2**62:
+            ranked, key = np.unique(key, return_inverse=True)
+            span = ranked.size
+        key = key * size + codes
+        span *= size
+    return key
+
+
+def _column_codes(column: npt.NDArray[Any]) -> tuple[IntArray, int]:
+    """Return int64 codes below ``size``, equal iff the values are equal.
+
+    Integers in a range shorter than the column are their offset from the
+    minimum (no sort); other columns get the rank among their distinct values
+    (so -0.0 and 0.0 are one value; no NaN).
+    """
+    if column.dtype.kind == "i":
+        low, high = int(column.min()), int(column.max())
+        if high - low < column.size:
+            return column - low, high - low + 1
+    distinct, rank = np.unique(column, return_inverse=True)
+    return rank, int(distinct.size)
 
 
 # -- validation ------------------------------------------------------------------------
@@ -361,47 +397,3 @@ def _unsupported(
         f"RuleSet.from_tree(base={base!r}) accepts {accepted}; the rule of leaf "
         f"{rule.leaf} has {what} condition: {format_condition(tree, cond)}."
     )
-
-
-def _number(x: float, decimals: int) -> str:
-    return np.format_float_positional(float(x), precision=decimals, trim="-")
-
-
-def _rule_texts(
-    rules: RuleSet,
-    feature_names: Sequence[str] | None,
-    categories: Sequence[Sequence[str] | None] | None,
-    decimals: int,
-) -> list[str]:
-    """One text per rule (display only, so a loop over the rules is fine here)."""
-    names = list(feature_names or (f"x{f}" for f in range(rules.n_features)))
-    if rules.base == "id3":
-        parts = [_code_texts(names, categories, row) for row in rules.values.tolist()]
-    else:
-        bounds = zip(rules.low.tolist(), rules.high.tolist(), strict=True)
-        parts = [_interval_texts(names, lo, hi, decimals) for lo, hi in bounds]
-    return [" ∧ ".join(p) if p else "(always)" for p in parts]
-
-
-def _code_texts(
-    names: list[str], categories: Sequence[Sequence[str] | None] | None, row: list[int]
-) -> list[str]:
-    parts = []
-    for f, code in enumerate(row):
-        labels = categories[f] if categories else None
-        if code >= 0:
-            shown = labels[code] if labels and code < len(labels) else str(code)
-            parts.append(f"{names[f]} = {shown}")
-    return parts
-
-
-def _interval_texts(
-    names: list[str], low: list[float], high: list[float], decimals: int
-) -> list[str]:
-    parts = []
-    for f, (lo, hi) in enumerate(zip(low, high, strict=True)):
-        if lo > -np.inf:
-            parts.append(f"{names[f]} > {_number(lo, decimals)}")
-        if hi < np.inf:
-            parts.append(f"{names[f]} <= {_number(hi, decimals)}")
-    return parts

@@ -1,0 +1,97 @@
+"""One home for estimators whose fitted model is a single tree over codes.
+
+ICDTA4FL and Federated-ID3 end with one :class:`fedtrees.tree.Tree` that routes
+*codes*: categorical columns as category codes and, when the method binned them,
+numeric columns as bin codes (:class:`fedtrees.algorithms._discretize.Binning`).
+This mixin holds what they share: the fit entry point (no sample weights), the run,
+the tree metadata, encoding X at predict, and the predictions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.utils.validation import check_is_fitted
+
+from fedtrees._typing import FloatArray
+from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms._discretize import Binning
+from fedtrees.federation import Federation, RoundCallback, ServerStrategy
+from fedtrees.tree import Tree
+
+__all__ = ["SingleTreeClassifier"]
+
+
+class SingleTreeClassifier(FederatedEstimator):
+    """Mixin: fit, metadata and prediction of a federated single-tree classifier.
+
+    Put it left of scikit-learn's ``ClassifierMixin``: its tags build on those.
+
+    A subclass builds its strategy in ``_strategy()`` and stores the fitted
+    attributes in ``_keep(result)``, setting ``binning_`` (None: no binned
+    column) before it calls :meth:`_with_meta` for its trees.
+    """
+
+    _task = "classification"
+    binning_: Binning | None
+
+    def fit(  # type: ignore[override]  # no sample_weight (see the subclasses)
+        self, X: object, y: npt.ArrayLike, groups: npt.ArrayLike | None = None
+    ) -> Any:
+        """Fit on in-process clients, one per value of ``groups`` (see the class)."""
+        federation, classes = self._federation(X, y, groups, None, self.workers)  # type: ignore[attr-defined]
+        return self._fit(federation, classes, ())
+
+    def _strategy(self) -> ServerStrategy:
+        raise NotImplementedError
+
+    def _keep(self, result: Any) -> None:
+        raise NotImplementedError
+
+    def _fit(
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        callbacks: Sequence[RoundCallback] = (),
+    ) -> Any:
+        outcome = self._run(federation, self._strategy(), callbacks)
+        self._remember(outcome.info, classes)
+        self._keep(outcome.result)
+        self.communication_ = outcome.ledger
+        return self
+
+    def _with_meta(self, tree: Tree) -> Tree:
+        """Return the tree with names, agreed classes, category or bin labels."""
+        meta = self._tree_meta()
+        meta.pop("n_features")
+        if self.binning_ is not None:
+            meta["categories"] = self.binning_.labels
+        return dataclasses.replace(tree, **meta)
+
+    def _codes(self, X: object) -> FloatArray:
+        """X as the codes the tree routes (categories, bins of binned columns)."""
+        check_is_fitted(self, "tree_")
+        matrix = self._encode(X)
+        return matrix if self.binning_ is None else self.binning_.transform(matrix)
+
+    def predict_proba(self, X: object) -> FloatArray:
+        """Class distribution of each row's leaf."""
+        codes = self._codes(X)  # checks that the model is fitted
+        proba: FloatArray = self.tree_.predict_proba(codes)  # type: ignore[attr-defined]
+        return proba
+
+    def predict(self, X: object) -> npt.NDArray[Any]:
+        """Return the leaf's most likely class (first of ``classes_`` on ties)."""
+        proba = self.predict_proba(X)
+        labels: npt.NDArray[Any] = self.classes_[np.argmax(proba, axis=1)]
+        return labels
+
+    def __sklearn_tags__(self) -> Any:
+        """Mark the poor score: a depth-|F|/2 tree on 5 bins is weak on toy data."""
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.classifier_tags.poor_score = True
+        return tags
