@@ -189,10 +189,9 @@ def dpforest_heart(
     _dpforest("heart_disease", quick, out, config)
 
 
-# Duration of the full run on 2 cores, from one fold of every (dataset, partition,
-# K) cell times 10: about 50 min (Nursery 2.3, Adult 20.5, Car 2.3, Credit 21.6),
-# most of it ICDTA4FL on Adult and Credit at K = 20 and 50 (filter-fallback refits
-# repeat the federation; every client rebuilds and scores all K client trees).
+# Duration of the full run on 2 cores: 29 min measured (one run, the machine
+# shared with a test run), most of it ICDTA4FL on Adult and Credit at K = 20 and 50
+# (every client rebuilds and scores all K client trees).
 @experiment_app.command("icdta")
 def icdta_command(
     quick: Quick = False,
@@ -202,7 +201,7 @@ def icdta_command(
     """ICDTA4FL paper Sec. 4-5: ICDTA4FL-ID3/CART vs Federated-ID3, Tables 2-5.
 
     The full run (4 datasets, 2-50 clients, IID and non-IID, 10-fold CV inside
-    every client) takes about 50 minutes on 2 cores; --quick about 6 s.
+    every client) takes about 30 minutes on 2 cores; --quick about 6 s.
     """
     base = ICDTAConfig.quick() if quick else ICDTAConfig()
     chosen = load_config(ICDTAConfig, base, config)

@@ -266,8 +266,8 @@ def _run_notes(raw: pd.DataFrame, config: Mapping[str, Any]) -> list[str]:
         share = float((fits["filter"] != first).mean())
         notes.append(
             f"Rule explosion: {share:.0%} of the ICDTA4FL fits exceeded "
-            f"max_rules={config['max_rules']} with filter {first!r} and were "
-            "refitted with a stricter filter (see the filter table). The paper "
+            f"max_rules={config['max_rules']} with filter {first!r}: the server "
+            "aggregated them with a stricter filter (see the filter table). The paper "
             "reports no limit: those fits keep fewer trees than its protocol, a "
             "place where our numbers differ from the paper's."
         )
@@ -344,9 +344,9 @@ _NOTES: Final = (
     "Decision: non-IID clients hold at least min_rows rows (10; the paper says "
     "≥ 5) so that every client can run 10-fold CV. Where 1000 Dirichlet draws "
     "cannot reach it, every client first gets min_rows random rows.",
-    "Decision: when the kept trees' Cartesian product exceeds max_rules, "
-    "ICDTA4FL is refitted with the next filter of filter_fallbacks; the filter "
-    "used is recorded per fit, and 'seconds' includes the failed attempts.",
+    "Decision: ICDTA4FL gets filter_fallbacks as its filter: when the kept trees' "
+    "Cartesian product would exceed max_rules, the server aggregates again with "
+    "the next filter, in the same federation; the filter used is recorded per fit.",
     "IID partitions deal shuffled rows in equal parts; a class with fewer rows "
     "than clients (Nursery's 'recommend', 2 rows) cannot reach every client.",
     "The paper's Tables 4/5 repeat the ICDTA4FL-ID3 rows of Tables 2/3. In its "
