@@ -47,6 +47,9 @@ def methods(X: pd.DataFrame) -> dict[str, Callable[[], Any]]:
         "ICDTA4FL-ID3 (percentile:90)": lambda: ICDTAClassifier(
             filter="percentile:90", random_state=0
         ),
+        "ICDTA4FL-ID3 (mean, then stricter)": lambda: ICDTAClassifier(
+            filter=["mean", "percentile:75", "percentile:90"], random_state=0
+        ),
         "ICDTA4FL-CART (mean filter)": lambda: ICDTAClassifier(
             base="cart", random_state=0
         ),
@@ -84,7 +87,8 @@ def measure(
         "rounds": ledger.rounds,
         "MiB up": ledger.bytes_up / 2**20,
         "MiB down": ledger.bytes_down / 2**20,
-        "note": f"{len(model.kept_)} trees, {len(model.rule_set_)} rules"
+        "note": f"{model.filter_}: {len(model.kept_)} trees, "
+        f"{len(model.rule_set_)} rules"
         if isinstance(model, ICDTAClassifier)
         else f"{model.tree_.n_nodes} nodes",
     }
