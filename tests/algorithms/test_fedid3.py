@@ -12,15 +12,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedtrees import FederatedID3Classifier, datasets
-from fedtrees.algorithms.fedid3 import LevelReply
+from fedtrees.algorithms.fedid3 import LevelReply, LevelRequest
 from fedtrees.exceptions import (
     RemoteProtocolError,
     SchemaMismatchError,
     ValidationError,
 )
-from fedtrees.federation import Fault, Federation, Ledger, audit_messages, decode
+from fedtrees.federation import Fault, Federation, audit_messages
 from fedtrees.learners import fit_id3
 from fedtrees.tree import Tree
+from tests.algorithms.ledger_helpers import (
+    array_bytes,
+    exchanges,
+    fit_with_ledger,
+    packed_bytes,
+)
 
 
 def _frame(X: np.ndarray, arity: np.ndarray) -> pd.DataFrame:
@@ -163,42 +169,21 @@ def test_messages_hold_no_rows_and_the_ledger_follows_the_formula() -> None:
     sites = np.repeat(["a", "b", "c"], sizes)
     federation = Federation.from_groups(_frame(X, np.full(4, 3)), y, sites)
     model = FederatedID3Classifier(epsilon=5.0, random_state=0)
-    ledger = Ledger(keep_messages=True)
 
-    result = _run_with_ledger(model, federation, ledger)
+    ledger = fit_with_ledger(model, federation)
 
     assert audit_messages(ledger, federation.row_counts()) == 2 * 3 * ledger.rounds
-    assert ledger.rounds == 1 + result.levels_  # the agreement, then one per level
-    for message in ledger.captured:
-        envelope = decode(message.data)
-        if message.direction == "up" and isinstance(envelope.payload, LevelReply):
-            request = _request_of(ledger, message)
-            cells = request.layout.size  # Σ_s Σ_{f allowed} arity_f · C
-            assert envelope.payload.counts.shape == (cells,)
-            assert cells == 2 * 3 * int(request.allowed.sum())
-
-
-def _run_with_ledger(
-    model: FederatedID3Classifier, federation: Federation, ledger: Ledger
-) -> FederatedID3Classifier:
-    from fedtrees.algorithms.fedid3 import FedID3Strategy
-
-    outcome = federation.run(
-        FedID3Strategy(model._settings()), task="classification", ledger=ledger
-    )
-    model.levels_ = outcome.result.levels
-    return model
-
-
-def _request_of(ledger: Ledger, reply: Any) -> Any:
-    for message in ledger.captured:
-        if (
-            message.direction == "down"
-            and message.round == reply.round
-            and message.client == reply.client
-        ):
-            return decode(message.data).payload
-    raise AssertionError("no request")
+    assert ledger.rounds == 1 + model.levels_  # the agreement, then one per level
+    binning = 4 + 16 * 4 + 8  # binned flags, pointers, arity; no edges (categories)
+    for _, request, reply in exchanges(ledger):
+        if isinstance(reply, LevelReply):
+            assert isinstance(request, LevelRequest)
+            s, f = request.allowed.shape
+            cells = 2 * 3 * int(request.allowed.sum())  # Σ_s Σ_{f allowed} arity·C
+            assert array_bytes(reply) == 8 * cells
+            structure = packed_bytes([request.structure()], 2)
+            expected = structure + 8 * s + s * f + binning + request.classes.nbytes
+            assert array_bytes(request) == expected
 
 
 def test_a_hostile_spend_or_negative_exact_counts_are_refused() -> None:
@@ -270,3 +255,67 @@ def test_clients_with_other_categories_or_one_class_and_unseen_categories() -> N
     np.testing.assert_allclose(
         model.predict_proba(unseen), [model.tree_.value[0]], atol=1e-12
     )
+
+
+def _best_gini_root(X: np.ndarray, y: np.ndarray) -> tuple[int, float]:
+    """Brute force: the (feature, code threshold) of the largest Gini decrease.
+
+    Ties go to the lower feature, then the lower threshold (as the split search).
+    """
+
+    def gini(labels: np.ndarray) -> float:
+        p = np.bincount(labels, minlength=3) / max(len(labels), 1)
+        return 1.0 - float((p * p).sum())
+
+    best, found = 0.0, (-1, np.nan)  # a split must lower the Gini impurity
+    for f in range(X.shape[1]):
+        for t in np.unique(X[:, f])[:-1] + 0.5:
+            left = X[:, f] <= t
+            gain = (
+                gini(y) - left.mean() * gini(y[left]) - (~left).mean() * gini(y[~left])
+            )
+            if gain > best + 1e-12:
+                best, found = gain, (f, float(t))
+    return found
+
+
+@settings(max_examples=30)
+@given(federations())
+def test_binary_exact_mode_splits_the_root_at_the_best_gini_threshold(
+    case: dict[str, Any],
+) -> None:
+    X, y, arity = case["X"], case["y"], case["arity"]
+    # Declared edges between the integer values: bin codes equal the values.
+    edges = {f"f{j}": np.arange(max(a, 2) - 1) + 0.5 for j, a in enumerate(arity)}
+    frame = pd.DataFrame(X.astype(float), columns=[f"f{j}" for j in range(X.shape[1])])
+    model = FederatedID3Classifier(max_depth=2, binary=True, bin_edges=edges)
+    model.fit(frame, y, groups=case["groups"])
+    pooled = FederatedID3Classifier(max_depth=2, binary=True, bin_edges=edges)
+    pooled.fit(frame, y)  # one client holding every row
+
+    _same_tree(model.tree_, pooled.tree_)
+    feature, threshold = _best_gini_root(X, np.unique(y, return_inverse=True)[1])
+    if feature < 0:  # no threshold lowers the impurity: the root is a leaf
+        assert model.tree_.n_nodes == 1
+        return
+    root = (int(model.tree_.feature[0]), float(model.tree_.threshold[0]))
+    assert root == (feature, threshold)
+
+
+def test_a_sketch_whose_points_contradict_its_counts_is_refused() -> None:
+    from fedtrees.algorithms._discretize import BinSketchReply
+
+    def no_points(reply: BinSketchReply) -> BinSketchReply:
+        return BinSketchReply(
+            counts=reply.counts, points=np.full_like(reply.points, np.nan)
+        )
+
+    X = pd.DataFrame({"age": np.arange(40.0)})
+    federation = Federation.from_groups(
+        X,
+        [0, 1] * 20,
+        [0, 1] * 20,
+        faults=[Fault("1", "mutate", round=1, mutate=no_points)],
+    )
+    with pytest.raises(RemoteProtocolError, match=r"Client '1'.*'points'.*counts > 0"):
+        FederatedID3Classifier().fit_federation(federation)

@@ -16,6 +16,7 @@ from fedtrees import ICDTAClassifier, Tree, datasets
 from fedtrees.algorithms.icdta import RuleSet, score_labels
 from fedtrees.algorithms.icdta._protocol import (
     EvaluateRequest,
+    GlobalRequest,
     ScoresReply,
     TreeReply,
 )
@@ -25,7 +26,13 @@ from fedtrees.exceptions import (
     SchemaMismatchError,
     ValidationError,
 )
-from fedtrees.federation import Fault, Federation, Ledger, audit_messages, decode
+from fedtrees.federation import Fault, Federation, Ledger, audit_messages
+from tests.algorithms.ledger_helpers import (
+    array_bytes,
+    exchanges,
+    fit_with_ledger,
+    packed_bytes,
+)
 
 
 def _random_sites(n: int, k: int, seed: int = 0) -> np.ndarray:
@@ -78,28 +85,16 @@ def _fit_with_ledger(
 ) -> tuple[ICDTAClassifier, Ledger, Federation]:
     federation = Federation.from_groups(X, y, sites)
     model = ICDTAClassifier(**params)
-    ledger = Ledger(keep_messages=True)
-    model._run = lambda fed, strategy, callbacks=(): fed.run(  # type: ignore[method-assign]
-        strategy, task="classification", ledger=ledger
-    )
-    model.fit_federation(federation)
-    return model, ledger, federation
+    return model, fit_with_ledger(model, federation), federation
 
 
 def test_no_client_ever_scores_its_own_tree() -> None:
     car = datasets.load("car")
     model, ledger, _ = _fit_with_ledger(car.X, car.y, _random_sites(1728, 4))
 
-    requests = {
-        (m.round, m.client): decode(m.data).payload
-        for m in ledger.captured
-        if m.direction == "down"
-    }
     checked = 0
-    for message in ledger.captured:
-        reply = decode(message.data).payload
-        if message.direction == "up" and isinstance(reply, ScoresReply):
-            request = requests[(message.round, message.client)]
+    for message, request, reply in exchanges(ledger):
+        if isinstance(reply, ScoresReply):
             assert isinstance(request, EvaluateRequest)
             own = request.recipient
             assert str(request.owners[own]) == message.client
@@ -110,19 +105,6 @@ def test_no_client_ever_scores_its_own_tree() -> None:
     matrix = model.score_matrix_.to_numpy()
     assert np.isnan(np.diag(matrix)).all()
     assert np.isfinite(matrix[~np.eye(4, dtype=bool)]).all()
-
-
-def _packed_bytes(trees: list[Tree], n_classes: int) -> int:
-    """The docstring's P: (49 + 8C)·n + 8(n + 1) + 16·b per tree, 8(T + 1) pointers."""
-    total = 8 * (len(trees) + 1)
-    for t in trees:
-        n, b = t.n_nodes, t.branch_code.shape[0]
-        total += (49 + 8 * n_classes) * n + 8 * (n + 1) + 16 * b
-    return total
-
-
-def _array_bytes(payload: object) -> int:
-    return sum(v.nbytes for v in vars(payload).values() if isinstance(v, np.ndarray))
 
 
 def test_messages_hold_no_rows_and_bytes_follow_the_formula() -> None:
@@ -146,18 +128,21 @@ def test_messages_hold_no_rows_and_bytes_follow_the_formula() -> None:
     trees = list(model.client_trees_.values())
     f, c, edges = 3, 2, sum(e.shape[0] for e in model.binning_.edges if e is not None)
     binning = f + 16 * f + 8 + 8 * edges
-    for message in ledger.captured:
-        payload = decode(message.data).payload
-        if message.direction == "up" and isinstance(payload, TreeReply):
-            assert _array_bytes(payload) == _packed_bytes(
-                [model.client_trees_[message.client]], c
-            )
-        if message.direction == "down" and isinstance(payload, EvaluateRequest):
-            labels = payload.classes.nbytes + payload.owners.nbytes
-            expected = _packed_bytes(trees, c) + binning + labels
-            assert _array_bytes(payload) == expected
-        if message.direction == "up" and isinstance(payload, ScoresReply):
-            assert _array_bytes(payload) == 8 * 3
+    n_rules = len(model.rule_set_)  # codes below 128: one byte per rule and feature
+    for message, request, reply in exchanges(ledger):
+        labels = request.classes.nbytes if hasattr(request, "classes") else 0
+        if isinstance(reply, TreeReply):
+            tree = model.client_trees_[message.client]
+            assert array_bytes(reply) == packed_bytes([tree], c)
+        if isinstance(request, EvaluateRequest):
+            expected = packed_bytes(trees, c) + binning + labels
+            assert array_bytes(request) == expected + request.owners.nbytes
+        if isinstance(reply, ScoresReply):
+            assert array_bytes(reply) == 8 * 3
+        if isinstance(request, GlobalRequest):
+            rules = n_rules * (8 * c + 1 * f)
+            expected = packed_bytes([model.tree_], c) + binning + labels + rules
+            assert array_bytes(request) == expected
     frame = ledger.to_frame()
     sent = [len(m.data) for m in ledger.captured]
     assert frame.bytes_up.sum() + frame.bytes_down.sum() == sum(sent)
@@ -277,6 +262,7 @@ def test_a_reply_scoring_its_own_tree_is_refused() -> None:
         ({"max_depth": 0}, "'max_depth'"),
         ({"n_bins": 1}, "'n_bins'"),
         ({"bin_edges": {"weight": []}}, r"bin_edges\['weight'\]"),
+        ({"base": "cart", "bin_edges": {"weight": [1.0]}}, "'bin_edges'.*base='cart'"),
     ],
 )
 def test_bad_settings_name_the_parameter(params: dict[str, Any], match: str) -> None:

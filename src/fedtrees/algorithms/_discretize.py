@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from fedtrees._validation import check_int, invalid
 from fedtrees.federation import (
     ClientData,
     Field,
+    InvalidField,
     Payload,
     ReplySpec,
     Schema,
@@ -53,6 +54,7 @@ __all__ = [
     "BinnedFields",
     "Binning",
     "BinningRound",
+    "unbinned_fields",
 ]
 
 SKETCH_POINTS: Final = 256
@@ -72,11 +74,8 @@ class Binning:
     labels: tuple[tuple[str, ...], ...]
 
     @classmethod
-    def of(
-        cls, schema: Schema, edges: Mapping[int, FloatArray] | Sequence[Any]
-    ) -> Binning:
+    def of(cls, schema: Schema, found: Mapping[int, FloatArray]) -> Binning:
         """Combine the schema's categories with the numeric columns' edges."""
-        found = dict(edges) if isinstance(edges, Mapping) else dict(enumerate(edges))
         per_column: list[FloatArray | None] = []
         labels: list[tuple[str, ...]] = []
         for f, categories in enumerate(schema.categories):
@@ -147,6 +146,16 @@ class BinnedFields(Payload):
         return _bin_columns(data.finite_matrix(), edges)
 
 
+def unbinned_fields(n_features: int) -> dict[str, np.ndarray]:
+    """Return :class:`BinnedFields` values that leave every column as it is."""
+    return {
+        "binned": np.zeros(n_features, dtype=bool),
+        "bin_edges": np.zeros(0),
+        "bin_ptr": np.zeros(n_features + 1, dtype=np.int64),
+        "arity": np.zeros(n_features, dtype=np.int64),
+    }
+
+
 def _bin_columns(matrix: FloatArray, edges: Sequence[FloatArray | None]) -> FloatArray:
     """Replace every numeric column by its bin codes (float64, for trees)."""
     out = np.array(matrix, dtype=np.float64, copy=True)
@@ -182,6 +191,18 @@ class BinSketchRequest(Payload):
                     "f", (k, self.q + 1), nan_padding=True, nondecreasing=True
                 ),
             },
+            check=_points_match_counts,
+        )
+
+
+def _points_match_counts(reply: BinSketchReply) -> None:
+    """Refuse a column with rows but < 2 points, or points but no rows."""
+    n_points = (~np.isnan(reply.points)).sum(axis=1)
+    if np.any((reply.counts > 0) & (n_points < 2)) or np.any(
+        (reply.counts == 0) & (n_points > 0)
+    ):
+        raise InvalidField(
+            "points", "must hold >= 2 points where counts > 0, else none"
         )
 
 

@@ -69,8 +69,8 @@ import numpy as np
 import pandas as pd
 
 from fedtrees._random import keyed_rng
-from fedtrees._typing import FloatArray
 from fedtrees._validation import check_choice, check_float, check_int, invalid
+from fedtrees.algorithms._metrics import client_scores
 from fedtrees.algorithms.fedid3 import FederatedID3Classifier
 from fedtrees.algorithms.icdta import ICDTAClassifier, TreeFilter
 from fedtrees.exceptions import RuleLimitExceeded, ValidationError
@@ -205,36 +205,6 @@ def n_steps(config: ICDTAConfig) -> int:
 
 
 # -- fitting and scoring ------------------------------------------------------------
-def client_scores(
-    truth: np.ndarray, predicted: np.ndarray, clients: np.ndarray
-) -> tuple[FloatArray, FloatArray]:
-    """Accuracy and macro-F1 of every client (in order of first appearance).
-
-    Macro-F1 averages over the labels present in the client's truth or
-    predictions, 0 where a label has no true positive: scikit-learn's
-    ``f1_score(average="macro", zero_division=0)``, for all clients at once.
-
-    Examples
-    --------
-    >>> acc, f1 = client_scores(
-    ...     np.array(["a", "b", "a", "a"]), np.array(["a", "a", "a", "b"]),
-    ...     np.array([0, 0, 1, 1]))
-    >>> acc.tolist(), f1.round(3).tolist()
-    ([0.5, 0.5], [0.333, 0.333])
-    """
-    codes = pd.factorize(np.concatenate([truth, predicted]))[0]
-    owner = pd.factorize(clients)[0]
-    n, labels, k = len(truth), int(codes.max()) + 1, int(owner.max()) + 1
-    cell = (owner * labels + codes[:n]) * labels + codes[n:]
-    confusion = np.bincount(cell, minlength=k * labels * labels)
-    confusion = confusion.reshape(k, labels, labels)
-    hits = np.diagonal(confusion, axis1=1, axis2=2)
-    both = confusion.sum(axis=2) + confusion.sum(axis=1)  # 2·tp + fp + fn
-    f1 = np.where(both > 0, 2 * hits / np.maximum(both, 1), 0.0).sum(axis=1)
-    accuracy: FloatArray = hits.sum(axis=1) / confusion.sum(axis=(1, 2))
-    return accuracy, f1 / (both > 0).sum(axis=1)
-
-
 def _scores(fold: Fold, predicted: np.ndarray) -> dict[str, float]:
     """Mean over clients of accuracy and macro-F1 on their own test rows."""
     accuracy, f1 = client_scores(fold.y_test, predicted, fold.test_clients)

@@ -7,7 +7,7 @@ in process and over Flower alike (DESIGN.md, "The privacy boundary is the design
 """
 
 from fedtrees.federation._audit import audit_messages
-from fedtrees.federation._checks import InvalidField, check_reply
+from fedtrees.federation._checks import InvalidField, as_reply, check_reply
 from fedtrees.federation._client import Handle, dispatch, handler, refuse, serve
 from fedtrees.federation._codec import Envelope, decode, encode
 from fedtrees.federation._data import ClientData
@@ -73,6 +73,7 @@ __all__ = [
     "Task",
     "Transport",
     "agree",
+    "as_reply",
     "audit_messages",
     "check_reply",
     "decode",

@@ -7,11 +7,15 @@ never reaches (or corrupts) the aggregation.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import numpy as np
 
 from fedtrees.federation._payload import Field, Payload, ReplySpec
 
-__all__ = ["InvalidField", "check_reply"]
+P = TypeVar("P", bound=Payload)
+
+__all__ = ["InvalidField", "as_reply", "check_reply"]
 
 
 class InvalidField(Exception):  # an internal signal, converted by the loop
@@ -20,6 +24,15 @@ class InvalidField(Exception):  # an internal signal, converted by the loop
     def __init__(self, field: str, reason: str) -> None:
         super().__init__(f"{field}: {reason}")
         self.field, self.reason = field, reason
+
+
+def as_reply(reply: Payload, cls: type[P]) -> P:
+    """Return ``reply`` typed as ``cls``: the round loop checked it against its spec.
+
+    For strategies, whose ``aggregate`` receives validated replies as ``Payload``.
+    """
+    assert isinstance(reply, cls)  # check_reply refused any other type
+    return reply
 
 
 def check_reply(spec: ReplySpec, reply: Payload) -> None:

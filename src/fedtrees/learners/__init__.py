@@ -16,14 +16,9 @@ from fedtrees.learners._dp_tree import (
     split_scores,
 )
 from fedtrees.learners._forest import FOREST_PARAMS, fit_cart, fit_local_forest
-from fedtrees.learners._id3 import (
-    TIE_TOLERANCE,
-    Id3Growth,
-    Layout,
-    default_max_depth,
-    fit_id3,
-    value_class_counts,
-)
+from fedtrees.learners._id3 import default_max_depth, fit_id3
+from fedtrees.learners._id3_counts import Layout, value_class_counts
+from fedtrees.learners._id3_growth import TIE_TOLERANCE, Id3Growth
 
 __all__ = [
     "BUDGETS",

@@ -40,18 +40,11 @@ import numpy.typing as npt
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import check_int, invalid
-from fedtrees.learners._id3_counts import Layout, value_class_counts
-from fedtrees.learners._id3_growth import TIE_TOLERANCE, Id3Growth
+from fedtrees.learners._id3_counts import value_class_counts
+from fedtrees.learners._id3_growth import Id3Growth
 from fedtrees.tree import Tree
 
-__all__ = [
-    "TIE_TOLERANCE",
-    "Id3Growth",
-    "Layout",
-    "default_max_depth",
-    "fit_id3",
-    "value_class_counts",
-]
+__all__ = ["default_max_depth", "fit_id3"]
 
 
 def default_max_depth(n_features: int) -> int:

@@ -179,7 +179,7 @@ class Id3Growth:
         return _choose_multiway(layout, dense, min_count)
 
     def _choose_binary(self, layout: Layout, dense: FloatArray) -> Best:
-        n_open, c = dense.shape[0], self.n_classes
+        n_open = dense.shape[0]
         one = np.ones(n_open)
         per_feature = []
         for f in range(self.arity.shape[0]):
@@ -195,9 +195,7 @@ class Id3Growth:
                 cuts = np.broadcast_to(np.arange(a - 1) + 0.5, (n_open, 1, a - 1))
                 found = best_numeric(parent, bins, cuts, pairs, "gini", one)
             per_feature.append(found)
-        if not per_feature:
-            return Best.none(n_open, c)
-        best = combine(*per_feature)
+        best = combine(*per_feature)  # a schema has at least one feature
         best.gain = np.where(best.gain > 0, best.gain, -np.inf)
         return best
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -45,7 +44,7 @@ from fedtrees.algorithms.fedforest._payloads import (
     TopKReply,
     TopKRequest,
 )
-from fedtrees.federation import FederationInfo, Payload, RoundPlan
+from fedtrees.federation import FederationInfo, Payload, RoundPlan, as_reply
 from fedtrees.stats import exact_candidates, mixtures_by_client, uniform_candidates
 from fedtrees.stats._splits import (
     Best,
@@ -185,7 +184,7 @@ class FedForestStrategy:
         )
 
     def _absorb_score(self, replies: list[Payload]) -> None:
-        self.scores = [_as(r, ScoreReply) for r in replies]
+        self.scores = [as_reply(r, ScoreReply) for r in replies]
         self.phase = "done"
 
     def _plan_ranges(self) -> RangesRequest:
@@ -193,7 +192,7 @@ class FedForestStrategy:
         return RangesRequest(**g.fields(g.pair_features()), n_features=g.n_features)
 
     def _absorb_ranges(self, replies: list[Payload]) -> None:
-        ranges = np.stack([_as(r, RangesReply).ranges for r in replies])
+        ranges = np.stack([as_reply(r, RangesReply).ranges for r in replies])
         self.grid = uniform_candidates(ranges, self.config.n_quantiles)
         self.phase = "evaluate"
 
@@ -212,7 +211,7 @@ class FedForestStrategy:
         pairs = g.pair_features()
         picked = np.zeros(pairs.shape, dtype=bool)
         for reply in replies:
-            slots = _as(reply, TopKReply).slots
+            slots = as_reply(reply, TopKReply).slots
             rows, cols = np.nonzero(slots >= 0)
             picked[rows, slots[rows, cols]] = True
         self.shortlist = np.where(picked, pairs, -1)
@@ -230,7 +229,7 @@ class FedForestStrategy:
 
     def _absorb_sketch(self, replies: list[Payload]) -> None:
         g = self._g()
-        sketches = [_as(r, SketchReply) for r in replies]
+        sketches = [as_reply(r, SketchReply) for r in replies]
         pairs = self.shortlist if self.shortlist is not None else g.pair_features()
         self.shortlist = None
         client_stats = np.stack([s.node_stats for s in sketches])  # (K, n_open, S)
@@ -316,12 +315,12 @@ class FedForestStrategy:
         p = self.pending
         assert p is not None
         if c.gain == "avgimp":
-            gains = np.stack([_as(r, AvgImpReply).gains for r in replies])
+            gains = np.stack([as_reply(r, AvgImpReply).gains for r in replies])
             weights = p.counts / np.maximum(p.counts.sum(axis=0, keepdims=True), 1e-300)
             average = (weights[:, :, None, None] * gains).sum(axis=0)
             self._decide(best_avgimp(average, p.thresholds, p.pairs, g.width))
             return
-        evaluated = [_as(r, EvaluateReply) for r in replies]
+        evaluated = [as_reply(r, EvaluateReply) for r in replies]
         bins = np.stack([e.bin_stats for e in evaluated]).sum(axis=0)
         if c.candidates == "uniform":
             keep = self._uniform_nodes(np.stack([e.node_stats for e in evaluated]))
@@ -377,16 +376,11 @@ class FedForestStrategy:
 
     def _absorb_leaf_stats(self, replies: list[Payload]) -> None:
         g = self._g()
-        stats = np.stack([_as(r, LeafStatsReply).node_stats for r in replies]).sum(
+        stats = np.stack([as_reply(r, LeafStatsReply).node_stats for r in replies]).sum(
             axis=0
         )
         g.set_stats(g.unknown_leaves(), stats)
         self.phase = self._final_phase()
-
-
-def _as(reply: Payload, cls: type[Any]) -> Any:
-    assert isinstance(reply, cls)  # validated by the round loop against the request
-    return reply
 
 
 def _stack_padded(arrays: list[FloatArray]) -> FloatArray:

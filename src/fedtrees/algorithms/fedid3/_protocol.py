@@ -61,6 +61,7 @@ from fedtrees.federation import (
     Payload,
     ReplySpec,
     RoundPlan,
+    as_reply,
     handler,
     payload,
 )
@@ -116,10 +117,14 @@ class LevelRequest(PackedTrees, BinnedFields):
         return math.isinf(self.epsilon)
 
     @property
+    def tables_per_node(self) -> int:
+        """q: the tables a node releases, which share the level's budget."""
+        return int(self.allowed.sum(axis=1).max(initial=1))
+
+    @property
     def query_epsilon(self) -> float:
         """ε' of one (node, feature) table: ε / (d · q)."""
-        q = int(self.allowed.sum(axis=1).max(initial=1))
-        return self.epsilon / (self.n_levels * max(q, 1))
+        return self.epsilon / (self.n_levels * self.tables_per_node)
 
     def spent_after(self) -> float:
         """Return the cumulative ε a client has spent after answering this level."""
@@ -177,7 +182,6 @@ def _noisy(request: LevelRequest, data: ClientData, counts: FloatArray) -> Level
     if request.level:  # the levels answered before (the handler keeps no state)
         level_budget = request.epsilon / request.n_levels
         accountant.spend(level_budget, label="earlier levels", queries=request.level)
-    q = int(request.allowed.sum(axis=1).max(initial=1))
     rng = keyed_rng(
         request.seed, NOISE_STREAM, client_key(data.client_id), request.level
     )
@@ -186,7 +190,7 @@ def _noisy(request: LevelRequest, data: ClientData, counts: FloatArray) -> Level
         counts,
         rng,
         label=f"level {request.level} count tables",
-        queries=q,
+        queries=request.tables_per_node,
     )
     return LevelReply(counts=noisy, epsilon_spent=accountant.epsilon_spent)
 
@@ -237,6 +241,7 @@ class FedID3Strategy:
         self.phase = ""
         self.rounds = 1
         self.spent = _Spent()
+        self.pending: LevelRequest | None = None  # the level's request, planned
 
     def start(self, info: FederationInfo) -> None:
         """Resolve the depth and the binning (declared edges or a sketch round)."""
@@ -275,7 +280,8 @@ class FedID3Strategy:
             return RoundPlan.broadcast(self.binning.request(), clients)
         if self.phase == "done":
             return None
-        return RoundPlan.broadcast(self._level_request(), clients)
+        self.pending = self._level_request()
+        return RoundPlan.broadcast(self.pending, clients)
 
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
         """Fold the sketch, or sum a level's tables and grow."""
@@ -285,7 +291,9 @@ class FedID3Strategy:
             self._grow()
             self.phase = "level"
             return
-        self._absorb_level({c: _as_level(replies[c]) for c in sorted(replies)})
+        self._absorb_level(
+            {c: as_reply(replies[c], LevelReply) for c in sorted(replies)}
+        )
 
     def finish(self) -> FedID3Result:
         """Return the tree, the binning and every client's privacy spend."""
@@ -340,7 +348,8 @@ class FedID3Strategy:
         )
 
     def _absorb_level(self, replies: Mapping[str, LevelReply]) -> None:
-        request = self._level_request()
+        request = self.pending
+        assert request is not None  # planned in this round
         tables = np.sum([r.counts for r in replies.values()], axis=0)
         min_count = 0.0
         if not request.exact:
@@ -364,8 +373,3 @@ class FedID3Strategy:
         eps = self.settings.epsilon
         total = math.inf if eps is None else float(eps)
         return dict.fromkeys(self.spent.epsilon, total)
-
-
-def _as_level(reply: Payload) -> LevelReply:
-    assert isinstance(reply, LevelReply)  # validated by the round loop
-    return reply

@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import RandomState
-from fedtrees._validation import check_choice, check_int
+from fedtrees._validation import check_choice, check_int, invalid
 from fedtrees.algorithms._params import check_max_depth
 from fedtrees.algorithms._tree_estimator import SingleTreeClassifier
 from fedtrees.algorithms.icdta._filter import parse_filters, tree_scores
@@ -171,8 +171,16 @@ class ICDTAClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # 
 
     def _settings(self) -> ICDTASettings:
         owner = type(self).__name__
+        base = cast(Base, check_choice(self.base, "base", owner, BASES))
+        if base == "cart" and self.bin_edges is not None:  # never silently ignored
+            raise invalid(
+                "bin_edges",
+                owner,
+                "None with base='cart' (CART splits raw values; bins serve base='id3')",
+                self.bin_edges,
+            )
         return ICDTASettings(
-            base=cast(Base, check_choice(self.base, "base", owner, BASES)),
+            base=base,
             metric=check_choice(self.metric, "metric", owner, METRICS),
             filters=parse_filters(self.filter, owner),
             merge=cast(Merge, check_choice(self.merge, "merge", owner, MERGES)),

@@ -40,6 +40,7 @@ import numpy as np
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import IntArray
 from fedtrees.algorithms._discretize import BinnedFields
+from fedtrees.algorithms._metrics import client_scores
 from fedtrees.algorithms._packed import (
     PackedTrees,
     class_codes,
@@ -228,9 +229,7 @@ def score_global(request: GlobalRequest, data: ClientData) -> GlobalReply:
 def score_labels(y: IntArray, predicted: IntArray, metric: str) -> float:
     """Accuracy, or macro-F1 over the classes present in ``y`` or the predictions.
 
-    Equal to scikit-learn's ``accuracy_score`` and ``f1_score(average="macro",
-    zero_division=0)`` (a test checks it), without their per-call validation:
-    a client scores every other client's tree.
+    One client's :func:`fedtrees.algorithms._metrics.client_scores`.
 
     Examples
     --------
@@ -239,12 +238,5 @@ def score_labels(y: IntArray, predicted: IntArray, metric: str) -> float:
     >>> round(score_labels(np.array([0, 1, 1]), np.array([0, 1, 0]), "f1_macro"), 4)
     0.6667
     """
-    if metric == "accuracy":
-        return float(np.mean(y == predicted))
-    n = int(max(y.max(initial=0), predicted.max(initial=0))) + 1
-    confusion = np.bincount(y * n + predicted, minlength=n * n).reshape(n, n)
-    tp = np.diag(confusion).astype(np.float64)
-    actual, guessed = confusion.sum(axis=1), confusion.sum(axis=0)
-    present = (actual + guessed) > 0
-    f1 = np.where(present, 2 * tp / np.maximum(actual + guessed, 1), 0.0)
-    return float(f1[present].mean())
+    accuracy, f1 = client_scores(y, predicted, np.zeros(y.shape[0], dtype=np.int64))
+    return float(accuracy[0] if metric == "accuracy" else f1[0])

@@ -16,7 +16,7 @@ from typing import Any, Final
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees.algorithms._discretize import Binning, BinningRound
+from fedtrees.algorithms._discretize import Binning, BinningRound, unbinned_fields
 from fedtrees.algorithms._packed import rebuild_packed
 from fedtrees.algorithms.icdta._filter import TreeFilter, tree_scores
 from fedtrees.algorithms.icdta._global import Gain, build_global_tree
@@ -29,7 +29,7 @@ from fedtrees.algorithms.icdta._protocol import (
 )
 from fedtrees.algorithms.icdta._rules import Base, Merge, RuleSet, aggregate
 from fedtrees.exceptions import RuleLimitExceeded
-from fedtrees.federation import FederationInfo, Payload, RoundPlan
+from fedtrees.federation import FederationInfo, Payload, RoundPlan, as_reply
 from fedtrees.learners import default_max_depth
 from fedtrees.tree import Tree, pack_trees
 
@@ -76,6 +76,7 @@ class _State:
     """The server's state between rounds."""
 
     trees: dict[str, Tree] = field(default_factory=dict)
+    rule_sets: dict[str, RuleSet] = field(default_factory=dict)
     scores: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))
     kept: list[str] = field(default_factory=list)
     filter: str = ""
@@ -165,7 +166,7 @@ class ICDTAStrategy:
         fields = (
             binning.fields()
             if binning is not None
-            else _raw_fields(info.schema.n_features)
+            else unbinned_fields(info.schema.n_features)
         )
         classes = np.asarray(info.schema.classes, dtype=str)
         return {**fields, "classes": classes, "base": s.base, "metric": s.metric}
@@ -198,13 +199,12 @@ class ICDTAStrategy:
 
     def _absorb_evaluate(self, replies: Mapping[str, Payload]) -> None:
         owners = list(self.state.trees)
-        matrix = np.stack([_as(replies[c], ScoresReply).scores for c in owners])
+        matrix = np.stack([as_reply(replies[c], ScoresReply).scores for c in owners])
         self.state.scores = matrix
         s = self.settings
+        scores = tree_scores(matrix)
         for i, tree_filter in enumerate(s.filters):
-            self.state.kept = tree_filter.kept_or_raise(
-                tree_scores(matrix), owners, s.owner
-            )
+            self.state.kept = tree_filter.kept_or_raise(scores, owners, s.owner)
             try:
                 self._aggregate_rules()
             except RuleLimitExceeded:
@@ -217,7 +217,7 @@ class ICDTAStrategy:
 
     def _aggregate_rules(self) -> None:
         s, st = self.settings, self.state
-        rule_sets = [RuleSet.from_tree(st.trees[c], s.base) for c in st.kept]
+        rule_sets = [self._rules_of(c) for c in st.kept]
         st.rules = aggregate(
             rule_sets, merge=s.merge, max_rules=s.max_rules, names=list(st.kept)
         )
@@ -228,6 +228,13 @@ class ICDTAStrategy:
             classes=np.arange(len(info.schema.classes)),
             gain=s.rule_gain,
         )
+
+    def _rules_of(self, client: str) -> RuleSet:
+        """Client's tree as rules, made once (a stricter filter reuses them)."""
+        if client not in self.state.rule_sets:
+            tree = self.state.trees[client]
+            self.state.rule_sets[client] = RuleSet.from_tree(tree, self.settings.base)
+        return self.state.rule_sets[client]
 
     def _plan_global(self) -> dict[str, Payload]:
         st = self.state
@@ -246,7 +253,7 @@ class ICDTAStrategy:
 
     def _absorb_global(self, replies: Mapping[str, Payload]) -> None:
         self.state.global_scores = {
-            c: _as(r, GlobalReply).score for c, r in replies.items()
+            c: as_reply(r, GlobalReply).score for c, r in replies.items()
         }
         self.phase = "done"
 
@@ -258,18 +265,3 @@ def _compact(codes: IntArray) -> np.ndarray:
         if top <= np.iinfo(dtype).max:
             return codes.astype(dtype)
     return codes
-
-
-def _raw_fields(n_features: int) -> dict[str, np.ndarray]:
-    """Binning fields that leave every column as it is (CART on raw values)."""
-    return {
-        "binned": np.zeros(n_features, dtype=bool),
-        "bin_edges": np.zeros(0),
-        "bin_ptr": np.zeros(n_features + 1, dtype=np.int64),
-        "arity": np.zeros(n_features, dtype=np.int64),
-    }
-
-
-def _as(reply: Payload, cls: type[Any]) -> Any:
-    assert isinstance(reply, cls)  # validated by the round loop against the request
-    return reply
