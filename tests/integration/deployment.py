@@ -121,6 +121,28 @@ class Deployment:
             f"run {run_id} did not finish within {deadline} s; see {self.base}"
         )
 
+    def logs(self, run_id: str) -> str:
+        """What the run's ServerApp has printed so far (`flwr log --show`)."""
+        done = subprocess.run(
+            ["flwr", "log", run_id, CONNECTION, "--show"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return done.stdout + done.stderr
+
+    def wait_for_log(self, run_id: str, text: str, deadline: float) -> None:
+        """Poll the run's ServerApp log until it shows `text` (observed state)."""
+        start = time.monotonic()
+        while time.monotonic() - start < deadline:
+            if text in self.logs(run_id):
+                return
+            time.sleep(1.0)
+        raise TimeoutError(
+            f"run {run_id} never logged {text!r} within {deadline} s; see {self.base}"
+        )
+
     def kill(self, client: str) -> None:
         """Crash a SuperNode (SIGKILL, no goodbye to the SuperLink)."""
         self.nodes[client].send_signal(signal.SIGKILL)
