@@ -11,6 +11,7 @@ from fedtrees.algorithms import (
     LocalEnsembleRegressor,
     LocalModelsClassifier,
     LocalModelsRegressor,
+    SyntheticDataClassifier,
 )
 from fedtrees.exceptions import FedTreesError
 from fedtrees.federation import Federation
@@ -29,6 +30,7 @@ __all__ = [
     "LocalEnsembleRegressor",
     "LocalModelsClassifier",
     "LocalModelsRegressor",
+    "SyntheticDataClassifier",
     "Tree",
     "__version__",
 ]

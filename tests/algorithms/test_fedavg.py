@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -159,3 +161,150 @@ def test_bad_parameters_name_themselves(param: str, value: object) -> None:
     X, y, sites = _data()
     with pytest.raises(ValidationError, match=f"'{param}' parameter"):
         FedAvgClassifier(**{param: value}).fit(X, y, groups=sites)
+
+
+# -- the baseline of the one-shot synthetic-data paper (ALGORITHMS.md §5) -----------
+def _paper_model(**kwargs: Any) -> FedAvgClassifier:
+    """MLP (12, 12), lr 0.01, 10 local epochs per round (minibatches of 16)."""
+    paper = {"learning_rate": 0.01, "local_epochs": 10, "batch_size": 16}
+    return FedAvgClassifier((12, 12), random_state=0, **paper, **kwargs)
+
+
+def _train_bytes_per_client(ledger: Ledger) -> pd.Series:
+    frame = ledger.to_frame()
+    train = frame[frame["kind"] == "fedavg.train"]
+    return (train.bytes_down + train.bytes_up).groupby(train.client).sum()
+
+
+def test_stops_at_the_first_round_whose_score_reaches_the_target() -> None:
+    X, y, sites = _data()
+    X_test, y_test, _ = _data(seed=1)
+    target = 0.8
+
+    model = _paper_model(n_rounds=30, stop_at_score=target)
+    model.fit(X, y, groups=sites, eval_set=(X_test, y_test))
+
+    assert model.stopped_early_
+    assert 1 < model.n_rounds_ < 30
+    assert model.n_rounds_ == len(model.score_curve_) == len(model.loss_curve_)
+    assert model.score_curve_[-1] >= target
+    assert all(score < target for score in model.score_curve_[:-1])
+    # the curve scores the global model as predict does (pooled standardization)
+    assert model.score_curve_[-1] == model.score(X_test, y_test)
+    # agreement, moments, then one ledger round per training round
+    ledger = model.communication_
+    assert ledger.rounds == 2 + model.n_rounds_
+    assert _train_bytes_per_client(ledger).size == 3
+    trained = {e.round for e in ledger.entries if e.kind == "fedavg.train"}
+    assert trained == set(range(2, 2 + model.n_rounds_))
+
+
+def test_an_unreachable_target_runs_every_round() -> None:
+    X, y, sites = _data()  # logistic label noise: no model reaches 0.999
+    X_test, y_test, _ = _data(seed=1)
+
+    model = _paper_model(n_rounds=5, stop_at_score=0.999)
+    model.fit(X, y, groups=sites, eval_set=(X_test, y_test))
+
+    assert not model.stopped_early_
+    assert model.n_rounds_ == len(model.score_curve_) == 5
+    assert max(model.score_curve_) < 0.999
+    assert model.communication_.rounds == 2 + 5
+
+
+def test_stop_at_score_is_a_score_in_the_unit_interval() -> None:
+    X, y, sites = _data()
+    with pytest.raises(ValidationError, match="'stop_at_score' parameter"):
+        _paper_model(stop_at_score=1.01).fit(X, y, groups=sites, eval_set=(X, y))
+
+
+def test_stop_at_score_without_eval_set_names_both() -> None:
+    X, y, sites = _data()
+    with pytest.raises(ValidationError, match=r"stop_at_score=0\.8 needs eval_set"):
+        _paper_model(stop_at_score=0.8).fit(X, y, groups=sites)
+    with pytest.raises(ValidationError, match=r"stop_at_score.*eval_set"):
+        _paper_model(stop_at_score=0.8).fit_federation(
+            Federation.from_groups(X, y, sites)
+        )
+
+
+@pytest.mark.parametrize(
+    ("eval_set", "message"),
+    [
+        ((np.zeros((4, 2)), np.zeros(4, dtype=int)), "eval_set X_eval: X has 2"),
+        ((np.zeros((4, 3)), np.array([0, 1, 2, 0])), "label '2' is not among"),
+        ((np.zeros((4, 3)), np.zeros(3, dtype=int)), "one label per row"),
+        ((np.zeros((4, 3)),), "'eval_set' parameter"),
+    ],
+)
+def test_a_mismatched_eval_set_is_refused(eval_set: tuple, message: str) -> None:
+    X, y, sites = _data()
+    with pytest.raises(ValidationError, match=message):
+        _paper_model(n_rounds=1).fit(X, y, groups=sites, eval_set=eval_set)
+
+
+def test_the_eval_set_never_reaches_a_client() -> None:
+    rows = {"a": 211, "b": 223, "c": 227}
+    rng = np.random.default_rng(3)
+    n = sum(rows.values())
+    X, y = rng.normal(size=(n, 4)), rng.integers(0, 2, n)
+    fed = Federation.from_groups(X, y, np.repeat(list(rows), list(rows.values())))
+    X_eval, y_eval = rng.normal(size=(233, 4)), rng.integers(0, 2, 233)
+    model = _paper_model(n_rounds=2)
+    config = model._config()
+    evaluator = model._evaluator(config, (X_eval, y_eval), None)
+    ledger = Ledger(keep_messages=True)
+
+    fed.run(FedAvgStrategy(config, evaluator), task="classification", ledger=ledger)
+
+    assert audit_messages(ledger, {**fed.row_counts(), "eval": 233}) == 2 * 3 * 4
+
+
+def test_no_message_depends_on_the_eval_set() -> None:
+    X, y, sites = _data()
+    rng = np.random.default_rng(5)
+    runs = {}
+    for n_eval in (None, 50, 5000):
+        eval_set = None
+        if n_eval is not None:
+            eval_set = (rng.normal(size=(n_eval, 3)), rng.integers(0, 2, n_eval))
+        model = _paper_model(n_rounds=3).fit(X, y, groups=sites, eval_set=eval_set)
+        entries = model.communication_.entries
+        runs[n_eval] = [
+            (e.round, e.client, e.kind, e.bytes_down, e.bytes_up) for e in entries
+        ]
+        assert len(model.score_curve_) == (0 if n_eval is None else 3)
+
+    assert runs[50] == runs[5000] == runs[None]
+
+
+def test_cost_attributes_come_from_the_ledger() -> None:
+    X, y, sites = _data()
+    model = _paper_model(n_rounds=3).fit(X, y, groups=sites)
+
+    per_client = _train_bytes_per_client(model.communication_)
+    assert model.bytes_per_client_ == per_client.mean()
+    assert model.n_parameters_ == 3 * 12 + 12 + 12 * 12 + 12 + 12 * 1 + 1
+    # θ travels down and back up as float64 in every round, plus the envelope
+    assert per_client.min() > 2 * 8 * model.n_parameters_ * model.n_rounds_
+    frame = model.communication_.to_frame()
+    train = frame[frame["kind"] == "fedavg.train"]
+    assert model.client_seconds_ == pytest.approx(
+        train.groupby("client").seconds.sum().mean()
+    )
+    assert model.client_seconds_ > 0
+    assert model.score_curve_ == []
+    assert not model.stopped_early_
+
+
+def test_same_seed_same_score_curve() -> None:
+    X, y, sites = _data()
+    X_test, y_test, _ = _data(seed=1)
+    curves = [
+        _paper_model(n_rounds=16, workers=workers)
+        .fit(X, y, groups=sites, eval_set=(X_test, y_test))
+        .score_curve_
+        for workers in (1, 3)
+    ]
+    assert curves[0] == curves[1]
+    assert len(set(curves[0])) > 1  # the curve moves: the test compares something

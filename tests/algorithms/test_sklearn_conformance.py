@@ -17,6 +17,7 @@ from fedtrees import (
     LocalEnsembleRegressor,
     LocalModelsClassifier,
     LocalModelsRegressor,
+    SyntheticDataClassifier,
 )
 
 ESTIMATORS = [
@@ -31,6 +32,7 @@ ESTIMATORS = [
     ICDTAClassifier(base="cart", random_state=0),
     FederatedID3Classifier(),
     FederatedID3Classifier(binary=True),
+    SyntheticDataClassifier(random_state=0),
 ]
 # As for scikit-learn's own forests: bootstrap (and minibatch) sampling draws rows,
 # so a weight of 2 is not the same random model as a repeated row.

@@ -99,7 +99,7 @@ def test_fedforest_grows_the_same_forest_over_flower(
     assert over_flower["communication"]["rounds"] == 1 + 2 * 2  # type: ignore[index]
 
 
-def test_icdta_and_private_federated_id3_give_the_same_trees_over_flower(
+def test_one_shot_tree_methods_give_the_same_trees_over_flower(
     tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
 ) -> None:
     jobs = {
@@ -111,6 +111,7 @@ def test_icdta_and_private_federated_id3_give_the_same_trees_over_flower(
             "bin_edges": HEART_EDGES,  # declared: DP refuses the sketch round
             "random_state": 3,
         },
+        "synthetic": {"global_max_depth": 4, "samples_per_path": 20, "random_state": 3},
     }
     for job, params in jobs.items():
         over_flower = _run_over_flower(

@@ -12,6 +12,7 @@ from fedtrees.algorithms import (
     fedid3,
     icdta,
     local,
+    synthetic,
     toy,
 )
 from fedtrees.algorithms._jobs import JOBS, run_job
@@ -26,6 +27,7 @@ from fedtrees.algorithms.local import (
     LocalModelsClassifier,
     LocalModelsRegressor,
 )
+from fedtrees.algorithms.synthetic import SyntheticDataClassifier
 from fedtrees.algorithms.toy import ToyResult, ToyStrategy, run_toy
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "LocalEnsembleRegressor",
     "LocalModelsClassifier",
     "LocalModelsRegressor",
+    "SyntheticDataClassifier",
     "ToyResult",
     "ToyStrategy",
     "dpforest",
@@ -50,6 +53,7 @@ __all__ = [
     "local",
     "run_job",
     "run_toy",
+    "synthetic",
     "toy",
 ]
 

@@ -16,6 +16,7 @@ from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegresso
 from fedtrees.algorithms.fedid3 import FederatedID3Classifier
 from fedtrees.algorithms.icdta import ICDTAClassifier
 from fedtrees.algorithms.local import LocalEnsembleClassifier, LocalEnsembleRegressor
+from fedtrees.algorithms.synthetic import SyntheticDataClassifier
 from fedtrees.algorithms.toy import run_toy
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import Federation, Ledger, RoundCallback
@@ -150,6 +151,15 @@ def _report(estimator: Any) -> dict[str, Any]:
             "n_rules": len(estimator.rule_set_),
             "global_scores": estimator.global_scores_,
         }
+    if isinstance(estimator, SyntheticDataClassifier):
+        origin = estimator.synthetic_origin_
+        return {
+            "n_synthetic_rows": int(origin.shape[0]),
+            "n_flipped": int(origin["flipped"].sum()),
+            "client_trees": {
+                c: t.to_dict() for c, t in estimator.client_trees_.items()
+            },
+        }
     spent = {
         c: None if e == float("inf") else e for c, e in estimator.epsilon_spent_.items()
     }
@@ -164,6 +174,7 @@ JOBS: Final[dict[str, Job]] = {
     ),
     "icdta": _tree_job("icdta", ICDTAClassifier),
     "federated-id3": _tree_job("federated-id3", FederatedID3Classifier),
+    "synthetic": _tree_job("synthetic", SyntheticDataClassifier),
 }
 
 

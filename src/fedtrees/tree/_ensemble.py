@@ -7,8 +7,11 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from fedtrees._typing import FloatArray
+from fedtrees._typing import FloatArray, IntArray
+from fedtrees._validation import check_matrix
 from fedtrees.exceptions import ValidationError
+from fedtrees.tree._kernels import numeric_votes
+from fedtrees.tree._kinds import LEAF, NodeKind
 from fedtrees.tree._model import Tree
 
 __all__ = ["mean_value", "vote_shares"]
@@ -74,9 +77,48 @@ def vote_shares(trees: Sequence[Tree], X: npt.ArrayLike) -> FloatArray:
         raise ValidationError("vote_shares needs at least one tree.")
     matrix = np.asarray(X, dtype=np.float64)
     n_classes = trees[0].value.shape[1]
-    votes = np.zeros((matrix.shape[0], n_classes))
-    rows = np.arange(matrix.shape[0])
-    for tree in trees:
-        votes[rows, np.argmax(tree.predict_value(matrix), axis=1)] += 1.0
+    if all(_numeric_only(tree) for tree in trees):
+        matrix = check_matrix(
+            matrix, "X", "vote_shares", n_features=trees[0].n_features
+        )
+        votes = _compiled_votes(trees, matrix, n_classes)
+    else:
+        votes = np.zeros((matrix.shape[0], n_classes))
+        rows = np.arange(matrix.shape[0])
+        for tree in trees:
+            votes[rows, np.argmax(tree.predict_value(matrix), axis=1)] += 1.0
     out: FloatArray = votes / len(trees)
     return out
+
+
+def _numeric_only(tree: Tree) -> bool:
+    """Whether every node is a numeric split or a leaf (the compiled vote's trees)."""
+    kinds = tree.kind
+    return bool(np.all((kinds == NodeKind.NUMERIC) | (kinds == NodeKind.LEAF)))
+
+
+def _compiled_votes(trees: Sequence[Tree], X: FloatArray, n_classes: int) -> FloatArray:
+    """Concatenate the trees (global node ids) and run the compiled vote."""
+    if len({tree.n_features for tree in trees}) != 1:
+        raise ValidationError("vote_shares: the trees route different feature counts.")
+    sizes = np.asarray([tree.n_nodes for tree in trees], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+
+    def joined(name: str) -> IntArray:
+        parts = [
+            np.where(getattr(t, name) >= 0, getattr(t, name) + o, LEAF)
+            for t, o in zip(trees, offsets, strict=True)
+        ]
+        return np.concatenate(parts).astype(np.int64)
+
+    votes: FloatArray = numeric_votes(
+        np.ascontiguousarray(X),
+        offsets,
+        np.concatenate([np.maximum(t.feature, 0) for t in trees]).astype(np.int64),
+        np.concatenate([t.threshold for t in trees]).astype(np.float64),
+        joined("left"),
+        joined("right"),
+        np.concatenate([np.argmax(t.value, axis=1) for t in trees]).astype(np.int64),
+        n_classes,
+    )
+    return votes

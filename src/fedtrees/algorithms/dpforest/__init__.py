@@ -4,6 +4,7 @@ One round: each client grows an ε-DP random-threshold tree
 (:func:`fedtrees.learners.fit_dp_tree`) and sends it; the forest votes.
 """
 
+from fedtrees.algorithms._ranges import resolve_ranges
 from fedtrees.algorithms.dpforest import _protocol  # registers the client handler
 from fedtrees.algorithms.dpforest._estimator import DPForestClassifier
 from fedtrees.algorithms.dpforest._memorization import (
@@ -15,7 +16,6 @@ from fedtrees.algorithms.dpforest._protocol import (
     DPTreeRequest,
     DPTreeStrategy,
 )
-from fedtrees.algorithms.dpforest._ranges import resolve_ranges
 
 __all__ = [
     "DPForestClassifier",

@@ -27,7 +27,7 @@ from fedtrees.algorithms._packed import (
     packed_fields,
     rebuild_packed,
 )
-from fedtrees.algorithms.dpforest._ranges import resolve_ranges
+from fedtrees.algorithms._ranges import resolve_ranges
 from fedtrees.federation import (
     ClientData,
     FederationInfo,

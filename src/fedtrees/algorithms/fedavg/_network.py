@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from fedtrees._typing import FloatArray
 
-__all__ = ["Layout", "expand_features", "standardize"]
+__all__ = ["Layout", "standardize"]
 
 
 @dataclass(frozen=True)
@@ -125,29 +125,6 @@ def _softmax(z: FloatArray) -> FloatArray:
     e = np.exp(z - z.max(axis=1, keepdims=True))
     out: FloatArray = e / e.sum(axis=1, keepdims=True)
     return out
-
-
-def expand_features(
-    matrix: FloatArray, n_categories: npt.NDArray[np.int64]
-) -> FloatArray:
-    """One-hot encode the categorical columns (``n_categories[j] > 0``).
-
-    A code outside ``[0, n_categories[j])`` (an unseen category) gets all zeros.
-
-    Examples
-    --------
-    >>> expand_features(np.array([[0.5, 2.0]]), np.array([0, 3])).tolist()
-    [[0.5, 0.0, 0.0, 1.0]]
-    """
-    columns = []
-    for j, k in enumerate(n_categories.tolist()):
-        if k == 0:
-            columns.append(matrix[:, j : j + 1])
-        else:
-            columns.append(
-                (matrix[:, j : j + 1] == np.arange(k)[None, :]).astype(np.float64)
-            )
-    return np.hstack(columns)
 
 
 def standardize(X: FloatArray, mean: FloatArray, scale: FloatArray) -> FloatArray:

@@ -7,19 +7,27 @@ the current parameters θ and the standardization the client must apply; every
 client runs ``local_steps`` minibatch SGD steps from θ on its own rows and returns
 θ_k; the server sets θ = Σ n_k θ_k / Σ n_k. Client k's minibatches in round r are
 drawn from ``[seed, 6, r, crc32(k)]`` (STYLE habit 8).
+
+Optionally the server scores every new θ on a set it holds itself (an ``evaluate``
+callable built at :meth:`FedAvgStrategy.start`) and stops once the score reaches
+``stop_at_score`` (ALGORITHMS.md §5: FedAvg runs until it beats the tree). The set
+never enters a message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import FloatArray
-from fedtrees.algorithms.fedavg._network import Layout, expand_features, standardize
+from fedtrees.algorithms._onehot import category_counts, expand_features
+from fedtrees.algorithms.fedavg._network import Layout, standardize
+from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
     ClientData,
     FederationInfo,
@@ -33,6 +41,8 @@ from fedtrees.federation import (
 
 __all__ = [
     "AvgConfig",
+    "Evaluate",
+    "EvaluatorFactory",
     "FedAvgResult",
     "FedAvgStrategy",
     "MomentsReply",
@@ -178,11 +188,15 @@ class AvgConfig:
     standardize: Standardize
     on_dropout: Literal["fail", "continue"]
     seed: int
+    stop_at_score: float | None = None
 
 
 @dataclass(frozen=True, eq=False)
 class FedAvgResult:
-    """Final parameters, the layout, the standardizations and the loss curve."""
+    """Parameters, layout, standardizations, loss and score curves of a run.
+
+    Also the snapshot that :data:`Evaluate` scores after every training round.
+    """
 
     layout: Layout
     theta: FloatArray
@@ -192,49 +206,119 @@ class FedAvgResult:
     mean: FloatArray
     scale: FloatArray
     losses: list[float]
+    standardize: Standardize
+    scores: list[float]
+
+    def standardization(self, client: str | None) -> tuple[FloatArray, FloatArray]:
+        """Mean and scale for ``client``'s rows (None or unknown client: pooled)."""
+        width = self.layout.widths[0]
+        if self.standardize == "none":
+            return np.zeros(width), np.ones(width)
+        if (
+            self.standardize == "client"
+            and client is not None
+            and client in self.client_mean
+        ):
+            return self.client_mean[client], self.client_scale[client]
+        return self.mean, self.scale
+
+    def proba(
+        self,
+        features: FloatArray,
+        codes: npt.NDArray[np.int64] | None = None,
+        clients: tuple[str, ...] = (),
+    ) -> FloatArray:
+        """Class probabilities of one-hot expanded rows, shape (n, n_classes).
+
+        Row i is standardized as client ``clients[codes[i]]``; a code of -1 (or
+        ``codes=None``, every row) takes the pooled standardization.
+        """
+        mean, scale = self.standardization(None)
+        if codes is not None and np.any(codes >= 0):
+            mean = np.tile(mean, (features.shape[0], 1))
+            scale = np.tile(scale, (features.shape[0], 1))
+            for code in np.unique(codes[codes >= 0]).tolist():
+                rows = codes == code
+                mean[rows], scale[rows] = self.standardization(clients[code])
+        return self.layout.proba(self.theta, standardize(features, mean, scale))
+
+
+Evaluate: TypeAlias = Callable[[FedAvgResult], float]
+"""Score in [0, 1] of a model snapshot on a set the server holds."""
+
+EvaluatorFactory: TypeAlias = Callable[[FederationInfo], Evaluate]
+"""Build :data:`Evaluate` once the schema is agreed (it encodes the set with it)."""
 
 
 _MIN_SCALE: Final = 1e-12
 
 
 class FedAvgStrategy:
-    """Server: one moments round, then ``n_rounds`` FedAvg rounds."""
+    """Server: one moments round, then up to ``n_rounds`` FedAvg rounds.
 
-    def __init__(self, config: AvgConfig) -> None:
+    ``evaluator`` (optional) is called at :meth:`start` with the agreed schema and
+    returns the :data:`Evaluate` that scores θ after every training round; with
+    ``config.stop_at_score`` set, no round is planned once a score reaches it.
+
+    Raises
+    ------
+    ValidationError
+        If ``config.stop_at_score`` is set without an ``evaluator``.
+    """
+
+    def __init__(
+        self, config: AvgConfig, evaluator: EvaluatorFactory | None = None
+    ) -> None:
+        if config.stop_at_score is not None and evaluator is None:
+            raise ValidationError(
+                "FedAvgStrategy: stop_at_score needs an evaluator (a server-held "
+                "evaluation set); pass one or set stop_at_score=None."
+            )
         self.config = config
+        self.evaluator = evaluator
+        self.evaluate: Evaluate | None = None
         self.clients: tuple[str, ...] = ()
         self.weights: dict[str, float] = {}
         self.losses: list[float] = []
+        self.scores: list[float] = []
 
     def start(self, info: FederationInfo) -> None:
-        """Remember the clients, labels and the one-hot layout."""
+        """Remember the clients, labels, the one-hot layout; build the evaluator."""
         schema = info.schema
         self.clients = info.clients
         self.classes = np.asarray(schema.classes, dtype=str)
-        self.n_categories = np.asarray(
-            [0 if c is None else len(c) for c in schema.categories], dtype=np.int64
-        )
+        self.n_categories = category_counts(schema.categories)
         width = int(np.maximum(self.n_categories, 1).sum())
         self.layout = Layout.of(width, self.config.hidden, len(self.classes))
         self.theta = self.layout.initial(keyed_rng(self.config.seed, INIT_STREAM))
+        if self.evaluator is not None:
+            self.evaluate = self.evaluator(info)
 
     def expected_rounds(self) -> int:
         """Return the moments round plus the training rounds."""
         return 1 + self.config.n_rounds
 
     def plan_round(self, round: int) -> RoundPlan | None:
-        """Round 1: moments; then training while rounds remain."""
+        """Round 1: moments; then training while rounds remain and no target is met."""
         if round == 1:
             return RoundPlan.broadcast(MomentsRequest(self.n_categories), self.clients)
-        if round > 1 + self.config.n_rounds:
+        if round > 1 + self.config.n_rounds or self.reached_target():
             return None
+        model = self.finish()
         clients = [c for c in self.clients if c in self.weights]
-        requests = {c: self._train_request(round, c) for c in clients}
+        requests = {c: self._train_request(round, c, model) for c in clients}
         return RoundPlan(requests, self.config.on_dropout)
 
-    def _train_request(self, round: int, client: str) -> TrainRequest:
+    def reached_target(self) -> bool:
+        """Whether the last score reached ``stop_at_score`` (False if unset)."""
+        target = self.config.stop_at_score
+        return target is not None and bool(self.scores) and self.scores[-1] >= target
+
+    def _train_request(
+        self, round: int, client: str, model: FedAvgResult
+    ) -> TrainRequest:
         c = self.config
-        mean, scale = self._standardization(client)
+        mean, scale = model.standardization(client)
         return TrainRequest(
             round=round,
             seed=c.seed,
@@ -249,14 +333,6 @@ class FedAvgStrategy:
             local_steps=c.local_steps,
             local_epochs=c.local_epochs,
         )
-
-    def _standardization(self, client: str | None) -> tuple[FloatArray, FloatArray]:
-        width = self.layout.widths[0]
-        if self.config.standardize == "none":
-            return np.zeros(width), np.ones(width)
-        if self.config.standardize == "client" and client is not None:
-            return self.client_mean[client], self.client_scale[client]
-        return self.mean, self.scale
 
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
         """Fold moments (round 1) or average the clients' parameters by weight."""
@@ -274,6 +350,8 @@ class FedAvgStrategy:
             loss += share * reply.loss
         self.theta = theta
         self.losses.append(loss)
+        if self.evaluate is not None:
+            self.scores.append(float(self.evaluate(self.finish())))
 
     def _fold_moments(self, replies: Mapping[str, Payload]) -> None:
         sums, squares = [], []
@@ -294,8 +372,13 @@ class FedAvgStrategy:
         )
 
     def round_metrics(self, round: int) -> dict[str, float]:
-        """Return the weighted mean training loss of the round."""
-        return {"loss": self.losses[-1]} if round > 1 and self.losses else {}
+        """Return the round's weighted mean training loss and evaluation score."""
+        if round == 1 or not self.losses:
+            return {}
+        metrics = {"loss": self.losses[-1]}
+        if self.scores:
+            metrics["score"] = self.scores[-1]
+        return metrics
 
     def finish(self) -> FedAvgResult:
         """Return the final model and what prediction needs."""
@@ -308,6 +391,8 @@ class FedAvgStrategy:
             self.mean,
             self.scale,
             list(self.losses),
+            self.config.standardize,
+            list(self.scores),
         )
 
 

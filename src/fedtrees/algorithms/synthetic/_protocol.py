@@ -1,0 +1,173 @@
+"""One-shot synthetic data: the one message and the client handler (ALGORITHMS.md §5).
+
+After the agreement, one round: the server sends the public settings (depth,
+class weights, leaf sizes, the one-hot layout, the declared ranges) and every
+client fits a CART with the entropy criterion on its one-hot encoded rows and
+replies with the packed tree and the seconds the fit took (the paper's client
+compute time). That is all a client ever sends: *trees only*.
+
+Before a reply is kept the server checks it: the tree rebuilds, splits numeric
+columns of the one-hot matrix only, is no deeper than ``max_depth``, and every
+threshold lies within its column's range (``[0, 1]`` for an indicator column,
+the declared range of a numeric one). A threshold outside a declared range is
+refused naming the client, the column and the range: either the declaration is
+wrong or the reply is.
+
+Communication: one round; down per client the request (the F' one-hot column names
+as one JSON string, ``16F'`` range bytes when ranges are declared, the classes), up
+``P(tree) + 8`` bytes, the packed tree of :mod:`fedtrees.algorithms._packed`
+and its fit time. Client k's CART is seeded by ``[seed, 9, crc32(k)]``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Final
+
+import numpy as np
+
+from fedtrees._random import client_key, keyed_rng
+from fedtrees.algorithms._onehot import expand_features
+from fedtrees.algorithms._packed import (
+    PackedTrees,
+    class_codes,
+    packed_fields,
+    rebuild_packed,
+)
+from fedtrees.federation import (
+    ClientData,
+    Field,
+    InvalidField,
+    Payload,
+    ReplySpec,
+    handler,
+    payload,
+)
+from fedtrees.learners import fit_cart
+from fedtrees.tree import NodeKind, Tree, pack_trees
+
+__all__ = ["TreeReply", "TreeRequest", "cart_params"]
+
+CART_STREAM: Final = 9
+
+
+@payload("synthetic.tree_reply")
+class TreeReply(PackedTrees):
+    """A client's CART (packed) and the seconds its fit took."""
+
+    fit_seconds: float
+
+
+@payload("synthetic.tree")
+class TreeRequest(Payload):
+    """Fit one entropy CART on your one-hot encoded rows with these settings.
+
+    ``names`` are the one-hot columns' names as a JSON list (the errors name
+    the column; one string costs an eighth of a string array's fixed-width
+    cells). ``ranges`` has one (min, max) row per one-hot column, or no rows when the
+    user declared none (thresholds are then checked against ``[0, 1]`` on
+    indicator columns only). ``class_weights`` holds one weight per agreed
+    class when ``class_weight == "given"``.
+    """
+
+    classes: np.ndarray
+    n_categories: np.ndarray
+    names: str
+    ranges: np.ndarray
+    max_depth: int
+    min_samples_split: int
+    min_samples_leaf: int
+    class_weight: str
+    class_weights: np.ndarray
+    seed: int
+
+    def expected_reply(self) -> ReplySpec:
+        """One packed numeric tree within the depth and the ranges; a fit time."""
+        fields = packed_fields(1, int(self.classes.shape[0]))
+        fields["fit_seconds"] = Field.scalar(low=0.0)
+        return ReplySpec(TreeReply, fields, check=self._check_tree)
+
+    def column_names(self) -> list[str]:
+        """Return the names of the one-hot columns."""
+        names: list[str] = json.loads(self.names)
+        return names
+
+    def tree(self, reply: TreeReply) -> Tree:
+        """Rebuild the reply's tree (labels as codes); InvalidField if malformed."""
+        (tree,) = rebuild_packed(
+            reply,
+            n_features=int(np.maximum(self.n_categories, 1).sum()),
+            classes=class_codes(self.classes),
+        )
+        return tree
+
+    def _check_tree(self, reply: TreeReply) -> None:
+        tree = self.tree(reply)
+        split = tree.kind != NodeKind.LEAF
+        if np.any(split & (tree.kind != NodeKind.NUMERIC)):
+            raise InvalidField("trees", "a CART of the one-hot matrix splits numbers")
+        if tree.max_depth > self.max_depth:
+            raise InvalidField("trees", f"deeper than max_depth={self.max_depth}")
+        self._check_thresholds(tree.feature[split], tree.threshold[split])
+
+    def _check_thresholds(self, features: np.ndarray, thresholds: np.ndarray) -> None:
+        low, high = self._limits()
+        outside = (thresholds < low[features]) | (thresholds > high[features])
+        if outside.any():
+            j = int(np.flatnonzero(outside)[0])
+            f = int(features[j])
+            raise InvalidField(
+                "threshold",
+                f"splits column {self.column_names()[f]!r} at "
+                f"{thresholds[j]:g}, "
+                f"outside its range [{low[f]:g}, {high[f]:g}]; declare "
+                "feature_ranges that hold every value of every client",
+            )
+
+    def _limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per one-hot column, the interval a threshold must lie in."""
+        if self.ranges.shape[0]:
+            return self.ranges[:, 0], self.ranges[:, 1]
+        indicator = np.repeat(self.n_categories > 0, np.maximum(self.n_categories, 1))
+        return (
+            np.where(indicator, 0.0, -np.inf),
+            np.where(indicator, 1.0, np.inf),
+        )
+
+
+def cart_params(request: TreeRequest, present: np.ndarray) -> dict[str, Any]:
+    """Return the scikit-learn settings for rows holding the ``present`` codes.
+
+    Entropy, the leaf sizes, and the class weights of the classes present (a
+    weight dict may not name a class the rows lack).
+    """
+    weights: object = None
+    if request.class_weight == "balanced":
+        weights = "balanced"
+    elif request.class_weight == "given":
+        weights = {int(c): float(request.class_weights[c]) for c in present}
+    return {
+        "criterion": "entropy",
+        "min_samples_split": request.min_samples_split,
+        "min_samples_leaf": request.min_samples_leaf,
+        "class_weight": weights,
+    }
+
+
+@handler("synthetic.tree")
+def grow_tree(request: TreeRequest, data: ClientData) -> TreeReply:
+    """Client: fit the entropy CART on the one-hot encoded local rows."""
+    start = time.perf_counter()
+    X = expand_features(data.finite_matrix(), request.n_categories)
+    y = data.label_codes(request.classes)
+    key = client_key(data.client_id)
+    tree = fit_cart(
+        X,
+        y,
+        n_classes=int(request.classes.shape[0]),
+        max_depth=request.max_depth,
+        seed=int(keyed_rng(request.seed, CART_STREAM, key).integers(2**31 - 1)),
+        **cart_params(request, np.unique(y)),
+    )
+    return TreeReply(**pack_trees([tree]), fit_seconds=time.perf_counter() - start)

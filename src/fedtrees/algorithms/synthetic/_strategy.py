@@ -1,0 +1,226 @@
+"""The server of one-shot synthetic data (ALGORITHMS.md §5; messages: ``_protocol``).
+
+Round 1 collects one entropy CART per client (:class:`OneRoundStrategy`); then
+the server, with no further message:
+
+1. resolves the ranges of the one-hot columns (:func:`column_ranges`);
+2. runs Algorithm 1 over every client tree (:func:`._generate.generate`):
+   sub-path rows, the majority vote of all trees, the flips;
+3. trains the global CART (entropy) on the synthetic set; its seed is
+   ``[seed, 11]``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from fedtrees._random import keyed_rng
+from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms._one_round import OneRoundStrategy
+from fedtrees.algorithms._onehot import category_counts, expanded_names
+from fedtrees.algorithms._ranges import resolve_ranges
+from fedtrees.algorithms.synthetic._generate import (
+    GenerationSpec,
+    Synthetic,
+    generate,
+)
+from fedtrees.algorithms.synthetic._protocol import TreeReply, TreeRequest, cart_params
+from fedtrees.exceptions import ValidationError
+from fedtrees.federation import FederationInfo
+from fedtrees.learners import fit_cart
+from fedtrees.tree import NodeKind, Tree
+
+__all__ = [
+    "SyntheticResult",
+    "SyntheticSettings",
+    "SyntheticStrategy",
+    "column_ranges",
+    "threshold_ranges",
+]
+
+GLOBAL_STREAM: Final = 11
+
+
+@dataclass(frozen=True)
+class SyntheticSettings:
+    """Validated settings of :class:`SyntheticDataClassifier`."""
+
+    client_max_depth: int
+    global_max_depth: int | None
+    min_samples_split: int
+    min_samples_leaf: int
+    class_weight: object
+    declared_ranges: object
+    generation: GenerationSpec
+    owner: str
+
+
+@dataclass(frozen=True, eq=False)
+class SyntheticResult:
+    """Client trees, their fit times, the ranges, the synthetic set, the global tree."""
+
+    client_trees: dict[str, Tree]
+    fit_seconds: dict[str, float]
+    ranges: FloatArray
+    synthetic: Synthetic
+    tree: Tree
+    names: tuple[str, ...]
+    n_categories: IntArray
+
+
+def threshold_ranges(
+    trees: Mapping[str, Tree], n_categories: IntArray, alpha: float
+) -> FloatArray:
+    """Ranges of the one-hot columns from the trees' thresholds alone.
+
+    **Decision:** a numeric column's range is the hull of the α-intervals of
+    every threshold on it (the span the synthetic rows cover); an indicator
+    column's is ``[0, 1]``; a column no tree tests gets ``[0, 1]`` (its fill
+    value reaches no tree). It reveals nothing the trees did not: a CART
+    threshold is already the midpoint of two of the client's values.
+    """
+    indicator = np.repeat(n_categories > 0, np.maximum(n_categories, 1))
+    low = np.full(indicator.shape[0], np.inf)
+    high = np.full(indicator.shape[0], -np.inf)
+    for tree in trees.values():
+        split = tree.kind == NodeKind.NUMERIC
+        f, t = tree.feature[split], tree.threshold[split]
+        width = np.where(t != 0, alpha * np.abs(t), alpha)
+        np.minimum.at(low, f, t - width)
+        np.maximum.at(high, f, t + width)
+    unseen = indicator | ~np.isfinite(low)
+    out: FloatArray = np.column_stack(
+        [np.where(unseen, 0.0, low), np.where(unseen, 1.0, high)]
+    )
+    return out
+
+
+def column_ranges(
+    declared: object, info: FederationInfo, owner: str
+) -> FloatArray | None:
+    """Return the declared ranges of the one-hot columns (None: none declared)."""
+    if declared is None:
+        return None
+    ranges = resolve_ranges(declared, info, owner)
+    n_categories = category_counts(info.schema.categories)
+    rows = [
+        np.tile([0.0, 1.0], (k, 1)) if k else ranges[j : j + 1]
+        for j, k in enumerate(n_categories.tolist())
+    ]
+    out: FloatArray = np.vstack(rows)
+    return out
+
+
+def class_weight_codes(
+    class_weight: object, classes: tuple[str, ...], owner: str
+) -> tuple[str, FloatArray]:
+    """``(mode, weights)``: None, "balanced", or a dict by label as per-code weights."""
+    if class_weight is None:
+        return "none", np.ones(len(classes))
+    if class_weight == "balanced":
+        return "balanced", np.ones(len(classes))
+    if not isinstance(class_weight, Mapping):
+        raise ValidationError(
+            f"{owner}: class_weight must be None, 'balanced' or a dict "
+            f"{{label: weight}}; got {class_weight!r}."
+        )
+    weights = np.ones(len(classes))
+    for label, weight in class_weight.items():
+        if str(label) not in classes:
+            raise ValidationError(
+                f"{owner}: class_weight names the label {label!r}; the agreed "
+                f"classes are {list(classes)}."
+            )
+        if not (isinstance(weight, int | float) and np.isfinite(weight) and weight > 0):
+            raise ValidationError(
+                f"{owner}: class_weight[{label!r}] is {weight!r}; expected a "
+                "positive number."
+            )
+        weights[classes.index(str(label))] = float(weight)
+    return "given", weights
+
+
+class SyntheticStrategy(OneRoundStrategy):
+    """Server: one round of client trees, then Algorithm 1 and the global CART."""
+
+    metric = "trees"
+
+    def __init__(self, settings: SyntheticSettings) -> None:
+        super().__init__()
+        self.settings = settings
+
+    def start(self, info: FederationInfo) -> None:
+        """Build the request on the agreed schema (one-hot layout, ranges)."""
+        super().start(info)
+        s, schema = self.settings, info.schema
+        n_categories = category_counts(schema.categories)
+        ranges = column_ranges(s.declared_ranges, info, s.owner)
+        mode, weights = class_weight_codes(s.class_weight, schema.classes, s.owner)
+        self.request = TreeRequest(
+            classes=np.asarray(schema.classes, dtype=str),
+            n_categories=n_categories,
+            names=json.dumps(expanded_names(schema.feature_names, schema.categories)),
+            ranges=np.zeros((0, 2)) if ranges is None else ranges,
+            max_depth=s.client_max_depth,
+            min_samples_split=s.min_samples_split,
+            min_samples_leaf=s.min_samples_leaf,
+            class_weight=mode,
+            class_weights=weights,
+            seed=s.generation.seed,
+        )
+
+    def finish(self) -> SyntheticResult:
+        """Rebuild the trees; generate the synthetic set; fit the global tree."""
+        request = self.request
+        assert isinstance(request, TreeRequest)
+        replies: dict[str, TreeReply] = self.sorted_replies()  # type: ignore[assignment]
+        trees = {c: request.tree(r) for c, r in replies.items()}
+        _check_some_split(trees, self.settings.owner)
+        ranges = (
+            request.ranges
+            if request.ranges.shape[0]
+            else threshold_ranges(
+                trees, request.n_categories, self.settings.generation.alpha
+            )
+        )
+        synthetic = generate(
+            trees, ranges, self.settings.generation, request.n_categories
+        )
+        return SyntheticResult(
+            client_trees=trees,
+            fit_seconds={c: r.fit_seconds for c, r in replies.items()},
+            ranges=ranges,
+            synthetic=synthetic,
+            tree=self._global_tree(synthetic, request),
+            names=tuple(request.column_names()),
+            n_categories=request.n_categories,
+        )
+
+    def _global_tree(self, synthetic: Synthetic, request: TreeRequest) -> Tree:
+        """Fit the global entropy CART on the synthetic set (weights, leaf sizes)."""
+        seed = keyed_rng(self.settings.generation.seed, GLOBAL_STREAM)
+        return fit_cart(
+            synthetic.X,
+            synthetic.y,
+            n_classes=int(request.classes.shape[0]),
+            max_depth=self.settings.global_max_depth,
+            seed=int(seed.integers(2**31 - 1)),
+            **cart_params(request, np.unique(synthetic.y)),
+        )
+
+
+def _check_some_split(trees: Mapping[str, Tree], owner: str) -> None:
+    """Refuse a federation whose trees are all single leaves (no path, no rows)."""
+    if all(tree.n_nodes == 1 for tree in trees.values()):
+        raise ValidationError(
+            f"{owner}: every client's tree is a single leaf (clients "
+            f"{sorted(trees)}): each client's rows hold one class, or too few "
+            "samples to split, so there is no path to generate rows from. Give "
+            "the clients rows of more than one class (or a smaller "
+            "min_samples_split / min_samples_leaf).",
+        )
