@@ -122,7 +122,15 @@ class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimat
     A client whose rows hold one class sends a single-leaf tree: it votes but
     makes no rows (it has no path); if every tree is a single leaf the fit
     stops with an error. A class no tree ever votes for is never predicted.
-    Sample weights are not supported (as in the paper).
+    Sample weights are not supported (as in the paper). ``synthetic_X_`` is the
+    whole synthetic set (on adult with 200 clients: 365,000 rows × 104 columns,
+    about 300 MB); ``del model.synthetic_X_`` before pickling a model you only
+    want to predict with.
+
+    **Measured** (adult, 200 clients, ``global_max_depth=7``): the paper's
+    ``fill="outside"`` collapses the vote — the 200 trees vote "<=50K" on
+    more than 99.9 % of the rows — and the global tree scores the majority
+    rate (75.45 %, the paper's 75.43 %); ``fill="uniform"`` scores 83.4 %.
 
     Examples
     --------
