@@ -328,13 +328,13 @@ def test_a_range_that_excludes_a_clients_threshold_names_client_and_column() -> 
 def test_a_hostile_tree_is_refused_before_it_is_used() -> None:
     X, y, sites = _frame()
 
-    def deep_categorical(reply: Any) -> Any:
+    def categorical_root(reply: Any) -> Any:
         kind = reply.node_kind.copy()
         kind[0] = int(NodeKind.CATEGORICAL)
         return type(reply)(**{**vars(reply), "node_kind": kind})
 
     fed = Federation.from_groups(
-        X, y, sites, faults=[Fault("south", "mutate", round=1, mutate=deep_categorical)]
+        X, y, sites, faults=[Fault("south", "mutate", round=1, mutate=categorical_root)]
     )
     with pytest.raises(RemoteProtocolError, match="south"):
         SyntheticDataClassifier(random_state=0).fit_federation(fed)

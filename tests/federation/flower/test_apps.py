@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from fedtrees.federation._transport import Delivery
 from fedtrees.federation.flower import (
     ServerConfig,
     app_dir,
+    flower_env,
     make_certificates,
     make_client_app,
     superlink_command,
@@ -183,3 +187,13 @@ def test_connections_are_written_to_flower_home(tmp_path: Path) -> None:
     }
     assert config["superlink"]["default"] == "prod"
     assert config["superlink"]["prod"]["root-certificates"].endswith("ca.crt")
+
+
+def test_flower_executables_are_found_beside_the_interpreter() -> None:
+    # `.venv/bin/python -m pytest` without an activated venv must still find them.
+    env = flower_env()
+    beside = Path(sys.executable).parent
+    assert env["PATH"].split(os.pathsep)[0] == str(beside)
+    assert shutil.which("flower-superlink", path=env["PATH"]) == str(
+        beside / "flower-superlink"
+    )

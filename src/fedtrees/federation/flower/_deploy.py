@@ -14,6 +14,7 @@ import datetime
 import ipaddress
 import json
 import os
+import sys
 import tomllib
 from collections.abc import Sequence
 from importlib import resources
@@ -50,8 +51,15 @@ def app_dir() -> Path:
 
 
 def flower_env(flwr_home: str | Path | None = None) -> dict[str, str]:
-    """Environment for Flower processes: no telemetry, no update check."""
+    """Environment for Flower processes: no telemetry, no update check.
+
+    Flower's executables (``flower-superlink``, ``flwr``, and the processes they
+    spawn) are found first beside the running interpreter, so an environment
+    used without activating it (``.venv/bin/python -m ...``) still finds them.
+    """
     env = dict(os.environ, FLWR_TELEMETRY_ENABLED="0", FLWR_DISABLE_UPDATE_CHECK="1")
+    beside = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([beside, env.get("PATH", "")]).rstrip(os.pathsep)
     if flwr_home is not None:
         env["FLWR_HOME"] = str(flwr_home)
     return env
