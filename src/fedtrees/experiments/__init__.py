@@ -4,7 +4,13 @@ Each paper experiment is a frozen config and a runner returning a
 :class:`Report`; :func:`write_report` writes its CSV, markdown and PNG files.
 """
 
-from fedtrees.experiments import dpforest, fedforest_heart, fedforest_synthetic, icdta
+from fedtrees.experiments import (
+    dpforest,
+    fedforest_heart,
+    fedforest_synthetic,
+    icdta,
+    synthetic,
+)
 from fedtrees.experiments._report import Plot, Report
 from fedtrees.experiments.demo import DemoResult, run_demo
 from fedtrees.experiments.dpforest import DPForestConfig, run_dpforest
@@ -15,6 +21,7 @@ from fedtrees.experiments.fedforest_synthetic import (
 )
 from fedtrees.experiments.icdta import ICDTAConfig, run_icdta
 from fedtrees.experiments.results import write_report
+from fedtrees.experiments.synthetic import SyntheticDataConfig, run_synthetic_data
 
 __all__ = [
     "DPForestConfig",
@@ -24,6 +31,7 @@ __all__ = [
     "Plot",
     "Report",
     "SyntheticConfig",
+    "SyntheticDataConfig",
     "dpforest",
     "fedforest_heart",
     "fedforest_synthetic",
@@ -33,5 +41,7 @@ __all__ = [
     "run_fedforest_heart",
     "run_fedforest_synthetic",
     "run_icdta",
+    "run_synthetic_data",
+    "synthetic",
     "write_report",
 ]
