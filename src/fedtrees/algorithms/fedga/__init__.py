@@ -28,6 +28,20 @@ from fedtrees.algorithms.fedga._evaluate import (
     fit_structure,
     score_structures,
 )
+from fedtrees.algorithms.fedga._initialize import (
+    DepthSearch,
+    cross_validate_depths,
+    local_structure,
+    noisy_size,
+)
+from fedtrees.algorithms.fedga._metrics import (
+    ClientSummary,
+    StructureSummary,
+    relative_improvement,
+    share_improved,
+    structure_summary,
+    summarize_clients,
+)
 from fedtrees.algorithms.fedga._operators import (
     MUTATIONS,
     crossover,
@@ -41,14 +55,26 @@ from fedtrees.algorithms.fedga._operators import (
     tournament_select,
     update,
 )
+from fedtrees.algorithms.fedga._votes import (
+    VoteStatistics,
+    coefficient_of_variation,
+    regression_votes,
+    vote_statistics,
+)
 
 __all__ = [
     "MUTATIONS",
     "NIL",
+    "ClientSummary",
     "DecodedStructure",
+    "DepthSearch",
+    "StructureSummary",
     "Task",
     "TrainingRows",
+    "VoteStatistics",
     "child_positions",
+    "coefficient_of_variation",
+    "cross_validate_depths",
     "crossover",
     "decision_nodes",
     "decode",
@@ -57,18 +83,26 @@ __all__ = [
     "evaluate_population",
     "evaluate_structure",
     "fit_structure",
+    "local_structure",
     "mutate",
     "mutate_population",
     "mutation_count",
     "node_flip",
     "node_swap",
+    "noisy_size",
     "one_point_crossover",
     "random_structure",
     "reachable_mask",
+    "regression_votes",
+    "relative_improvement",
     "score_structures",
+    "share_improved",
     "structure_depth",
     "structure_length",
+    "structure_summary",
     "substring_swap",
+    "summarize_clients",
     "tournament_select",
     "update",
+    "vote_statistics",
 ]
