@@ -80,13 +80,13 @@ def _split(
     return np.sort(order[:cut]), np.sort(order[cut:])
 
 
-def _fitness(
-    request: Payload, data: ClientData, structures: np.ndarray
-) -> FloatArray:
+def _fitness(request: Payload, data: ClientData, structures: np.ndarray) -> FloatArray:
     """Score ``structures`` on the client's validation part (step 28)."""
     X, y = data.finite_matrix(), _labels(request, data)
     train, val = _split(data, request.seed, request.train_ratio)  # type: ignore[attr-defined]
-    n_classes = int(request.classes.shape[0]) if _task(request) == "classification" else 0  # type: ignore[attr-defined]
+    n_classes = (
+        int(request.classes.shape[0]) if _task(request) == "classification" else 0
+    )  # type: ignore[attr-defined]
     rows = TrainingRows.of(X[train], y[train], _task(request), n_classes)
     return score_structures(rows, structures, request.depth, X[val], y[val])  # type: ignore[attr-defined]
 
@@ -144,3 +144,200 @@ def propose_depth(request: InitRequest, data: ClientData) -> InitReply:
     )
     size, spent = _size(request, data)
     return InitReply(int(search.best_depth), size, spent)
+
+
+# -- 2. local ----------------------------------------------------------------------
+@payload("fedga.local_reply")
+class LocalReply(Payload):
+    """The local structure T_d^i and, for regression, the two votes."""
+
+    structure: np.ndarray
+    vote_ratio: bool
+    vote_elitism: bool
+
+
+@payload("fedga.local")
+class LocalRequest(Payload):
+    """Fit the local CART at the global depth; send its structure (step 12)."""
+
+    task: str
+    classes: np.ndarray
+    depth: int
+    n_features: int
+    depth_low: int
+    depth_high: int
+    folds: int
+    phi_star: float
+    theta_star: float
+    mu_star: float
+    seed: int
+
+    def expected_reply(self) -> ReplySpec:
+        """A structure string of the depth with feature ids in range."""
+        length = 2**self.depth - 1
+        return ReplySpec(
+            LocalReply,
+            {
+                "structure": Field.array(
+                    "i", (length,), low=-1, high=self.n_features - 1
+                ),
+                "vote_ratio": Field.scalar(),
+                "vote_elitism": Field.scalar(),
+            },
+        )
+
+
+@handler("fedga.local")
+def send_local_structure(request: LocalRequest, data: ClientData) -> LocalReply:
+    """Client: the local structure; regression votes from the CV scores at d."""
+    X, y, task = data.finite_matrix(), _labels(request, data), _task(request)
+    n_classes = int(request.classes.shape[0]) if task == "classification" else 0
+    structure = local_structure(
+        X, y, task, request.depth, seed=request.seed, n_classes=n_classes
+    )
+    if task == "classification":
+        return LocalReply(structure, False, False)
+    search = cross_validate_depths(
+        X,
+        y,
+        task,
+        seed=request.seed,
+        depth_range=(request.depth_low, request.depth_high),
+        folds=request.folds,
+    )
+    ratio, elitism = regression_votes(
+        search.scores,
+        search.index_of(request.depth),
+        y,
+        phi_star=request.phi_star,
+        theta_star=request.theta_star,
+        mu_star=request.mu_star,
+    )
+    return LocalReply(structure, bool(ratio), bool(elitism))
+
+
+# -- 3. evaluate / join ----------------------------------------------------------------
+@payload("fedga.fitness")
+class FitnessReply(Payload):
+    """One fitness per candidate structure (macro-F1 or MSE)."""
+
+    fitness: np.ndarray
+
+
+@payload("fedga.evaluate")
+class EvaluateRequest(Payload):
+    """Score every candidate structure on your validation part (step 28)."""
+
+    task: str
+    classes: np.ndarray
+    structures: np.ndarray
+    depth: int
+    train_ratio: float
+    seed: int
+
+    def expected_reply(self) -> ReplySpec:
+        """One finite, non-negative fitness per candidate."""
+        n = int(self.structures.shape[0])
+        return ReplySpec(
+            FitnessReply, {"fitness": Field.array("f", (n,), nonnegative=True)}
+        )
+
+
+@handler("fedga.evaluate")
+def evaluate(request: EvaluateRequest, data: ClientData) -> FitnessReply:
+    """Client: fit every structure's thresholds and leaves; score them."""
+    return FitnessReply(_fitness(request, data, request.structures))
+
+
+@payload("fedga.join_reply")
+class JoinReply(Payload):
+    """A late joiner's fitness of the candidates, its local structure and size."""
+
+    fitness: np.ndarray
+    structure: np.ndarray
+    local_fitness: float
+    noisy_size: float
+    epsilon_spent: float
+
+
+@payload("fedga.join")
+class JoinRequest(Payload):
+    """Steps 29–33: evaluate, and send your local structure and noisy size."""
+
+    task: str
+    classes: np.ndarray
+    structures: np.ndarray
+    depth: int
+    n_features: int
+    train_ratio: float
+    epsilon: float
+    seed: int
+
+    def expected_reply(self) -> ReplySpec:
+        """Fitness per candidate; a structure of the depth; ε spent equal to ε."""
+        n, length = int(self.structures.shape[0]), 2**self.depth - 1
+        return ReplySpec(
+            JoinReply,
+            {
+                "fitness": Field.array("f", (n,), nonnegative=True),
+                "structure": Field.array(
+                    "i", (length,), low=-1, high=self.n_features - 1
+                ),
+                "local_fitness": Field.scalar(low=0.0),
+                "noisy_size": Field.scalar(),
+                "epsilon_spent": Field.scalar(low=self.epsilon, high=self.epsilon),
+            },
+        )
+
+
+@handler("fedga.join")
+def join(request: JoinRequest, data: ClientData) -> JoinReply:
+    """Client: as evaluate, plus the local structure, its fitness, the size."""
+    X, y, task = data.finite_matrix(), _labels(request, data), _task(request)
+    n_classes = int(request.classes.shape[0]) if task == "classification" else 0
+    structure = local_structure(
+        X, y, task, request.depth, seed=request.seed, n_classes=n_classes
+    )
+    both = np.vstack([request.structures, structure[None, :]])
+    fitness = _fitness(request, data, both)
+    size, spent = _size(request, data)
+    return JoinReply(fitness[:-1], structure, float(fitness[-1]), size, spent)
+
+
+# -- 4. final ----------------------------------------------------------------------
+@payload("fedga.choice")
+class ChoiceReply(Payload):
+    """The index of the client's best structure and its fitness (no thresholds)."""
+
+    choice: int
+    fitness: float
+
+
+@payload("fedga.final")
+class FinalRequest(EvaluateRequest):
+    """Score the final population; keep the best (steps 45–48)."""
+
+    maximize: bool
+
+    def expected_reply(self) -> ReplySpec:  # type: ignore[override]
+        """An index into the population and its fitness."""
+        n = int(self.structures.shape[0])
+        return ReplySpec(
+            ChoiceReply,
+            {
+                "choice": Field.scalar(low=0, high=n - 1),
+                "fitness": Field.scalar(low=0.0),
+            },
+        )
+
+
+@handler("fedga.final")
+def choose(request: FinalRequest, data: ClientData) -> ChoiceReply:
+    """Client: the best structure on its data (first on ties).
+
+    OPEN (issue 11): the client must keep the fitted tree; handlers are
+    stateless today (DESIGN.md's per-run client state, issue 14).
+    """
+    fitness = _fitness(request, data, request.structures)
+    best = int(np.argmax(fitness) if request.maximize else np.argmin(fitness))
+    return ChoiceReply(best, float(fitness[best]))
