@@ -9,6 +9,7 @@ from fedtrees.algorithms import (
     dpforest,
     fedavg,
     fedforest,
+    fedga,
     fedid3,
     icdta,
     local,
@@ -19,6 +20,7 @@ from fedtrees.algorithms._jobs import JOBS, run_job
 from fedtrees.algorithms.dpforest import DPForestClassifier
 from fedtrees.algorithms.fedavg import FedAvgClassifier
 from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
+from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
 from fedtrees.algorithms.fedid3 import FederatedID3Classifier
 from fedtrees.algorithms.icdta import ICDTAClassifier
 from fedtrees.algorithms.local import (
@@ -36,6 +38,8 @@ __all__ = [
     "FedAvgClassifier",
     "FedForestClassifier",
     "FedForestRegressor",
+    "FedGAClassifier",
+    "FedGARegressor",
     "FederatedID3Classifier",
     "ICDTAClassifier",
     "LocalEnsembleClassifier",
@@ -48,6 +52,7 @@ __all__ = [
     "dpforest",
     "fedavg",
     "fedforest",
+    "fedga",
     "fedid3",
     "icdta",
     "local",

@@ -8,8 +8,8 @@ transport. Client ids are strings: the group values, or the names given.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +23,8 @@ from fedtrees.federation._schema import Task
 from fedtrees.federation._transport import Fault, InProcessTransport, Transport
 
 __all__ = ["Federation"]
+
+T = TypeVar("T")
 
 
 class Federation:
@@ -137,6 +139,24 @@ class Federation:
             callbacks=callbacks,
             ledger=ledger,
         )
+
+    def on_each_site(self, function: Callable[[ClientData], T]) -> dict[str, T]:
+        """Run ``function`` at every in-process site, for that site's own use.
+
+        What a site computes for itself — its personal model, say — does not
+        travel: nothing is encoded, sent or counted, because nothing leaves the
+        site. Only in-process federations allow it (the caller owns every site);
+        on Flower each site computes its own model on its own machine.
+        """
+        local: Any = getattr(self.transport, "on_each_site", None)
+        if local is None:
+            raise ValidationError(
+                f"{type(self.transport).__name__}: the sites compute their own "
+                "models on their own machines; on_each_site is for in-process "
+                "federations."
+            )
+        result: dict[str, T] = local(function)
+        return result
 
     def __repr__(self) -> str:
         kind = type(self.transport).__name__

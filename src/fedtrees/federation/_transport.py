@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypeVar
 
 from fedtrees._validation import check_choice, check_int
 from fedtrees.exceptions import ValidationError
@@ -26,6 +26,8 @@ from fedtrees.federation._data import ClientData
 from fedtrees.federation._payload import Payload
 
 __all__ = ["Delivery", "Fault", "InProcessTransport", "Outgoing", "Transport"]
+
+T = TypeVar("T")
 
 Status = Literal["ok", "timeout", "unreachable"]
 FaultAction = Literal["drop", "late", "raise", "garbage", "mutate"]
@@ -124,6 +126,10 @@ class InProcessTransport:
     def client_ids(self) -> tuple[str, ...]:
         """Return the clients' ids, sorted."""
         return tuple(sorted(self._clients))
+
+    def on_each_site(self, function: Callable[[ClientData], T]) -> dict[str, T]:
+        """Run ``function`` on every client's own data, at that client (no message)."""
+        return {name: function(data) for name, data in sorted(self._clients.items())}
 
     def row_counts(self) -> dict[str, int]:
         """Rows per client — simulation-only knowledge, for audits and tests."""

@@ -7,6 +7,7 @@ evaluation a client runs on its rows (:mod:`._evaluate`, Sec. III-B). The
 estimator and the protocol build on these.
 """
 
+from fedtrees.algorithms.fedga import _protocol  # registers the client handlers
 from fedtrees.algorithms.fedga._encoding import (
     NIL,
     DecodedStructure,
@@ -20,6 +21,7 @@ from fedtrees.algorithms.fedga._encoding import (
     structure_depth,
     structure_length,
 )
+from fedtrees.algorithms.fedga._estimator import FedGAClassifier, FedGARegressor
 from fedtrees.algorithms.fedga._evaluate import (
     Task,
     TrainingRows,
@@ -68,6 +70,8 @@ __all__ = [
     "ClientSummary",
     "DecodedStructure",
     "DepthSearch",
+    "FedGAClassifier",
+    "FedGARegressor",
     "StructureSummary",
     "Task",
     "TrainingRows",
@@ -106,3 +110,5 @@ __all__ = [
     "update",
     "vote_statistics",
 ]
+
+del _protocol

@@ -1,4 +1,4 @@
-"""FedGA-Tree's messages and client handlers (ALGORITHMS.md §4; WORK IN PROGRESS).
+"""FedGA-Tree's messages and client handlers (ALGORITHMS.md §4).
 
 Algorithm 1 on the round loop, stateless clients (every handler recomputes what
 it needs from its rows and keyed generators):
@@ -21,13 +21,18 @@ rows for both).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees.algorithms.fedga._evaluate import Task, TrainingRows, score_structures
+from fedtrees.algorithms.fedga._evaluate import (
+    Task,
+    TrainingRows,
+    fit_structure,
+    score_structures,
+)
 from fedtrees.algorithms.fedga._initialize import (
     cross_validate_depths,
     local_structure,
@@ -43,6 +48,7 @@ from fedtrees.federation import (
     payload,
 )
 from fedtrees.privacy import PrivacyAccountant
+from fedtrees.tree import Tree
 
 __all__ = [
     "EvaluateRequest",
@@ -50,6 +56,7 @@ __all__ = [
     "InitRequest",
     "JoinRequest",
     "LocalRequest",
+    "personal_tree",
 ]
 
 SPLIT_STREAM: Final = 12
@@ -57,44 +64,44 @@ SIZE_STREAM: Final = 13
 
 
 # -- shared ------------------------------------------------------------------------
-def _task(request: Payload) -> Task:
-    return "classification" if request.task == "classification" else "regression"  # type: ignore[attr-defined]
+def _task(request: Any) -> Task:
+    return "classification" if request.task == "classification" else "regression"
 
 
-def _labels(request: Payload, data: ClientData) -> np.ndarray:
+def _labels(request: Any, data: ClientData) -> np.ndarray:
     """Return class codes (classification) or float targets (regression)."""
     if _task(request) == "classification":
-        return data.label_codes(request.classes)  # type: ignore[attr-defined]
+        return data.label_codes(request.classes)
     return data.y.to_numpy(np.float64)
 
 
 def _split(
     data: ClientData, seed: int, train_ratio: float
 ) -> tuple[IntArray, IntArray]:
-    """The client's fixed training / validation rows (keyed; r = 1: all, all)."""
+    """Return the client's fixed training and validation rows (r = 1: all, all)."""
     rows = np.arange(data.n_rows)
     if train_ratio >= 1.0 or data.n_rows < 2:
         return rows, rows
     order = keyed_rng(seed, SPLIT_STREAM, client_key(data.client_id)).permutation(rows)
-    cut = min(max(int(round(train_ratio * data.n_rows)), 1), data.n_rows - 1)
+    cut = min(max(round(train_ratio * data.n_rows), 1), data.n_rows - 1)
     return np.sort(order[:cut]), np.sort(order[cut:])
 
 
-def _fitness(request: Payload, data: ClientData, structures: np.ndarray) -> FloatArray:
+def _fitness(request: Any, data: ClientData, structures: np.ndarray) -> FloatArray:
     """Score ``structures`` on the client's validation part (step 28)."""
     X, y = data.finite_matrix(), _labels(request, data)
-    train, val = _split(data, request.seed, request.train_ratio)  # type: ignore[attr-defined]
+    train, val = _split(data, request.seed, request.train_ratio)
     n_classes = (
         int(request.classes.shape[0]) if _task(request) == "classification" else 0
-    )  # type: ignore[attr-defined]
+    )
     rows = TrainingRows.of(X[train], y[train], _task(request), n_classes)
-    return score_structures(rows, structures, request.depth, X[val], y[val])  # type: ignore[attr-defined]
+    return score_structures(rows, structures, request.depth, X[val], y[val])
 
 
-def _size(request: Payload, data: ClientData) -> tuple[float, float]:
-    accountant = PrivacyAccountant(request.epsilon, owner=f"client {data.client_id!r}")  # type: ignore[attr-defined]
-    rng = keyed_rng(request.seed, SIZE_STREAM, client_key(data.client_id))  # type: ignore[attr-defined]
-    return noisy_size(data.n_rows, request.epsilon, rng, accountant=accountant)  # type: ignore[attr-defined]
+def _size(request: Any, data: ClientData) -> tuple[float, float]:
+    accountant = PrivacyAccountant(request.epsilon, owner=f"client {data.client_id!r}")
+    rng = keyed_rng(request.seed, SIZE_STREAM, client_key(data.client_id))
+    return noisy_size(data.n_rows, request.epsilon, rng, accountant=accountant)
 
 
 # -- 1. init -----------------------------------------------------------------------
@@ -120,7 +127,7 @@ class InitRequest(Payload):
     seed: int
 
     def expected_reply(self) -> ReplySpec:
-        """A depth in range; a finite noisy size; ε spent equal to ε."""
+        """Expect a depth in range, a finite noisy size, and ε spent equal to ε."""
         return ReplySpec(
             InitReply,
             {
@@ -173,7 +180,7 @@ class LocalRequest(Payload):
     seed: int
 
     def expected_reply(self) -> ReplySpec:
-        """A structure string of the depth with feature ids in range."""
+        """Expect a structure string of the depth with feature ids in range."""
         length = 2**self.depth - 1
         return ReplySpec(
             LocalReply,
@@ -319,8 +326,8 @@ class FinalRequest(EvaluateRequest):
 
     maximize: bool
 
-    def expected_reply(self) -> ReplySpec:  # type: ignore[override]
-        """An index into the population and its fitness."""
+    def expected_reply(self) -> ReplySpec:
+        """Expect an index into the population and its fitness."""
         n = int(self.structures.shape[0])
         return ReplySpec(
             ChoiceReply,
@@ -341,3 +348,28 @@ def choose(request: FinalRequest, data: ClientData) -> ChoiceReply:
     fitness = _fitness(request, data, request.structures)
     best = int(np.argmax(fitness) if request.maximize else np.argmin(fitness))
     return ChoiceReply(best, float(fitness[best]))
+
+
+# -- the client's own model (never sent) ---------------------------------------------
+def personal_tree(
+    data: ClientData,
+    structure: np.ndarray,
+    depth: int,
+    *,
+    task: Task,
+    classes: np.ndarray,
+    train_ratio: float,
+    seed: int,
+) -> Tree:
+    """Fit the tree client k keeps (step 48): its chosen structure on its rows.
+
+    The same fit the client scored in the final round (its training part under
+    the train ratio). It runs at the client and never travels.
+    """
+    request = EvaluateRequest(
+        task, classes, structure[None, :], depth, train_ratio, seed
+    )
+    X, y = data.finite_matrix(), _labels(request, data)
+    train, _ = _split(data, seed, train_ratio)
+    n_classes = int(classes.shape[0]) if task == "classification" else 0
+    return fit_structure(structure, depth, X[train], y[train], task, n_classes)

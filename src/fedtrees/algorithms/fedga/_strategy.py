@@ -1,4 +1,4 @@
-"""FedGA-Tree's server: Algorithm 1 on the round loop (ALGORITHMS.md §4; WORK IN PROGRESS).
+"""FedGA-Tree's server: Algorithm 1 on the round loop (ALGORITHMS.md §4).
 
 Rounds: 1 init (depth votes, noisy sizes), 2 local structures (and regression
 votes), 2 + g for generation g = 1..G, G + 3 final choice. Every round tolerates
@@ -132,8 +132,15 @@ class FedGAStrategy:
         if g <= self.s.n_generations:
             return self._generation(g)
         if g == self.s.n_generations + 1:
+            s = self.s
             final = FinalRequest(
-                **self._common(self.population), maximize=self.maximize
+                s.task,
+                self.classes,
+                self.population,
+                self.depth,
+                self.train_ratio,
+                s.seed,
+                self.maximize,
             )
             return RoundPlan.broadcast(final, sorted(self.sizes), "continue")
         return None
@@ -236,17 +243,7 @@ class FedGAStrategy:
         self.population = np.empty((0, width), dtype=np.int64)
         self.fitness = np.empty(0)
 
-    # -- generations (steps 26–43) -------------------------------------------------------
-    def _common(self, structures: IntArray) -> dict[str, object]:
-        return {
-            "task": self.s.task,
-            "classes": self.classes,
-            "structures": structures,
-            "depth": self.depth,
-            "train_ratio": self.train_ratio,
-            "seed": self.s.seed,
-        }
-
+    # -- generations (steps 26–43) ----------------------------------------------
     def _generation(self, g: int) -> RoundPlan:
         eligible = [
             c for c in self.clients if c in self.sizes or self.s.join_at.get(c, 0) <= g
@@ -254,17 +251,30 @@ class FedGAStrategy:
         rng = keyed_rng(self.s.seed, ACTIVE_STREAM, g)
         n_active = max(1, round(self.s.client_fraction * len(eligible)))
         active = sorted(rng.choice(eligible, size=n_active, replace=False).tolist())
-        common = self._common(self.candidates)
-        requests: dict[str, Payload] = {}
-        for client in active:
-            if client in self.sizes:
-                requests[client] = EvaluateRequest(**common)  # type: ignore[arg-type]
-            else:
-                requests[client] = JoinRequest(
-                    **common,  # type: ignore[arg-type]
-                    n_features=self.n_features,
-                    epsilon=self.s.epsilon,
-                )
+        s, known = (
+            self.s,
+            EvaluateRequest(
+                self.s.task,
+                self.classes,
+                self.candidates,
+                self.depth,
+                self.train_ratio,
+                self.s.seed,
+            ),
+        )
+        new = JoinRequest(
+            s.task,
+            self.classes,
+            self.candidates,
+            self.depth,
+            self.n_features,
+            self.train_ratio,
+            s.epsilon,
+            s.seed,
+        )
+        requests: dict[str, Payload] = {
+            client: known if client in self.sizes else new for client in active
+        }
         return RoundPlan(requests, "continue")
 
     def _fold_generation(self, g: int, replies: Mapping[str, Payload]) -> None:
@@ -297,7 +307,7 @@ class FedGAStrategy:
         self.candidates = self._breed(g)
 
     def _breed(self, g: int) -> IntArray:
-        """Steps 41–42 (plus the local structures when elitism is on)."""
+        """Breed the next candidates: steps 41–42 (plus the locals under elitism)."""
         rng = keyed_rng(self.s.seed, BREED_STREAM, g)
         width = self.population.shape[1]
         offspring = crossover(

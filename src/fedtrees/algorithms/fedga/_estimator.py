@@ -1,0 +1,311 @@
+"""FedGAClassifier / FedGARegressor: personal trees evolved by a federated GA (§4)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from fedtrees._random import resolve_seed
+from fedtrees._typing import FloatArray, RandomState
+from fedtrees._validation import check_float, check_int, invalid
+from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms.fedga._protocol import personal_tree
+from fedtrees.algorithms.fedga._strategy import (
+    FedGAResult,
+    FedGASettings,
+    FedGAStrategy,
+)
+from fedtrees.exceptions import ValidationError
+from fedtrees.federation import ClientData, Federation, RoundCallback
+from fedtrees.tree import Tree, client_codes
+
+__all__ = ["FedGAClassifier", "FedGARegressor"]
+
+
+class _FedGA(FederatedEstimator):
+    """What both FedGA estimators share (Algorithm 1 of paper 000)."""
+
+    _default_population = 20
+
+    def __init__(
+        self,
+        population_size: int | None = None,
+        n_generations: int = 100,
+        epsilon: float = 1.0,
+        train_ratio: float = 0.8,
+        nil_rate: float = 0.01,
+        tournament_size: int = 3,
+        flip_rate: float = 0.05,
+        swap_rate: float = 0.05,
+        phi_star: float = 0.25,
+        theta_star: float = 0.02,
+        mu_star: float = 80.0,
+        client_fraction: float = 1.0,
+        cv_folds: int = 5,
+        depth_range: tuple[int, int] = (2, 15),
+        random_state: RandomState = None,
+        *,
+        timeout: float = 120.0,
+        workers: int = 1,
+        verbose: bool = False,
+    ) -> None:
+        self.population_size = population_size
+        self.n_generations = n_generations
+        self.epsilon = epsilon
+        self.train_ratio = train_ratio
+        self.nil_rate = nil_rate
+        self.tournament_size = tournament_size
+        self.flip_rate = flip_rate
+        self.swap_rate = swap_rate
+        self.phi_star = phi_star
+        self.theta_star = theta_star
+        self.mu_star = mu_star
+        self.client_fraction = client_fraction
+        self.cv_folds = cv_folds
+        self.depth_range = depth_range
+        self.random_state = random_state
+        self.timeout = timeout
+        self.workers = workers
+        self.verbose = verbose
+
+    # -- fit ---------------------------------------------------------------------
+    def fit(  # type: ignore[override]
+        self,
+        X: object,
+        y: npt.ArrayLike,
+        groups: npt.ArrayLike | None = None,
+        *,
+        join_at: Mapping[object, int] | None = None,
+    ) -> Any:
+        """Fit on in-process clients, one per value of ``groups``.
+
+        ``join_at`` maps a client to the generation it joins in (steps 29–33);
+        the others take part from the start.
+        """
+        federation, classes = self._federation(X, y, groups, None, self.workers)
+        return self._fit_with(federation, classes, (), join_at)
+
+    def fit_federation(
+        self,
+        federation: Federation,
+        *,
+        callbacks: Sequence[RoundCallback] = (),
+        join_at: Mapping[object, int] | None = None,
+    ) -> Any:
+        """Fit on any federation; ``join_at`` as in :meth:`fit`."""
+        self._input_names = None
+        return self._fit_with(federation, None, callbacks, join_at)
+
+    def _fit(
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        callbacks: Sequence[RoundCallback] = (),
+    ) -> Any:
+        return self._fit_with(federation, classes, callbacks, None)
+
+    def _fit_with(
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        callbacks: Sequence[RoundCallback],
+        join_at: Mapping[object, int] | None,
+    ) -> Any:
+        settings = self._settings(join_at, federation)
+        outcome = self._run(federation, FedGAStrategy(settings), callbacks)
+        self._remember(outcome.info, classes)
+        result: FedGAResult = outcome.result
+        self._keep(result, settings)
+        self.communication_ = outcome.ledger
+        self.trees_ = self._personal_trees(federation, result, settings)
+        return self
+
+    def _settings(
+        self, join_at: Mapping[object, int] | None, federation: Federation
+    ) -> FedGASettings:
+        owner = type(self).__name__
+        low, high = _depth_range(self.depth_range, owner)
+        size = self.population_size or self._default_population
+        generations = check_int(self.n_generations, "n_generations", owner, min_value=1)
+        joins = {str(k): int(v) for k, v in (join_at or {}).items()}
+        unknown = sorted(set(joins) - set(federation.clients))
+        if unknown or any(not 1 <= g <= generations for g in joins.values()):
+            raise ValidationError(
+                f"{owner}: join_at must map clients of the federation "
+                f"{list(federation.clients)} to generations 1..{generations}; "
+                f"got {dict(join_at or {})}."
+            )
+        return FedGASettings(
+            task=self._task,
+            population_size=check_int(size, "population_size", owner, min_value=2),
+            n_generations=generations,
+            epsilon=check_float(
+                self.epsilon, "epsilon", owner, min_value=0.0, min_inclusive=False
+            ),
+            train_ratio=check_float(
+                self.train_ratio,
+                "train_ratio",
+                owner,
+                min_value=0.0,
+                min_inclusive=False,
+                max_value=1.0,
+            ),
+            nil_rate=_rate(self.nil_rate, "nil_rate", owner),
+            tournament_size=check_int(
+                self.tournament_size, "tournament_size", owner, min_value=1
+            ),
+            flip_rate=_rate(self.flip_rate, "flip_rate", owner),
+            swap_rate=_rate(self.swap_rate, "swap_rate", owner),
+            phi_star=check_float(self.phi_star, "phi_star", owner, min_value=0.0),
+            theta_star=check_float(self.theta_star, "theta_star", owner, min_value=0.0),
+            mu_star=check_float(
+                self.mu_star, "mu_star", owner, min_value=0.0, max_value=100.0
+            ),
+            client_fraction=check_float(
+                self.client_fraction,
+                "client_fraction",
+                owner,
+                min_value=0.0,
+                min_inclusive=False,
+                max_value=1.0,
+            ),
+            cv_folds=check_int(self.cv_folds, "cv_folds", owner, min_value=2),
+            depth_range=(low, high),
+            seed=resolve_seed(self.random_state, owner),
+            join_at=joins,
+        )
+
+    # -- fitted attributes -------------------------------------------------------------
+    def _keep(self, result: FedGAResult, settings: FedGASettings) -> None:
+        self.depth_ = result.depth
+        self.population_ = result.population
+        self.population_fitness_ = result.fitness
+        self.structures_ = {
+            c: result.population[i].copy() for c, i in sorted(result.choices.items())
+        }
+        self.client_fitness_ = dict(result.client_fitness)
+        self.fitness_history_ = pd.DataFrame(
+            result.history, columns=["best", "mean"]
+        ).rename_axis("generation")
+        self.fitness_history_.index += 1
+        self.train_ratio_ = result.train_ratio
+        self.elitism_ = result.elitism
+        self.epsilon_spent_ = dict(result.epsilon_spent)
+
+    def _personal_trees(
+        self, federation: Federation, result: FedGAResult, settings: FedGASettings
+    ) -> dict[str, Tree]:
+        """Each client's tree, fitted at the client (in process: every site here)."""
+        classes = np.asarray(
+            [] if self._task == "regression" else [str(c) for c in self.classes_],
+            dtype=str,
+        )
+
+        def keep(data: ClientData) -> Tree | None:
+            structure = self.structures_.get(data.client_id)
+            if structure is None:
+                return None
+            tree = personal_tree(
+                data,
+                structure,
+                result.depth,
+                task=settings.task,
+                classes=classes,
+                train_ratio=result.train_ratio,
+                seed=settings.seed,
+            )
+            return self._with_meta(tree)
+
+        try:
+            trees = federation.on_each_site(keep)
+        except ValidationError:
+            return {}  # on Flower every site keeps its own tree
+        return {c: t for c, t in trees.items() if t is not None}
+
+    def _with_meta(self, tree: Tree) -> Tree:
+        meta = self._tree_meta()
+        meta.pop("n_features")
+        if self._task == "classification":
+            meta["classes"] = self.classes_
+        return dataclasses.replace(tree, **meta)
+
+    # -- predict ------------------------------------------------------------------
+    def _personal_values(self, X: object, client: object) -> FloatArray:
+        check_is_fitted(self, "trees_")
+        matrix = self._encode(X)
+        if client is None and len(self.clients_) == 1:
+            client = self.clients_[0]  # one client: its tree (fit without groups)
+        codes = client_codes(
+            tuple(self.clients_),
+            client,
+            matrix.shape[0],
+            f"{type(self).__name__}.predict",
+            "pass the client (one id, or one per row) whose personal tree predicts",
+        )
+        if np.any(codes < 0):
+            raise ValidationError(
+                f"{type(self).__name__}.predict: FedGA's trees are personal; pass "
+                f"client= one of {list(self.clients_)} (or one per row)."
+            )
+        first = next(iter(self.trees_.values()))
+        out = np.zeros((matrix.shape[0], first.value.shape[1]))
+        for code in np.unique(codes):
+            name = self.clients_[code]
+            if name not in self.trees_:
+                raise ValidationError(
+                    f"{type(self).__name__}.predict: client {name!r} has no tree "
+                    "here (it did not answer the final round, or the federation "
+                    "ran on Flower, where each site keeps its own)."
+                )
+            rows = codes == code
+            out[rows] = self.trees_[name].predict_value(matrix[rows])
+        return out
+
+
+class FedGAClassifier(ClassifierMixin, _FedGA, BaseEstimator):  # type: ignore[misc]
+    """FedGA-Tree classification (ALGORITHMS.md §4): macro-F1 fitness, P = 20."""
+
+    _task = "classification"
+
+    def predict_proba(self, X: object, client: object = None) -> FloatArray:
+        """Class distribution of each row's leaf in its client's personal tree."""
+        return self._personal_values(X, client)
+
+    def predict(self, X: object, client: object = None) -> npt.NDArray[Any]:
+        """Most likely class under the row's client's tree."""
+        proba = self.predict_proba(X, client)  # checks that the model is fitted
+        labels: npt.NDArray[Any] = self.classes_[np.argmax(proba, axis=1)]
+        return labels
+
+
+class FedGARegressor(RegressorMixin, _FedGA, BaseEstimator):  # type: ignore[misc]
+    """FedGA-Tree regression (ALGORITHMS.md §4): MSE fitness, P = 40, the votes."""
+
+    _task = "regression"
+    _default_population = 40
+
+    def predict(self, X: object, client: object = None) -> FloatArray:
+        """Mean of each row's leaf in its client's personal tree."""
+        values: FloatArray = self._personal_values(X, client)[:, 0]
+        return values
+
+
+def _depth_range(value: object, owner: str) -> tuple[int, int]:
+    try:
+        low, high = (int(v) for v in value)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        raise invalid("depth_range", owner, "a pair (d_min, d_max)", value) from None
+    if not 1 <= low <= high <= 20:
+        raise invalid("depth_range", owner, "1 <= d_min <= d_max <= 20", value)
+    return low, high
+
+
+def _rate(value: object, name: str, owner: str) -> float:
+    return check_float(value, name, owner, min_value=0.0, max_value=1.0)
