@@ -156,3 +156,16 @@ def test_a_client_smaller_than_the_folds_misses_the_start_and_joins_later() -> N
         model = FedGAClassifier(**QUICK).fit(X[rows], y[rows], groups=sites[rows])
     assert "5" in model.trees_
     assert model.epsilon_spent_["5"] == 1.0
+
+
+def test_a_single_class_client_and_a_constant_target_are_documented() -> None:
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(600, 4))
+    sites = np.arange(600) % 3
+    y = np.where(sites == 2, 1, (X[:, 0] > 0).astype(int))  # client 2: one class
+    model = FedGAClassifier(**QUICK).fit(X, y, groups=sites)
+    assert model.trees_["2"].n_nodes == 1  # a pure client keeps a single leaf
+    assert set(model.predict(X[:10], client="2")) == {1}
+    constant = FedGARegressor(population_size=6, **QUICK)
+    constant.fit(X, np.full(600, 3.0), groups=sites)
+    np.testing.assert_allclose(constant.predict(X[:5], client="0"), 3.0)

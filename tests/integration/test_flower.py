@@ -123,6 +123,26 @@ def test_one_shot_tree_methods_give_the_same_trees_over_flower(
         assert over_flower == expected, job  # kept trees, spends and ledger totals
 
 
+def test_fedga_evolves_the_same_structures_over_flower(
+    tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
+) -> None:
+    params = {
+        "n_generations": 2,
+        "population_size": 6,
+        "depth_range": [2, 4],
+        "cv_folds": 3,
+        "random_state": 3,
+    }
+    over_flower = _run_over_flower(
+        tls_deployment, tmp_path / "fedga.json", "fedga", params
+    )
+
+    expected = _in_process(site_files, "fedga", params)
+    assert over_flower["structures"] == expected["structures"]  # same evolution
+    assert over_flower == expected  # history, spends and ledger totals
+    assert over_flower["communication"]["rounds"] == 1 + 3 + 2  # type: ignore[index]
+
+
 def test_a_killed_supernode_fails_the_run_clearly_within_the_timeout(
     site_files: dict[str, Path], tmp_path: Path
 ) -> None:

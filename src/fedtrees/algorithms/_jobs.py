@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from fedtrees._validation import invalid
 from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
+from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
 from fedtrees.algorithms.fedid3 import FederatedID3Classifier
 from fedtrees.algorithms.icdta import ICDTAClassifier
 from fedtrees.algorithms.local import LocalEnsembleClassifier, LocalEnsembleRegressor
@@ -166,6 +167,45 @@ def _report(estimator: Any) -> dict[str, Any]:
     return {"epsilon_spent": spent, "levels": estimator.levels_}
 
 
+def _fedga(
+    federation: Federation,
+    params: Mapping[str, Any],
+    timeout: float,
+    callbacks: Sequence[RoundCallback],
+) -> tuple[dict[str, Any], Ledger]:
+    """FedGA-Tree; ``params["task"]`` picks the estimator, ``"join_at"`` late joins.
+
+    The document holds what the server knows: every client's chosen structure
+    (the sites fit and keep their personal trees), the depth, the fitness
+    history and the privacy spend.
+    """
+    kwargs = dict(params)
+    task = kwargs.pop("task", "classification")
+    join_at = kwargs.pop("join_at", None)
+    if task not in ("classification", "regression"):
+        raise invalid("task", "job 'fedga'", "classification or regression", task)
+    estimator = FedGAClassifier() if task == "classification" else FedGARegressor()
+    _check_params("fedga", kwargs, set(estimator.get_params()))
+    estimator.set_params(**{"timeout": timeout, **kwargs})
+    estimator.fit_federation(federation, callbacks=callbacks, join_at=join_at)
+    classes = getattr(estimator, "classes_", None)
+    document = {
+        "job": "fedga",
+        "estimator": type(estimator).__name__,
+        "clients": list(estimator.clients_),
+        "classes": None if classes is None else classes.tolist(),
+        "params": dict(params),
+        "depth": estimator.depth_,
+        "structures": {c: s.tolist() for c, s in estimator.structures_.items()},
+        "fitness_history": estimator.fitness_history_.to_numpy().tolist(),
+        "train_ratio": estimator.train_ratio_,
+        "elitism": estimator.elitism_,
+        "epsilon_spent": estimator.epsilon_spent_,
+        "communication": estimator.communication_.summary(),
+    }
+    return document, estimator.communication_
+
+
 JOBS: Final[dict[str, Job]] = {
     "toy": _toy,
     "fedforest": _forest_job("fedforest", FedForestClassifier, FedForestRegressor),
@@ -175,6 +215,7 @@ JOBS: Final[dict[str, Job]] = {
     "icdta": _tree_job("icdta", ICDTAClassifier),
     "federated-id3": _tree_job("federated-id3", FederatedID3Classifier),
     "synthetic": _tree_job("synthetic", SyntheticDataClassifier),
+    "fedga": _fedga,
 }
 
 

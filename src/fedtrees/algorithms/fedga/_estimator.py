@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.metrics import accuracy_score
 from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
@@ -30,7 +31,91 @@ __all__ = ["FedGAClassifier", "FedGARegressor"]
 
 
 class _FedGA(FederatedEstimator):
-    """What both FedGA estimators share (Algorithm 1 of paper 000)."""
+    """FedGA-Tree: personal trees evolved by a federated genetic algorithm.
+
+    ALGORITHMS.md §4 (paper 000, Algorithm 1). Every client proposes a depth by
+    K-fold CV and releases its size with Laplace noise (ε); the server takes
+    the median depth; clients send their local CART structures (features only,
+    no thresholds); a population of structures then evolves for
+    ``n_generations``: each generation a random fraction of the clients fits
+    every candidate's thresholds and leaves on its own rows (CART thresholds on
+    the fixed features) and scores it on its validation part; the server
+    averages the scores weighted by the noisy sizes, keeps the best, and breeds
+    by tournament crossover and one of three mutations. At the end every client
+    picks the structure that is best on its data and keeps it as its personal
+    tree. The server sees structures, scores, depths, votes and noisy sizes —
+    never a threshold or a row (a test audits every message).
+
+    Parameters
+    ----------
+    population_size : int >= 2, optional
+        P; None is the paper's 20 (classification) or 40 (regression).
+    n_generations : int, default 100
+        G.
+    epsilon : float > 0, default 1.0
+        Each client's budget for its noisy size (its only release with noise).
+    train_ratio : float in (0, 1], default 0.8
+        r: the share of a client's rows the thresholds are fitted on; the rest
+        scores the candidates (macro-F1 or MSE). Regression may switch to 1 by
+        vote (Eq. 1).
+    nil_rate : float in [0, 1], default 0.01
+        r_l: share of a random structure's positions set to nil.
+    tournament_size : int, default 3
+        s.
+    flip_rate, swap_rate : float in [0, 1], default 0.05
+        m1, m2 as shares of the string length.
+    phi_star, theta_star, mu_star : float, defaults 0.25, 0.02, 80
+        Thresholds of the regression votes (Eq. 1–2).
+    client_fraction : float in (0, 1], default 1.0
+        c: the share of clients active in a generation.
+    cv_folds : int, default 5
+        K of the clients' depth search.
+    depth_range : (int, int), default (2, 15)
+        [d_min, d_max] of the depth search.
+    random_state : int, Generator or None
+        Keys every generator: client k's CV folds and trees, its noisy size
+        ``[seed, 13, crc32(k)]``, its training / validation split
+        ``[seed, 12, crc32(k)]``; the server's random structures ``[seed, 14]``,
+        active clients ``[seed, 15, g]`` and breeding ``[seed, 16, g]``.
+    timeout : float, default 120.0
+    workers : int, default 1
+    verbose : bool, default False
+
+    Attributes
+    ----------
+    trees_ : dict
+        Client → its personal tree. Each site fits it on its own rows; in
+        process the estimator holds every site's, on Flower each site keeps its
+        own (then ``trees_`` is empty and ``structures_`` tells each site what
+        to fit).
+    structures_ : dict
+        Client → the structure it chose (int string, −1 = nil).
+    depth_ : int
+        The global depth (the lower median of the clients' CV depths).
+    population_, population_fitness_ : arrays
+        The final population and its fitness, best first.
+    fitness_history_ : DataFrame
+        Per generation, the best and mean fitness of the kept population.
+    client_fitness_ : dict
+        Each client's fitness of its chosen structure.
+    train_ratio_, elitism_ : float, bool
+        After the regression votes.
+    epsilon_spent_ : dict
+        ε each client spent (equals ``epsilon``).
+    communication_ : Ledger
+
+    Notes
+    -----
+    **Decisions:** the lower median depth; a noisy size below 1 weighs as 1;
+    a generation's active set is ``max(1, round(c·|eligible|))`` clients; a
+    client that fails the initialization (fewer rows than ``cv_folds``) is
+    left out of it with a :class:`ClientDropoutWarning` naming it and joins in
+    generation 1 like a late client; a client missing a generation is simply
+    not active in it (``on_dropout="continue"``); under elitism the local
+    structures rejoin the candidates every generation; categorical columns are
+    split as their codes. ``fit(..., join_at={client: g})`` lets clients join
+    at generation g (steps 29–33).
+    """
 
     _default_population = 20
 
@@ -270,7 +355,33 @@ class _FedGA(FederatedEstimator):
 
 
 class FedGAClassifier(ClassifierMixin, _FedGA, BaseEstimator):  # type: ignore[misc]
-    """FedGA-Tree classification (ALGORITHMS.md §4): macro-F1 fitness, P = 20."""
+    """FedGA-Tree classification (ALGORITHMS.md §4): macro-F1 fitness, P = 20.
+
+    See :class:`_FedGA` for the parameters. ``predict(X, client=k)`` uses client
+    k's personal tree (one id, or one per row).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 3)); y = (X[:, 0] > 0).astype(int)
+    >>> model = FedGAClassifier(n_generations=5, depth_range=(2, 4), random_state=0)
+    >>> model = model.fit(X, y, groups=np.arange(600) % 3)
+    >>> sorted(model.trees_), model.score(X, y, client="1") > 0.9
+    (['0', '1', '2'], True)
+    """
+
+    def score(
+        self,
+        X: object,
+        y: npt.ArrayLike,
+        sample_weight: npt.ArrayLike | None = None,
+        *,
+        client: object = None,
+    ) -> float:
+        """Accuracy of the personal trees of ``client`` (as :meth:`predict`)."""
+        predicted = self.predict(X, client)
+        return float(accuracy_score(y, predicted, sample_weight=sample_weight))
 
     _task = "classification"
 
@@ -286,7 +397,11 @@ class FedGAClassifier(ClassifierMixin, _FedGA, BaseEstimator):  # type: ignore[m
 
 
 class FedGARegressor(RegressorMixin, _FedGA, BaseEstimator):  # type: ignore[misc]
-    """FedGA-Tree regression (ALGORITHMS.md §4): MSE fitness, P = 40, the votes."""
+    """FedGA-Tree regression (ALGORITHMS.md §4): MSE fitness, P = 40, the votes.
+
+    See :class:`_FedGA` for the parameters; the clients also vote on the train
+    ratio (Eq. 1) and on elitism (Eq. 2).
+    """
 
     _task = "regression"
     _default_population = 40
