@@ -15,17 +15,20 @@ from fedtrees.datasets import partition, synthetic
 from fedtrees.datasets._bundled import verify_bundled
 from fedtrees.datasets._client_files import load_client_file, save_client_file
 from fedtrees.datasets._dataset import Dataset, FeatureKind
+from fedtrees.datasets._fedga import FEDGA_DATASETS, load_fedga
 from fedtrees.datasets._hugadb import ACTIVITIES
 from fedtrees.datasets._registry import BUNDLED, available, load
 
 __all__ = [
     "ACTIVITIES",
     "BUNDLED",
+    "FEDGA_DATASETS",
     "Dataset",
     "FeatureKind",
     "available",
     "load",
     "load_client_file",
+    "load_fedga",
     "partition",
     "save_client_file",
     "synthetic",

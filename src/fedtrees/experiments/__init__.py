@@ -8,6 +8,7 @@ from fedtrees.experiments import (
     dpforest,
     fedforest_heart,
     fedforest_synthetic,
+    fedga,
     icdta,
     synthetic,
 )
@@ -19,6 +20,7 @@ from fedtrees.experiments.fedforest_synthetic import (
     SyntheticConfig,
     run_fedforest_synthetic,
 )
+from fedtrees.experiments.fedga import FedGAConfig, run_fedga
 from fedtrees.experiments.icdta import ICDTAConfig, run_icdta
 from fedtrees.experiments.results import write_report
 from fedtrees.experiments.synthetic import SyntheticDataConfig, run_synthetic_data
@@ -26,6 +28,7 @@ from fedtrees.experiments.synthetic import SyntheticDataConfig, run_synthetic_da
 __all__ = [
     "DPForestConfig",
     "DemoResult",
+    "FedGAConfig",
     "HeartConfig",
     "ICDTAConfig",
     "Plot",
@@ -35,11 +38,13 @@ __all__ = [
     "dpforest",
     "fedforest_heart",
     "fedforest_synthetic",
+    "fedga",
     "icdta",
     "run_demo",
     "run_dpforest",
     "run_fedforest_heart",
     "run_fedforest_synthetic",
+    "run_fedga",
     "run_icdta",
     "run_synthetic_data",
     "synthetic",
