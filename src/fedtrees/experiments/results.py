@@ -87,7 +87,10 @@ def _save_plot(plot: Plot, path: Path) -> Path:
     values = plot.values
     errors = plot.errors
     if plot.kind == "bars":
-        values.plot.bar(ax=axes, yerr=errors, capsize=2, rot=0, width=0.85)
+        rot = 0 if values.shape[0] <= 8 else 35  # many groups: slanted labels
+        values.plot.bar(ax=axes, yerr=errors, capsize=2, rot=rot, width=0.85)
+        if rot:
+            plt.setp(axes.get_xticklabels(), ha="right")
     else:
         for column in values.columns:
             err = None if errors is None else errors[column]
