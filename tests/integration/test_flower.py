@@ -123,6 +123,7 @@ def test_one_shot_tree_methods_give_the_same_trees_over_flower(
         assert over_flower == expected, job  # kept trees, spends and ledger totals
 
 
+@pytest.mark.slow  # 6 Flower rounds, about 110 s: run with `pytest -m slow`
 def test_fedga_evolves_the_same_structures_over_flower(
     tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
 ) -> None:
