@@ -63,14 +63,16 @@ def _fitted(
     federation: Federation,
     timeout: float,
     callbacks: Sequence[RoundCallback],
+    **fit_params: Any,
 ) -> dict[str, Any]:
     """Fit ``estimator`` with the job's params; return the document's common part.
 
-    The round timeout becomes the estimator's ``timeout``.
+    The round timeout becomes the estimator's ``timeout``; ``fit_params`` go to
+    ``fit_federation``.
     """
     _check_params(name, params, set(estimator.get_params()))
     estimator.set_params(**{"timeout": timeout, **params})
-    estimator.fit_federation(federation, callbacks=callbacks)
+    estimator.fit_federation(federation, callbacks=callbacks, **fit_params)
     classes = getattr(estimator, "classes_", None)
     return {
         "job": name,
@@ -185,15 +187,11 @@ def _fedga(
     if task not in ("classification", "regression"):
         raise invalid("task", "job 'fedga'", "classification or regression", task)
     estimator = FedGAClassifier() if task == "classification" else FedGARegressor()
-    _check_params("fedga", kwargs, set(estimator.get_params()))
-    estimator.set_params(**{"timeout": timeout, **kwargs})
-    estimator.fit_federation(federation, callbacks=callbacks, join_at=join_at)
-    classes = getattr(estimator, "classes_", None)
+    common = _fitted(
+        "fedga", estimator, kwargs, federation, timeout, callbacks, join_at=join_at
+    )
     document = {
-        "job": "fedga",
-        "estimator": type(estimator).__name__,
-        "clients": list(estimator.clients_),
-        "classes": None if classes is None else classes.tolist(),
+        **common,
         "params": dict(params),
         "depth": estimator.depth_,
         "structures": {c: s.tolist() for c, s in estimator.structures_.items()},

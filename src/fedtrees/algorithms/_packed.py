@@ -9,9 +9,15 @@ import numpy as np
 
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import Field, InvalidField, Payload
-from fedtrees.tree import PACKED_FIELDS, Tree, unpack_trees
+from fedtrees.tree import PACKED_FIELDS, NodeKind, Tree, unpack_trees
 
-__all__ = ["PackedTrees", "class_codes", "packed_fields", "rebuild_packed"]
+__all__ = [
+    "PackedTrees",
+    "check_numeric_tree",
+    "class_codes",
+    "packed_fields",
+    "rebuild_packed",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,3 +61,12 @@ def rebuild_packed(reply: object, **meta: Any) -> list[Tree]:
 def class_codes(classes: np.ndarray) -> np.ndarray | None:
     """Classes as codes 0..C-1 for rebuilding (None for regression)."""
     return np.arange(classes.shape[0]) if classes.size else None
+
+
+def check_numeric_tree(tree: Tree, max_depth: int, name: str) -> None:
+    """Refuse a received tree with other than numeric splits, or too deep."""
+    split = tree.kind != NodeKind.LEAF
+    if np.any(split & (tree.kind != NodeKind.NUMERIC)):
+        raise InvalidField("trees", f"a {name} has numeric splits only")
+    if tree.max_depth > max_depth:
+        raise InvalidField("trees", f"deeper than max_depth={max_depth}")

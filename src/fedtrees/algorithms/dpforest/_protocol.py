@@ -23,6 +23,7 @@ from fedtrees._random import client_key, keyed_rng
 from fedtrees.algorithms._one_round import OneRoundStrategy
 from fedtrees.algorithms._packed import (
     PackedTrees,
+    check_numeric_tree,
     class_codes,
     packed_fields,
     rebuild_packed,
@@ -85,11 +86,8 @@ class DPTreeRequest(Payload):
 
     def _check_tree(self, reply: DPTreeReply) -> None:
         tree = self.tree(reply)
+        check_numeric_tree(tree, self.max_depth, "DP tree")
         split = tree.kind != NodeKind.LEAF
-        if np.any(split & (tree.kind != NodeKind.NUMERIC)):
-            raise InvalidField("trees", "a DP tree has numeric splits only")
-        if tree.max_depth > self.max_depth:
-            raise InvalidField("trees", f"deeper than max_depth={self.max_depth}")
         f, t = tree.feature[split], tree.threshold[split]
         if np.any(t < self.ranges[f, 0]) or np.any(t > self.ranges[f, 1]):
             raise InvalidField("threshold", "outside the declared feature ranges")

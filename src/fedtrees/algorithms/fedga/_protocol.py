@@ -104,6 +104,11 @@ def _size(request: Any, data: ClientData) -> tuple[float, float]:
     return noisy_size(data.n_rows, request.epsilon, rng, accountant=accountant)
 
 
+def _structure_field(depth: int, n_features: int) -> Field:
+    """Return the check of a structure string: feature ids or -1 (nil)."""
+    return Field.array("i", (2**depth - 1,), low=-1, high=n_features - 1)
+
+
 # -- 1. init -----------------------------------------------------------------------
 @payload("fedga.init_reply")
 class InitReply(Payload):
@@ -181,13 +186,10 @@ class LocalRequest(Payload):
 
     def expected_reply(self) -> ReplySpec:
         """Expect a structure string of the depth with feature ids in range."""
-        length = 2**self.depth - 1
         return ReplySpec(
             LocalReply,
             {
-                "structure": Field.array(
-                    "i", (length,), low=-1, high=self.n_features - 1
-                ),
+                "structure": _structure_field(self.depth, self.n_features),
                 "vote_ratio": Field.scalar(),
                 "vote_elitism": Field.scalar(),
             },
@@ -282,14 +284,12 @@ class JoinRequest(Payload):
 
     def expected_reply(self) -> ReplySpec:
         """Fitness per candidate; a structure of the depth; ε spent equal to ε."""
-        n, length = int(self.structures.shape[0]), 2**self.depth - 1
+        n = int(self.structures.shape[0])
         return ReplySpec(
             JoinReply,
             {
                 "fitness": Field.array("f", (n,), nonnegative=True),
-                "structure": Field.array(
-                    "i", (length,), low=-1, high=self.n_features - 1
-                ),
+                "structure": _structure_field(self.depth, self.n_features),
                 "local_fitness": Field.scalar(low=0.0),
                 "noisy_size": Field.scalar(),
                 "epsilon_spent": Field.scalar(low=self.epsilon, high=self.epsilon),

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import BoolArray, FloatArray, IntArray
@@ -41,6 +42,7 @@ __all__ = [
     "Boxes",
     "FillSpec",
     "Synthetic",
+    "alpha_width",
     "flip_probability",
     "generate",
     "majority_vote",
@@ -126,10 +128,23 @@ class GenerationSpec:
 
 
 # -- sub-paths -------------------------------------------------------------------
+def alpha_width(threshold: npt.ArrayLike, alpha: float) -> FloatArray:
+    """Width of the sampling interval next to a threshold: α·|t|, or α at t = 0.
+
+    Examples
+    --------
+    >>> alpha_width([10.0, -2.0, 0.0], 0.1).tolist()
+    [1.0, 0.2, 0.1]
+    """
+    t = np.asarray(threshold, dtype=np.float64)
+    out: FloatArray = np.where(t != 0, alpha * np.abs(t), alpha)
+    return out
+
+
 def _alpha_interval(condition: Condition, alpha: float) -> tuple[float, float, bool]:
     """``[t − w, t]`` for ``≤ t``, ``(t, t + w]`` for ``> t``; w = α·|t| or α."""
     t = condition.threshold
-    width = alpha * abs(t) if t != 0 else alpha
+    width = float(alpha_width(t, alpha))
     if condition.op == "<=":
         return t - width, t, False
     return t, t + width, True

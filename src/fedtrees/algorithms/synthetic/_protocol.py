@@ -31,6 +31,7 @@ from fedtrees._random import client_key, keyed_rng
 from fedtrees.algorithms._onehot import expand_features
 from fedtrees.algorithms._packed import (
     PackedTrees,
+    check_numeric_tree,
     class_codes,
     packed_fields,
     rebuild_packed,
@@ -104,11 +105,8 @@ class TreeRequest(Payload):
 
     def _check_tree(self, reply: TreeReply) -> None:
         tree = self.tree(reply)
+        check_numeric_tree(tree, self.max_depth, "CART of the one-hot matrix")
         split = tree.kind != NodeKind.LEAF
-        if np.any(split & (tree.kind != NodeKind.NUMERIC)):
-            raise InvalidField("trees", "a CART of the one-hot matrix splits numbers")
-        if tree.max_depth > self.max_depth:
-            raise InvalidField("trees", f"deeper than max_depth={self.max_depth}")
         self._check_thresholds(tree.feature[split], tree.threshold[split])
 
     def _check_thresholds(self, features: np.ndarray, thresholds: np.ndarray) -> None:

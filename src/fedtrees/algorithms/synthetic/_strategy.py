@@ -27,6 +27,7 @@ from fedtrees.algorithms._ranges import resolve_ranges
 from fedtrees.algorithms.synthetic._generate import (
     GenerationSpec,
     Synthetic,
+    alpha_width,
     generate,
 )
 from fedtrees.algorithms.synthetic._protocol import TreeReply, TreeRequest, cart_params
@@ -90,7 +91,7 @@ def threshold_ranges(
     for tree in trees.values():
         split = tree.kind == NodeKind.NUMERIC
         f, t = tree.feature[split], tree.threshold[split]
-        width = np.where(t != 0, alpha * np.abs(t), alpha)
+        width = alpha_width(t, alpha)
         np.minimum.at(low, f, t - width)
         np.maximum.at(high, f, t + width)
     unseen = indicator | ~np.isfinite(low)
