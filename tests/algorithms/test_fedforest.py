@@ -10,7 +10,7 @@ from sklearn.ensemble import RandomForestRegressor
 from sklearn.exceptions import NotFittedError
 
 from fedtrees import FedForestClassifier, FedForestRegressor
-from fedtrees.algorithms.fedforest import _client, diagnose
+from fedtrees.algorithms.fedforest import diagnose
 from fedtrees.datasets.synthetic import make_disjoint_supports, make_fedforest
 from fedtrees.exceptions import (
     ClientDropoutWarning,
@@ -18,8 +18,9 @@ from fedtrees.exceptions import (
     SchemaMismatchError,
     ValidationError,
 )
-from fedtrees.federation import Fault, Federation, Ledger, audit_messages, decode
+from fedtrees.federation import Fault, Federation, Ledger, audit_messages
 from fedtrees.tree import NodeKind
+from tests.algorithms.ledger_helpers import exchanges
 
 RF = {"n_estimators": 50, "max_depth": 10, "min_samples_leaf": 5, "max_features": 1 / 3}
 
@@ -122,11 +123,15 @@ def test_rounds_are_two_per_level_plus_the_agreement(n_estimators: int) -> None:
 
 
 def test_bytes_per_node_and_client_follow_section_1_5() -> None:
-    rows = {
-        "a": 211,
-        "b": 223,
-        "c": 227,
-    }  # primes: no message array may have these sizes
+    """Protocol v2's formula: sizes follow each client's rows at each node.
+
+    Sketch: min(q, r) + 1 points of 8 bytes per numeric pair where the client
+    has r > 0 rows at the node, none otherwise. Evaluation: only the non-zero
+    bins, at most min(candidates + 1, r) per pair, each with S whole counts in
+    the smallest exact dtype, and they sum to the node's statistics.
+    Without bootstrap a client's node weight is its row count r.
+    """
+    rows = {"a": 211, "b": 223, "c": 227}  # primes: no array may have these sizes
     rng = np.random.default_rng(5)
     n = sum(rows.values())
     X, y = rng.normal(size=(n, 6)), rng.integers(0, 3, n)
@@ -134,28 +139,48 @@ def test_bytes_per_node_and_client_follow_section_1_5() -> None:
     ledger = Ledger(keep_messages=True)
     q, fp, s = 8, 2, 3
     model = FedForestClassifier(
-        n_estimators=3, max_depth=3, n_quantiles=q, max_features=fp, random_state=0
+        n_estimators=3,
+        max_depth=3,
+        n_quantiles=q,
+        max_features=fp,
+        bootstrap=False,
+        random_state=0,
     )
     model.fit_federation(fed)
     from fedtrees.algorithms.fedforest._strategy import FedForestStrategy
 
     fed.run(FedForestStrategy(model.config_), task="classification", ledger=ledger)
+    sketched: dict[tuple[int, str], dict[int, int]] = {}
     checked = 0
-    for message in ledger.captured:
-        payload = decode(message.data).payload
-        if message.direction == "up" and message.kind == "fedforest.sketch":
-            n_open = payload.counts.shape[0]  # type: ignore[union-attr]
-            assert (
-                payload.points.nbytes == n_open * fp * (q + 1) * 8
-            )  # F'·(q+1) scalars per node
+    for message, request, reply in exchanges(ledger):
+        if message.kind == "fedforest.sketch":
+            r = np.asarray(reply.counts, dtype=np.int64)  # type: ignore[attr-defined]
+            nodes = request.open_nodes.tolist()  # type: ignore[attr-defined]
+            sketched[(message.round, message.client)] = dict(
+                zip(nodes, r.tolist(), strict=True)
+            )
+            want = np.where(r > 0, np.minimum(q, r) + 1, 0)
+            n_points = reply.n_points  # type: ignore[attr-defined]
+            assert np.array_equal(n_points, np.repeat(want[:, None], fp, axis=1))
+            assert reply.points.nbytes == 8 * fp * int(want.sum())  # type: ignore[attr-defined]
+            assert reply.node_stats.dtype == np.uint8  # whole counts <= 227
             checked += 1
-        if message.direction == "up" and message.kind == "fedforest.evaluate":
-            n_open = payload.node_stats.shape[0]  # type: ignore[union-attr]
-            assert (
-                payload.bin_stats.nbytes == n_open * fp * q * s * 8
-            )  # F'·q·S scalars per node
+        if message.kind == "fedforest.evaluate":
+            rows_of = sketched[(message.round - 1, message.client)]
+            r = np.array([rows_of[g] for g in request.open_nodes.tolist()])  # type: ignore[attr-defined]
+            count = np.asarray(request.thr_count, dtype=np.int64)  # type: ignore[attr-defined]
+            index = reply.bin_index.astype(np.int64)  # type: ignore[attr-defined]
+            pair = np.repeat(np.arange(count.size), count.ravel() + 1)[index]
+            bins = np.bincount(pair, minlength=count.size).reshape(count.shape)
+            assert np.all(bins <= np.minimum(count + 1, r[:, None]))
+            stats = reply.bin_stats.astype(np.int64)  # type: ignore[attr-defined]
+            assert stats.shape[1] == s
+            assert reply.bin_stats.dtype == np.uint8  # type: ignore[attr-defined]
+            per_pair = np.zeros((count.size, s), np.int64)
+            np.add.at(per_pair, pair, stats)  # every pair's bins hold the node's rows
+            assert np.array_equal(per_pair.sum(axis=1), np.repeat(r, count.shape[1]))
             checked += 1
-    assert checked >= 2 * 3 * 3
+    assert checked >= 2 * 3
     assert audit_messages(ledger, fed.row_counts()) == len(ledger.captured)
 
 
@@ -174,51 +199,31 @@ def test_avgimp_sends_one_gain_per_candidate() -> None:
     from fedtrees.algorithms.fedforest._strategy import FedForestStrategy
 
     fed.run(FedForestStrategy(model.config_), task="classification", ledger=ledger)
-    gains = [
-        decode(m.data).payload
-        for m in ledger.captured
-        if m.direction == "up" and m.kind == "fedforest.evaluate"
-    ]
-    assert gains
-    for reply in gains:
-        n_open = reply.gains.shape[0]  # type: ignore[union-attr]
-        assert (
-            reply.gains.nbytes == n_open * 2 * (8 - 1) * 8
-        )  # F'·(q−1): one scalar per candidate
+    checked = 0
+    for message, request, reply in exchanges(ledger):
+        if message.kind == "fedforest.evaluate":
+            # one scalar per candidate sent: F'·(q−1) at most per node
+            candidates = request.thresholds.shape[0]  # type: ignore[attr-defined]
+            assert reply.gains.nbytes == 8 * candidates  # type: ignore[attr-defined]
+            assert candidates <= request.n_open * 2 * (8 - 1)  # type: ignore[attr-defined]
+            checked += 1
+    assert checked
 
 
-def test_same_seed_same_forest_and_cache_threads_do_not_matter(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    cached_before = set(_client._CACHE)
+def test_same_seed_same_forest_threads_and_lost_state_do_not_matter() -> None:
     a, _ = _fit_depth(4)
     b, _ = _fit_depth(4)
     assert a.trees_ == b.trees_
-    c, _ = (
-        _fit_depth(4, random_state=2)
-        if False
-        else (
-            FedForestClassifier(
-                n_estimators=4, max_depth=4, n_quantiles=8, random_state=2
-            ),
-            None,
-        )
-    )
     rows = {"a": 211, "b": 223, "c": 227}
     rng = np.random.default_rng(5)
     n = sum(rows.values())
     X = rng.normal(size=(n, 6))
     y = (X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(scale=0.3, size=n) > 0).astype(int)
     groups = np.repeat(list(rows), list(rows.values()))
+    c = FedForestClassifier(n_estimators=4, max_depth=4, n_quantiles=8, random_state=2)
     assert c.fit(X, y, groups=groups).trees_ != a.trees_
     threaded = clone(a).set_params(workers=3).fit(X, y, groups=groups)
     assert threaded.trees_ == a.trees_
-    # Every estimator fit releases its clients' cache (other tests' strategies
-    # run without an estimator may have left entries: only none may be added).
-    assert set(_client._CACHE) <= cached_before
-    monkeypatch.setattr(_client, "USE_CACHE", False)
-    uncached = clone(a).fit(X, y, groups=groups)
-    assert uncached.trees_ == a.trees_
 
 
 def test_categorical_features_string_labels_and_persistence() -> None:
@@ -404,3 +409,29 @@ def test_avgimp_finishes_when_a_whole_level_is_pure() -> None:
 
     assert model.trees_[0].n_leaves == 2
     assert model.score(X, y) == 1.0
+
+
+def test_hist_mode_is_one_round_a_level_plus_refinements_and_as_accurate() -> None:
+    """``candidates="hist"``: a grid round, one histogram round per level, and a
+    sketch + evaluate pair only on levels where the grid is too coarse."""
+    rows = {"a": 211, "b": 223, "c": 227}
+    rng = np.random.default_rng(5)
+    n = sum(rows.values())
+    X = rng.normal(size=(n, 6))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(scale=0.3, size=n) > 0).astype(int)
+    groups = np.repeat(list(rows), list(rows.values()))
+    X_test = rng.normal(size=(2000, 6))
+    y_test = (X_test[:, 0] + X_test[:, 1] * X_test[:, 2] > 0).astype(int)
+    scores = {}
+    for mode in ("quantile", "hist"):
+        model = FedForestClassifier(
+            n_estimators=20, max_depth=4, candidates=mode, random_state=0
+        ).fit(X, y, groups=groups)
+        scores[mode] = model.score(X_test, y_test)
+    kinds = model.communication_.to_frame().groupby("kind")["round"].nunique()
+    assert kinds["fedforest.grid"] == 1
+    assert kinds["fedforest.histogram"] == 4
+    refined = kinds.get("fedforest.sketch", 0)
+    assert kinds.get("fedforest.evaluate", 0) == refined
+    assert model.communication_.rounds == 1 + 1 + 4 + 2 * refined
+    assert abs(scores["hist"] - scores["quantile"]) < 0.03

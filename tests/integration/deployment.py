@@ -34,8 +34,16 @@ def free_port() -> int:
 class Deployment:
     """SuperLink + one SuperNode per data file, stopped by pid on exit."""
 
-    def __init__(self, base: Path, files: Mapping[str, Path], *, tls: bool) -> None:
+    def __init__(
+        self,
+        base: Path,
+        files: Mapping[str, Path],
+        *,
+        tls: bool,
+        node_config: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
         self.base, self.files, self.tls = base, dict(files), tls
+        self.node_config = dict(node_config or {})
         self.env = flower_env(base / "flwr-home")
         self.link: subprocess.Popen[bytes] | None = None
         self.nodes: dict[str, subprocess.Popen[bytes]] = {}
@@ -68,6 +76,7 @@ class Deployment:
                 root_certificates=ca,
                 insecure=not self.tls,
                 port=free_port(),
+                node_config=self.node_config.get(client),
             )
             self.nodes[client] = self._start(f"node-{client}", command)
         write_connection(

@@ -9,7 +9,7 @@ in process and over Flower alike (DESIGN.md, "The privacy boundary is the design
 from fedtrees.federation._audit import audit_messages
 from fedtrees.federation._checks import InvalidField, as_reply, check_reply
 from fedtrees.federation._client import Handle, dispatch, handler, refuse, serve
-from fedtrees.federation._codec import Envelope, decode, encode
+from fedtrees.federation._codec import Envelope, decode, encode, encode_broadcast
 from fedtrees.federation._data import ClientData
 from fedtrees.federation._driver import (
     FederationInfo,
@@ -36,6 +36,7 @@ from fedtrees.federation._payload import (
     payload_class,
 )
 from fedtrees.federation._schema import Schema, SchemaReply, SchemaRequest, Task, agree
+from fedtrees.federation._state import ClientState, Resync
 from fedtrees.federation._transport import (
     Delivery,
     Fault,
@@ -47,6 +48,7 @@ from fedtrees.federation._transport import (
 __all__ = [
     "CapturedMessage",
     "ClientData",
+    "ClientState",
     "Delivery",
     "Envelope",
     "Fault",
@@ -62,6 +64,7 @@ __all__ = [
     "Outgoing",
     "Payload",
     "ReplySpec",
+    "Resync",
     "RoundCallback",
     "RoundEnv",
     "RoundPlan",
@@ -79,6 +82,7 @@ __all__ = [
     "decode",
     "dispatch",
     "encode",
+    "encode_broadcast",
     "handler",
     "payload",
     "payload_class",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Final, Literal
 
@@ -25,7 +26,7 @@ import numpy as np
 from fedtrees.exceptions import CodecError, LocalProtocolError
 from fedtrees.federation._payload import Payload, field_types, payload_class
 
-__all__ = ["VERSION", "Envelope", "decode", "encode"]
+__all__ = ["VERSION", "Envelope", "decode", "encode", "encode_broadcast"]
 
 MAGIC: Final = b"FTMS"
 VERSION: Final = 1
@@ -58,6 +59,27 @@ def encode(envelope: Envelope) -> bytes:
     LocalProtocolError
         If the payload holds an object or structured array (our own bug).
     """
+    header, buffers = _encode_body(envelope)
+    return _frame(header, buffers)
+
+
+def encode_broadcast(
+    type_: EnvelopeType, round_: int, clients: Sequence[str], payload: Payload
+) -> dict[str, bytes]:
+    """Encode one payload for many clients: the fields once, a header per client.
+
+    The bytes for each client are exactly ``encode(Envelope(type_, round_,
+    client, payload.kind, payload))``; only the client id differs between them.
+    """
+    header, buffers = _encode_body(Envelope(type_, round_, "", payload.kind, payload))
+    out = {}
+    for client in clients:
+        header["client"] = client
+        out[client] = _frame(header, buffers)
+    return out
+
+
+def _encode_body(envelope: Envelope) -> tuple[dict[str, Any], list[memoryview]]:
     header: dict[str, Any] = {
         "envelope": envelope.type,
         "round": envelope.round,
@@ -73,6 +95,10 @@ def encode(envelope: Envelope) -> bytes:
             header["fields"].append([f.name, spec])
             if buffer is not None:
                 buffers.append(buffer)
+    return header, buffers
+
+
+def _frame(header: dict[str, Any], buffers: list[memoryview]) -> bytes:
     text = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
     return b"".join([_PREFIX.pack(MAGIC, VERSION, len(text)), text, *buffers])
 

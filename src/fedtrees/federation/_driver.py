@@ -23,10 +23,11 @@ from fedtrees.exceptions import (
     RemoteProtocolError,
 )
 from fedtrees.federation._checks import InvalidField, check_reply
-from fedtrees.federation._codec import Envelope, decode, encode
+from fedtrees.federation._codec import decode, encode_broadcast
 from fedtrees.federation._ledger import Ledger, MeteredTransport
 from fedtrees.federation._payload import Payload
 from fedtrees.federation._schema import Schema, SchemaReply, SchemaRequest, Task, agree
+from fedtrees.federation._state import Resync
 from fedtrees.federation._transport import Delivery, Outgoing, Transport
 
 __all__ = [
@@ -57,17 +58,26 @@ class RoundPlan:
     ``on_dropout="fail"`` (default) ends the run at the first client that fails;
     ``"continue"`` drops that client from the round with a
     :class:`ClientDropoutWarning` (the algorithm must document that it allows it).
+    ``resync(client)`` returns the full form of a client's request, sent in the
+    same round to a client that answered :class:`~fedtrees.federation.Resync`
+    (its per-run state was missing or older than the request assumed).
+    Clients given the same payload object get it encoded once.
     """
 
     requests: Mapping[str, Payload]
     on_dropout: OnDropout = "fail"
+    resync: Callable[[str], Payload] | None = None
 
     @classmethod
     def broadcast(
-        cls, payload: Payload, clients: Sequence[str], on_dropout: OnDropout = "fail"
+        cls,
+        payload: Payload,
+        clients: Sequence[str],
+        on_dropout: OnDropout = "fail",
+        resync: Callable[[str], Payload] | None = None,
     ) -> RoundPlan:
         """Send the same request to every client."""
-        return cls(dict.fromkeys(clients, payload), on_dropout)
+        return cls(dict.fromkeys(clients, payload), on_dropout, resync)
 
 
 class ServerStrategy(Protocol):
@@ -206,24 +216,59 @@ class _Loop:
 
     def round(self, round_: int, plan: RoundPlan) -> _Outcome:
         start = time.perf_counter()
-        outgoing = [
-            Outgoing(c, p.kind, encode(Envelope("request", round_, c, p.kind, p)))
-            for c, p in sorted(plan.requests.items())
-        ]
         first_entry = len(self.transport.ledger.entries)
-        deliveries = self.transport.exchange(round_, outgoing, self.timeout)
-        replies: dict[str, Payload] = {}
-        failed: list[RemoteProtocolError] = []
-        for client, request in sorted(plan.requests.items()):
-            try:
-                replies[client] = receive(
-                    client, round_, request, deliveries.get(client)
+        requests = dict(sorted(plan.requests.items()))
+        replies, failed, resync = self._exchange(round_, requests)
+        if resync:
+            again = {c: self._full_request(round_, plan, c) for c in resync}
+            more, more_failed, still = self._exchange(round_, again)
+            replies.update(more)
+            failed.extend(more_failed)
+            failed.extend(
+                RemoteProtocolError(
+                    c, round_, again[c].kind, "reply", "asked for a resync twice"
                 )
-            except RemoteProtocolError as exc:
-                failed.append(exc)
+                for c in still
+            )
+        replies = dict(sorted(replies.items()))
+        failed.sort(key=lambda e: e.client)
         self._apply_policy(round_, plan, replies, failed)
         seconds = time.perf_counter() - start
         return _Outcome(round_, plan, replies, tuple(failed), first_entry, seconds)
+
+    def _exchange(
+        self, round_: int, requests: Mapping[str, Payload]
+    ) -> tuple[dict[str, Payload], list[RemoteProtocolError], list[str]]:
+        """One exchange: replies, failures, and the clients that want a resync."""
+        deliveries = self.transport.exchange(
+            round_, _encode_requests(round_, requests), self.timeout
+        )
+        replies: dict[str, Payload] = {}
+        failed: list[RemoteProtocolError] = []
+        resync: list[str] = []
+        for client, request in requests.items():
+            try:
+                reply = receive(client, round_, request, deliveries.get(client))
+            except RemoteProtocolError as exc:
+                failed.append(exc)
+                continue
+            if isinstance(reply, Resync):
+                resync.append(client)
+            else:
+                replies[client] = reply
+        return replies, failed, resync
+
+    @staticmethod
+    def _full_request(round_: int, plan: RoundPlan, client: str) -> Payload:
+        if plan.resync is None:
+            raise RemoteProtocolError(
+                client,
+                round_,
+                plan.requests[client].kind,
+                "reply",
+                "asked for a resync, which this round's request cannot give",
+            )
+        return plan.resync(client)
 
     def _apply_policy(
         self,
@@ -283,6 +328,18 @@ class _Reporter:
             callback(env)
 
 
+def _encode_requests(round_: int, requests: Mapping[str, Payload]) -> list[Outgoing]:
+    """Encode each distinct payload once, with one envelope header per client."""
+    by_payload: dict[int, list[str]] = {}
+    for client, request in requests.items():
+        by_payload.setdefault(id(request), []).append(client)
+    encoded: dict[str, bytes] = {}
+    for clients in by_payload.values():
+        payload_ = requests[clients[0]]
+        encoded.update(encode_broadcast("request", round_, clients, payload_))
+    return [Outgoing(c, p.kind, encoded[c]) for c, p in requests.items()]
+
+
 def receive(
     client: str, round_: int, request: Payload, delivery: Delivery | None
 ) -> Payload:
@@ -310,6 +367,8 @@ def receive(
             "envelope",
             f"answers round {envelope.round} of client {envelope.client!r}",
         )
+    if isinstance(envelope.payload, Resync):
+        return envelope.payload
     try:
         check_reply(request.expected_reply(), envelope.payload)
     except InvalidField as exc:

@@ -6,8 +6,12 @@ transport runs each client's runtime (:func:`fedtrees.federation.serve`) on its
 :class:`ClientData`, so every request and reply crosses the boundary as bytes —
 no object reference ever passes from client to server.
 
+The in-process transport also holds each client's :class:`ClientState` for the
+run (DESIGN.md, "Per-run client state").
+
 Fault injection (tests only) makes a client drop out, answer after the timeout,
-raise, reply garbage, or reply a mutated (hostile) payload, per client and round.
+raise, reply garbage, reply a mutated (hostile) payload, or forget its state (as
+a restarted site would), per client and round.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ from fedtrees.federation._client import Handle, dispatch, serve
 from fedtrees.federation._codec import Envelope, decode, encode
 from fedtrees.federation._data import ClientData
 from fedtrees.federation._payload import Payload
+from fedtrees.federation._state import ClientState
 
 __all__ = ["Delivery", "Fault", "InProcessTransport", "Outgoing", "Transport"]
 
 T = TypeVar("T")
 
 Status = Literal["ok", "timeout", "unreachable"]
-FaultAction = Literal["drop", "late", "raise", "garbage", "mutate"]
+FaultAction = Literal["drop", "late", "raise", "garbage", "mutate", "forget"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,8 @@ class Fault:
     ``drop``: no reply at all; ``late``: the reply arrives after the timeout;
     ``raise``: the handler raises; ``garbage``: the reply bytes are not a message;
     ``mutate``: the reply payload is replaced by ``mutate(payload)`` (a hostile or
-    broken client that still speaks the codec).
+    broken client that still speaks the codec); ``forget``: the client's state of
+    the run is cleared before it answers (it then asks for a resync).
     """
 
     client: str
@@ -87,7 +93,7 @@ class Fault:
             self.action,
             "action",
             "Fault",
-            ("drop", "late", "raise", "garbage", "mutate"),
+            ("drop", "late", "raise", "garbage", "mutate", "forget"),
         )
         if (self.action == "mutate") != (self.mutate is not None):
             raise ValidationError(
@@ -122,6 +128,7 @@ class InProcessTransport:
         self._clients = dict(clients)
         self._workers = check_int(workers, "workers", "InProcessTransport", min_value=1)
         self._faults = tuple(faults)
+        self._states = {name: ClientState() for name in self._clients}
 
     def client_ids(self) -> tuple[str, ...]:
         """Return the clients' ids, sorted."""
@@ -174,11 +181,13 @@ class InProcessTransport:
                 message.client, "unreachable", None, 0.0, "client dropped out"
             )
         start = time.perf_counter()
-        data = self._clients[message.client]
+        data, state = self._clients[message.client], self._states[message.client]
+        if fault is not None and fault.action == "forget":
+            state.clear()
         handle: Handle = (
             _raising if fault is not None and fault.action == "raise" else dispatch
         )
-        reply = serve(message.data, data, handle)
+        reply = serve(message.data, data, handle, state)
         if fault is not None:
             reply = _corrupt(fault, reply)
         seconds = time.perf_counter() - start
@@ -189,7 +198,7 @@ class InProcessTransport:
         return Delivery(message.client, "ok", reply, seconds)
 
 
-def _raising(request: Payload, data: ClientData) -> Payload:
+def _raising(request: Payload, data: ClientData, state: ClientState) -> Payload:
     raise RuntimeError(f"injected failure in the handler of {request.kind!r}")
 
 

@@ -25,7 +25,14 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-__all__ = ["NAN_INSIDE", "NOT_SORTED", "OK", "POINTS_VS_COUNT", "invert_mixtures"]
+__all__ = [
+    "NAN_INSIDE",
+    "NOT_SORTED",
+    "OK",
+    "POINTS_VS_COUNT",
+    "invert_mixtures",
+    "invert_ragged",
+]
 
 
 OK, NAN_INSIDE, NOT_SORTED, POINTS_VS_COUNT = 0, 1, 2, 3
@@ -154,3 +161,48 @@ def _invert_levels(
         if filled == 0 or value != out[filled - 1]:
             out[filled] = value
             filled += 1
+
+
+@nb.njit(parallel=True, cache=True)
+def invert_ragged(
+    seg_ptr: Any, start: Any, length: Any, weight: Any, points: Any, q: int
+) -> Any:  # pragma: no cover - compiled
+    """:func:`invert_mixtures` on ragged sketches: only the clients present.
+
+    Problem b's sketches are segments ``seg_ptr[b]:seg_ptr[b + 1]`` (in client
+    order); segment s is ``points[start[s]:start[s] + length[s]]`` with node
+    count ``weight[s]``. A client absent from a problem contributes nothing in
+    the dense version either (zero weight adds 0.0 to the total and no events),
+    so each problem's result is bit for bit the dense one.
+    """
+    n_problems = seg_ptr.shape[0] - 1
+    out = np.full((n_problems, q - 1), np.nan)
+    status = np.zeros(n_problems, dtype=np.int8)
+    for b in nb.prange(n_problems):
+        lo, n = seg_ptr[b], seg_ptr[b + 1] - seg_ptr[b]
+        if n == 0:
+            continue
+        width = 1
+        for i in range(n):
+            width = max(width, length[lo + i])
+        pts = np.full((n, width), np.nan)
+        m = np.zeros(n, dtype=np.int64)
+        w = np.zeros(n)
+        total = 0.0
+        for i in range(n):
+            s = lo + i
+            for j in range(length[s]):
+                pts[i, j] = points[start[s] + j]
+            n_points, bad = _check_sketch(pts[i], weight[s])
+            if bad != OK:
+                status[b] = bad
+            m[i] = max(n_points - 1, 0)
+            total += weight[s]
+        if status[b] != OK or total <= 0:
+            continue
+        for i in range(n):
+            w[i] = weight[lo + i] / total
+        ux, F, F_left = _breakpoints(pts, w, m)
+        if ux.shape[0] > 0:
+            _invert_levels(ux, F, F_left, q, out[b])
+    return out, status

@@ -26,6 +26,7 @@ from fedtrees.stats._mixture_kernel import (
     OK,
     POINTS_VS_COUNT,
     invert_mixtures,
+    invert_ragged,
 )
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "mixture_cdf",
     "mixture_quantiles",
     "mixtures_by_client",
+    "mixtures_ragged",
     "quantile_candidates",
     "quantile_sketch",
     "quantile_sketches",
@@ -230,6 +232,50 @@ def mixtures_by_client(points: FloatArray, counts: FloatArray, q: int) -> FloatA
     if not np.all(np.isfinite(counts)) or np.any(counts < 0):
         raise invalid("counts", owner, "finite counts >= 0", "other values")
     out, status = invert_mixtures(points, counts, q)
+    _raise_status(status)
+    result: FloatArray = out
+    return result
+
+
+def mixtures_ragged(
+    problem: IntArray,
+    start: IntArray,
+    length: IntArray,
+    counts: FloatArray,
+    points: FloatArray,
+    n_problems: int,
+    q: int,
+) -> FloatArray:
+    """:func:`mixtures_by_client` on ragged sketches (the clients present only).
+
+    Segment s is one client's sketch of problem ``problem[s]``:
+    ``points[start[s]:start[s] + length[s]]`` with node count ``counts[s]``.
+    Segments are sorted by problem, then client. Memory and time follow the
+    sketches sent, not clients x problems; each problem's result equals the
+    dense computation bit for bit.
+    """
+    owner = "mixture_quantiles"
+    q = check_int(q, "q", owner, min_value=2)
+    if not np.all(np.isfinite(counts)) or np.any(counts < 0):
+        raise invalid("counts", owner, "finite counts >= 0", "other values")
+    if np.any(np.diff(problem) < 0) or np.any(start + length > points.shape[0]):
+        raise invalid("problem", owner, "segments sorted, inside points", "other")
+    seg_ptr = np.searchsorted(problem, np.arange(n_problems + 1)).astype(np.int64)
+    out, status = invert_ragged(
+        seg_ptr,
+        start.astype(np.int64),
+        length.astype(np.int64),
+        counts.astype(np.float64),
+        points,
+        q,
+    )
+    _raise_status(status)
+    result: FloatArray = out
+    return result
+
+
+def _raise_status(status: np.ndarray) -> None:
+    owner = "mixture_quantiles"
     defect = int(status.max(initial=OK))
     if defect == NAN_INSIDE:
         raise invalid("points", owner, "NaN only as trailing padding", "NaN inside")
@@ -239,8 +285,6 @@ def mixtures_by_client(points: FloatArray, counts: FloatArray, q: int) -> FloatA
         raise invalid(
             "points", owner, ">= 2 points for every client with rows", "other"
         )
-    result: FloatArray = out
-    return result
 
 
 def quantile_candidates(sketches: Sequence[QuantileSketch], q: int) -> FloatArray:

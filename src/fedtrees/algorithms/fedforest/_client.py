@@ -1,13 +1,13 @@
-"""FedForest client handlers: route local rows, then sketch or evaluate.
+"""FedForest client handlers: keep the forest, route local rows, sketch, evaluate.
 
-Stateless by contract: every request carries the forest so far, and a client
-recomputes whatever it needs from (its data, the request). In process, a client
-keeps a cache per fit (presorted features, bootstrap weights, each row's node in
-each tree) so a level costs one routing step instead of a full descent; results
-never depend on it (:data:`USE_CACHE` switches it off, tests compare). The cache
-holds every client of the :data:`CACHED_FITS` most recent fits (**Decision**: a
-per-entry LRU smaller than the federation would evict each client just before
-its next turn); :func:`release` frees a fit once it is over.
+Protocol v2 (DESIGN.md, "Per-run client state"): a client keeps in its per-run
+state the forest it has been told (:class:`ForestState`, kept: it survives
+between Flower messages) and, in its memo, what it derived from it and its data
+(presorted features, bootstrap weights, each row's node in each tree). A request
+carries only the splits since the version the server believes the client holds;
+a client whose kept version differs answers :class:`Resync`. Results never
+depend on the state: a client that lost it is resent the whole forest and
+computes the same replies (tests drop it at random rounds).
 
 Randomness is keyed (STYLE habit 8): tree b's bootstrap on a client uses
 ``default_rng([seed, 0, b, crc32(client id)])`` — independent of order and
@@ -16,8 +16,6 @@ transport; held-out rows (diagnostics) use ``[seed, 3, crc32(client id)]``.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final
 
@@ -25,12 +23,21 @@ import numpy as np
 
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import BoolArray, FloatArray, IntArray
+from fedtrees.algorithms.fedforest import _hist
 from fedtrees.algorithms.fedforest import _kernels as kernels
+from fedtrees.algorithms.fedforest._forest import (
+    SplitBatch,
+    apply_batch,
+    next_version,
+    start_state,
+)
 from fedtrees.algorithms.fedforest._payloads import (
     SCORE_BINS,
     AvgImpReply,
     EvaluateReply,
     EvaluateRequest,
+    ForestState,
+    HistogramRequest,
     LeafStatsReply,
     LeafStatsRequest,
     LevelFields,
@@ -42,17 +49,21 @@ from fedtrees.algorithms.fedforest._payloads import (
     SketchRequest,
     TopKReply,
     TopKRequest,
+    compact,
+)
+from fedtrees.algorithms.fedforest._reach import gather_ranges
+from fedtrees.algorithms.fedforest._rows import (
+    ClientRows,
+    padded_bins,
+    ragged_thresholds,
 )
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import ClientData, handler
+from fedtrees.federation import ClientData, ClientState, Resync, handler
 from fedtrees.stats import split_gains
 
-__all__ = ["CACHED_FITS", "USE_CACHE", "check_structure", "release"]
+__all__ = ["STATE_KEY", "check_open", "refine_points"]
 
-USE_CACHE = True
-CACHED_FITS: Final = 2
-_CACHE: OrderedDict[int, dict[str, _Fit]] = OrderedDict()
-_LOCK = threading.Lock()
+STATE_KEY: Final = "fedforest"
 BOOTSTRAP, HOLDOUT = 0, 3
 
 
@@ -60,6 +71,7 @@ BOOTSTRAP, HOLDOUT = 0, 3
 class _Fit:
     """What one client derives for one fit: presorted data, weights, routing."""
 
+    fit_id: int
     X: FloatArray
     is_cat: BoolArray
     order: IntArray
@@ -68,59 +80,20 @@ class _Fit:
     codes: IntArray
     targets: FloatArray
     weight: FloatArray
-    node: IntArray
+    rows: ClientRows
     client_code: int
     held_out: BoolArray
 
 
-def check_structure(request: LevelFields, n_features: int) -> None:
-    """Refuse a malformed forest before any (unchecked) kernel touches it."""
-    n = request.node_feature.shape[0]
-    trees = request.participation.shape[0]
-    arrays = (
-        request.node_tree,
-        request.node_threshold,
-        request.node_left,
-        request.node_right,
-    )
-    if any(a.shape != (n,) for a in arrays) or request.set_ptr.shape != (n + 1,):
-        raise ValidationError(
-            "FedForest request: node arrays have inconsistent lengths."
-        )
-    if (
-        trees < 1
-        or n < trees
-        or not np.array_equal(request.node_tree[:trees], np.arange(trees))
-    ):
-        raise ValidationError(
-            "FedForest request: nodes 0..B-1 must be the roots of the B trees."
-        )
-    feature = request.node_feature
-    if np.any(feature < -2) or np.any(feature >= n_features):
-        raise ValidationError("FedForest request: a split names an unknown feature.")
-    split = np.flatnonzero(feature != kernels.SPLIT_NONE)
-    left, right = request.node_left[split], request.node_right[split]
-    if (
-        np.any(left <= split)
-        or np.any(right <= split)
-        or np.any(left >= n)
-        or np.any(right >= n)
-    ):
-        raise ValidationError("FedForest request: children must follow their parent.")
-    ptr, codes = request.set_ptr, request.set_codes
-    if (
-        ptr[0] != 0
-        or ptr[-1] != codes.shape[0]
-        or np.any(np.diff(ptr) < 0)
-        or np.any(codes < 0)
-    ):
-        raise ValidationError("FedForest request: malformed category sets.")
-    open_nodes = request.open_nodes
+def check_open(request: LevelFields, forest: ForestState, n_features: int) -> None:
+    """Refuse open nodes or feature lists that do not fit the kept forest."""
+    n = forest.node_feature.shape[0]
+    open_nodes = np.asarray(request.open_nodes, dtype=np.int64)
     if open_nodes.size and (
         np.any(open_nodes < 0)
         or np.any(open_nodes >= n)
-        or np.any(feature[open_nodes] != kernels.SPLIT_NONE)
-        or np.any(np.diff(request.node_tree[open_nodes]) < 0)
+        or np.any(forest.node_feature[open_nodes] != kernels.SPLIT_NONE)
+        or np.any(np.diff(forest.node_tree[open_nodes]) < 0)
     ):
         raise ValidationError(
             "FedForest request: open nodes must be unsplit, sorted by tree."
@@ -134,49 +107,86 @@ def check_structure(request: LevelFields, n_features: int) -> None:
         raise ValidationError("FedForest request: a node considers an unknown feature.")
 
 
-def _prepare(request: LevelFields, data: ClientData) -> _Fit:
-    """Return the cached fit state routed to this request's level (or a new one)."""
-    with _LOCK:
-        fit = _CACHE.get(request.fit_id, {}).get(data.client_id) if USE_CACHE else None
-    if fit is None:
-        fit = _build(request, data)
-    check_structure(request, fit.X.shape[1])
-    _route(fit, request, fit.node, fit.weight, fit.X)
-    if USE_CACHE:
-        with _LOCK:
-            _CACHE.setdefault(request.fit_id, {})[data.client_id] = fit
-            _CACHE.move_to_end(request.fit_id)
-            while len(_CACHE) > CACHED_FITS:
-                _CACHE.popitem(last=False)
-    return fit
+def _forest(
+    request: LevelFields, state: ClientState, n_features: int
+) -> ForestState | None:
+    """Move the kept forest to the request's version; None if it cannot be."""
+    kept = state.get(STATE_KEY, ForestState)
+    batch = SplitBatch.of(request)
+    if request.full:
+        forest = apply_batch(start_state(request), batch, request.digest, n_features)
+    elif (
+        kept is None
+        or kept.fit_id != request.fit_id
+        or kept.digest != request.base
+        or next_version(request.base, batch) != request.digest
+    ):
+        return None
+    else:
+        forest = apply_batch(kept, batch, request.digest, n_features)
+    state.put(STATE_KEY, forest)
+    return forest
 
 
-def release(fit_id: int) -> None:
-    """Forget the cached client state of a finished fit (in process)."""
-    with _LOCK:
-        _CACHE.pop(fit_id, None)
+def _keep_forest(request: LevelFields, data: ClientData, state: ClientState) -> None:
+    """Keep the request's forest for later rounds (a first request needs no rows)."""
+    _forest(request, state, len(data.feature_kinds))
+
+
+def _prepare(
+    request: LevelFields, data: ClientData, state: ClientState
+) -> tuple[_Fit, ForestState] | Resync:
+    """Return the client's fit state routed to the request's forest, or a resync."""
+    n_features = len(data.feature_kinds)
+    forest = _forest(request, state, n_features)
+    if forest is None:
+        return Resync("the kept forest is not the request's base version")
+    check_open(request, forest, n_features)
+    fit = state.memo.get(STATE_KEY)
+    if not isinstance(fit, _Fit) or fit.fit_id != request.fit_id:
+        fit = _build(forest, data)
+        state.memo[STATE_KEY] = fit
+    _split_rows(fit, forest)
+    return fit, forest
+
+
+def _split_rows(fit: _Fit, forest: ForestState) -> None:
+    """Partition the rows of the nodes split since the last request (no routing)."""
+    rows = fit.rows
+    rows.split(
+        fit.X,
+        fit.is_cat,
+        fit.client_code,
+        rows.pending(forest.node_feature, forest.node_left, forest.node_right),
+        forest.node_feature,
+        forest.node_threshold,
+        forest.node_left,
+        forest.node_right,
+        forest.set_ptr,
+        forest.set_codes,
+    )
 
 
 def _route(
-    fit: _Fit, request: LevelFields, node: IntArray, weight: FloatArray, X: FloatArray
+    fit: _Fit, forest: ForestState, node: IntArray, weight: FloatArray, X: FloatArray
 ) -> None:
-    """Move the rows of ``X`` down the request's forest (``node`` in place)."""
+    """Move the rows of ``X`` down the kept forest (``node`` in place; scoring)."""
     kernels.route(
         node,
         weight,
         X,
         fit.client_code,
-        request.node_feature,
-        request.node_threshold,
-        request.node_left,
-        request.node_right,
-        request.set_ptr,
-        request.set_codes,
+        forest.node_feature,
+        forest.node_threshold,
+        forest.node_left,
+        forest.node_right,
+        forest.set_ptr,
+        forest.set_codes,
         fit.is_cat,
     )
 
 
-def _build(request: LevelFields, data: ClientData) -> _Fit:
+def _build(forest: ForestState, data: ClientData) -> _Fit:
     X = np.ascontiguousarray(data.finite_matrix())
     n = X.shape[0]
     is_cat = np.array([k == "categorical" for k in data.feature_kinds], dtype=bool)
@@ -186,119 +196,111 @@ def _build(request: LevelFields, data: ClientData) -> _Fit:
     pos = np.empty_like(order)
     np.put_along_axis(pos, order, np.arange(n, dtype=np.int64)[None, :], axis=1)
     sval = np.ascontiguousarray(np.take_along_axis(X.T, order, axis=1))
-    clients = request.clients.tolist()
-    if data.client_id not in clients:
-        raise ValidationError(
-            f"Client {data.client_id!r} is not in the request's client list."
-        )
-    code = clients.index(data.client_id)
-    codes, targets = _targets(request, data, code)
-    rng = keyed_rng(request.seed, HOLDOUT, client_key(data.client_id))
-    held_out: BoolArray = np.asarray(rng.random(size=(n,)) < request.holdout)
-    weight = _weights(request, data, n, code, held_out)
-    trees = request.participation.shape[0]
-    node = np.repeat(np.arange(trees, dtype=np.int64)[:, None], n, axis=1)
+    code = forest.client_code
+    codes, targets = _targets(forest, data, code)
+    rng = keyed_rng(forest.seed, HOLDOUT, client_key(data.client_id))
+    held_out: BoolArray = np.asarray(rng.random(size=(n,)) < forest.holdout)
+    weight = _weights(forest, data, n, held_out)
     return _Fit(
-        X, is_cat, order, pos, sval, codes, targets, weight, node, code, held_out
+        forest.fit_id,
+        X,
+        is_cat,
+        order,
+        pos,
+        sval,
+        codes,
+        targets,
+        weight,
+        ClientRows.build(weight),
+        code,
+        held_out,
     )
 
 
 def _targets(
-    request: LevelFields, data: ClientData, code: int
+    forest: ForestState, data: ClientData, code: int
 ) -> tuple[IntArray, FloatArray]:
     n = data.n_rows
-    if request.task == "regression":
+    if forest.task == "regression":
         return np.zeros(n, dtype=np.int64), data.targets()
-    if request.target == "client":
+    if forest.target == "client":
         return np.full(n, code, dtype=np.int64), np.zeros(n)
-    return data.label_codes(request.classes), np.zeros(n)
+    return data.label_codes(forest.classes), np.zeros(n)
 
 
 def _weights(
-    request: LevelFields, data: ClientData, n: int, code: int, held_out: BoolArray
+    forest: ForestState, data: ClientData, n: int, held_out: BoolArray
 ) -> FloatArray:
     """Client-stratified bootstrap counts (x sample weights), per tree (§1.2)."""
-    trees = request.participation.shape[0]
+    trees = forest.participation.shape[0]
     base = np.where(held_out, 0.0, 1.0)
     if data.weights is not None:
         base = base * data.weights
     weight = np.empty((trees, n))
     key = client_key(data.client_id)
     for b in range(trees):
-        if request.bootstrap:
-            draws = keyed_rng(request.seed, BOOTSTRAP, b, key).integers(0, n, n)
+        if forest.bootstrap:
+            draws = keyed_rng(forest.seed, BOOTSTRAP, b, key).integers(0, n, n)
             weight[b] = np.bincount(draws, minlength=n) * base
         else:
             weight[b] = base
-        if not request.participation[b, code]:
+        if not forest.participation[b]:
             weight[b] = 0.0
     return weight
 
 
-@dataclass(frozen=True)
-class _Slots:
-    """Open nodes of a request as kernel inputs."""
-
-    open_slot: IntArray
-    ranges: IntArray
-
-
-def _slots(request: LevelFields) -> _Slots:
-    n = request.node_feature.shape[0]
-    open_slot = np.full(n, -1, dtype=np.int64)
-    open_slot[request.open_nodes] = np.arange(request.n_open, dtype=np.int64)
-    trees = request.participation.shape[0]
-    tree_of_open = request.node_tree[request.open_nodes]
-    lo = np.searchsorted(tree_of_open, np.arange(trees), side="left")
-    hi = np.searchsorted(tree_of_open, np.arange(trees), side="right")
-    return _Slots(open_slot, np.stack([lo, hi], axis=1).astype(np.int64))
-
-
 def _node_stats(
-    fit: _Fit, request: LevelFields, slots: _Slots
+    fit: _Fit, request: LevelFields, open_nodes: IntArray
 ) -> tuple[FloatArray, IntArray]:
-    stats, rows = kernels.node_statistics(
-        fit.node,
+    return fit.rows.node_statistics(
+        open_nodes,
         fit.weight,
-        slots.open_slot,
-        slots.ranges,
-        request.n_open,
         fit.codes,
         fit.targets,
         request.task != "regression",
         request.width,
     )
-    return stats, rows
 
 
-@handler("fedforest.sketch")
-def sketch(request: SketchRequest, data: ClientData) -> SketchReply:
-    """Quantile sketches (or distinct values) and statistics of every open pair."""
-    fit = _prepare(request, data)
-    slots = _slots(request)
-    stats, rows = _node_stats(fit, request, slots)
+def _request_nodes(request: LevelFields) -> tuple[IntArray, IntArray]:
+    """Return the request's open nodes and their considered features (int64)."""
+    return (
+        np.ascontiguousarray(request.open_nodes, dtype=np.int64),
+        np.ascontiguousarray(request.pair_feature, dtype=np.int64),
+    )
+
+
+def _lean_stats(stats: FloatArray, request: LevelFields) -> np.ndarray:
+    """Class counts in their smallest exact dtype; regression moments as floats."""
+    return stats if request.task == "regression" else compact(stats)
+
+
+@handler("fedforest.sketch", stateful=True)
+def sketch(
+    request: SketchRequest, data: ClientData, state: ClientState
+) -> SketchReply | Resync:
+    """Ragged quantile sketches (or distinct values) and statistics of every pair."""
+    prepared = _prepare(request, data, state)
+    if isinstance(prepared, Resync):
+        return prepared
+    fit, forest = prepared
+    nodes, pairs = _request_nodes(request)
+    stats, rows = _node_stats(fit, request, nodes)
     if request.candidates == "quantile":
-        points = _points(fit, request, slots, rows, request.q)
+        n_points, points = _points(fit, nodes, pairs, rows, request.q)
+    elif request.candidates == "refine":
+        n_points, points = refine_points(fit, nodes, pairs, forest.node_tree, request.q)
     else:  # every present row once: levels l/rows with unit weights enumerate them
         present = np.where(fit.weight > 0, 1.0, 0.0)
         q = max(int(rows.max(initial=1)), 1)
-        points = _distinct(_points(fit, request, slots, rows, q, present))
-    cat = kernels.category_statistics(
-        fit.node,
-        fit.weight,
-        fit.X,
-        slots.open_slot,
-        slots.ranges,
-        request.pair_feature,
-        fit.is_cat,
-        fit.codes,
-        fit.targets,
-        request.task != "regression",
-        request.n_open,
-        request.max_categories,
-        request.width,
+        n_points, points = _distinct(*_points(fit, nodes, pairs, rows, q, present))
+    return SketchReply(
+        compact(_counts(stats, request)),
+        _lean_stats(stats, request),
+        compact(n_points),
+        points,
+        _lean_stats(_category_stats(fit, request, nodes, pairs), request),
     )
-    return SketchReply(_counts(stats, request), stats, points, cat)
 
 
 def _counts(stats: FloatArray, request: LevelFields) -> FloatArray:
@@ -306,84 +308,161 @@ def _counts(stats: FloatArray, request: LevelFields) -> FloatArray:
     return out
 
 
+def _category_stats(
+    fit: _Fit,
+    request: SketchRequest | HistogramRequest,
+    nodes: IntArray,
+    pairs: IntArray,
+) -> FloatArray:
+    """Per-category statistics of the categorical pairs only, in row-major order."""
+    categorical = (pairs >= 0) & fit.is_cat[np.maximum(pairs, 0)]
+    shape = (int(categorical.sum()), request.max_categories, request.width)
+    if shape[0] == 0:
+        return np.zeros(shape)
+    dense = fit.rows.category_statistics(
+        nodes,
+        fit.X,
+        pairs,
+        fit.is_cat,
+        fit.weight,
+        fit.codes,
+        fit.targets,
+        request.task != "regression",
+        request.max_categories,
+        request.width,
+    )
+    out: FloatArray = dense[categorical]
+    return out
+
+
 def _points(
     fit: _Fit,
-    request: LevelFields,
-    slots: _Slots,
+    nodes: IntArray,
+    pairs: IntArray,
     rows: IntArray,
     q: int,
     weight: FloatArray | None = None,
-) -> FloatArray:
-    """Return padded (n_open, F', q+1) quantile points; NaN where fewer."""
-    pairs = request.pair_feature
+) -> tuple[IntArray, FloatArray]:
+    """Return points per pair ``(n_open, F')`` and the flat ragged points."""
     numeric = (pairs >= 0) & ~fit.is_cat[np.maximum(pairs, 0)] & (rows[:, None] > 0)
     n_points = np.where(numeric, np.minimum(q, rows)[:, None] + 1, 0)
     out_ptr = np.concatenate([[0], np.cumsum(n_points.ravel())]).astype(np.int64)
-    flat = kernels.sketch_points(
-        fit.node,
-        fit.weight if weight is None else weight,
-        fit.order,
-        fit.pos,
-        fit.sval,
-        slots.open_slot,
-        slots.ranges,
+    flat = fit.rows.sketch_points(
+        nodes,
         pairs,
         fit.is_cat,
+        fit.pos,
+        fit.sval,
+        fit.weight if weight is None else weight,
         rows,
         q,
         out_ptr,
         int(out_ptr[-1]),
     )
-    padded = np.full((*pairs.shape, q + 1), np.nan)
-    column = np.arange(q + 1)
-    mask = column[None, None, :] < n_points[..., None]
-    padded[mask] = flat
-    return padded
+    return n_points.astype(np.int64), flat
 
 
-def _distinct(points: FloatArray) -> FloatArray:
-    """Keep each sketch's distinct values (exact mode), NaN-padded to the widest."""
-    repeat = np.zeros(points.shape, dtype=bool)
-    repeat[..., 1:] = points[..., 1:] == points[..., :-1]
-    values = np.where(repeat, np.nan, points)
-    values = np.sort(values, axis=-1)  # NaN last
-    width = max(int((~np.isnan(values)).sum(axis=-1).max(initial=0)), 1)
-    return np.ascontiguousarray(values[..., :width])
+def _distinct(n_points: IntArray, points: FloatArray) -> tuple[IntArray, FloatArray]:
+    """Keep each pair's distinct values (exact mode), still ragged."""
+    flat = n_points.ravel()
+    first = np.zeros(points.shape[0], dtype=bool)
+    first[(np.cumsum(flat) - flat)[flat > 0]] = True
+    keep = first.copy()
+    keep[1:] |= points[1:] != points[:-1]
+    pair = np.repeat(np.arange(flat.shape[0]), flat)
+    counts = np.bincount(pair[keep], minlength=flat.shape[0]).reshape(n_points.shape)
+    return counts.astype(np.int64), np.ascontiguousarray(points[keep])
 
 
-@handler("fedforest.evaluate")
-def evaluate(request: EvaluateRequest, data: ClientData) -> EvaluateReply | AvgImpReply:
-    """Per-bin statistics of the candidates (or the client's own gains, AvgImp)."""
-    fit = _prepare(request, data)
-    slots = _slots(request)
-    bins = _bin_stats(fit, request, slots, request.thresholds)
+def refine_points(
+    fit: _Fit, nodes: IntArray, pairs: IntArray, node_tree: IntArray, q: int
+) -> tuple[IntArray, FloatArray]:
+    """Refinement sketches of every asked numeric pair: ``2q + 1`` points each.
+
+    :func:`._hist.refine_sketches` on the node's rows (uncapped: points repeat
+    for a client with fewer rows); ``n_points`` is 0 where the client has none.
+    """
+    rows = fit.rows
+    numeric = (pairs >= 0) & ~fit.is_cat[np.maximum(pairs, 0)]
+    s_idx, k_idx = np.nonzero(numeric)
+    node = nodes[s_idx]
+    tree = node_tree[node]
+    n = rows.perm.shape[1]
+    starts, stops = tree * n + rows.start[node], tree * n + rows.stop[node]
+    members = rows.perm.ravel()[gather_ranges(starts, stops)]
+    lengths = stops - starts
+    n_groups = max(s_idx.shape[0], 1)
+    counts, points = _hist.refine_sketches(
+        fit.X[members, np.repeat(pairs[s_idx, k_idx], lengths)],
+        np.repeat(np.arange(s_idx.shape[0]), lengths),
+        n_groups,
+        q,
+        fit.weight[np.repeat(tree, lengths), members],
+    )
+    n_points = np.zeros(pairs.shape, dtype=np.int64)
+    has = counts[: s_idx.shape[0]] > 0
+    n_points[s_idx[has], k_idx[has]] = 2 * q + 1
+    flat = np.ascontiguousarray(points[: s_idx.shape[0]][has].ravel())
+    return n_points, flat
+
+
+@handler("fedforest.evaluate", stateful=True)
+def evaluate(
+    request: EvaluateRequest, data: ClientData, state: ClientState
+) -> EvaluateReply | AvgImpReply | Resync:
+    """Non-zero per-bin statistics of the candidates (or own gains, AvgImp)."""
+    prepared = _prepare(request, data, state)
+    if isinstance(prepared, Resync):
+        return prepared
+    fit, _ = prepared
+    nodes, pairs = _request_nodes(request)
+    count = np.asarray(request.thr_count, dtype=np.int64)
+    if count.shape != pairs.shape or int(count.sum()) != request.thresholds.shape[0]:
+        raise ValidationError("FedForest request: thr_count does not match thresholds.")
+    thr_ptr = np.concatenate([[0], np.cumsum(count.ravel())]).astype(np.int64)
+    thresholds = np.ascontiguousarray(request.thresholds, dtype=np.float64)
+    bins = _bin_stats(fit, request, nodes, pairs, thr_ptr, thresholds)
     if request.mode == "avgimp":
-        return AvgImpReply(_local_gains(bins, request.criterion))
-    stats, _ = _node_stats(fit, request, slots)
-    return EvaluateReply(bins, stats)
+        width = max(int(count.max(initial=0)), 1)
+        padded = padded_bins(bins, thr_ptr, (*count.shape, width))
+        gains = _local_gains(padded, request.criterion)
+        present = np.arange(width)[None, None, :] < count[..., None]
+        return AvgImpReply(np.ascontiguousarray(gains[present]))
+    index = np.flatnonzero(np.any(bins != 0, axis=1))
+    node_stats = (
+        _node_stats(fit, request, nodes)[0]
+        if request.with_stats
+        else np.zeros((0, request.width))
+    )
+    return EvaluateReply(
+        compact(index),
+        _lean_stats(bins[index], request),
+        _lean_stats(node_stats, request),
+    )
 
 
 def _bin_stats(
-    fit: _Fit, request: LevelFields, slots: _Slots, thresholds: FloatArray
+    fit: _Fit,
+    request: LevelFields,
+    nodes: IntArray,
+    pairs: IntArray,
+    thr_ptr: IntArray,
+    thresholds: FloatArray,
 ) -> FloatArray:
-    """Statistics per bin between consecutive (sorted, NaN-padded) thresholds."""
-    n_thr = (~np.isnan(thresholds)).sum(axis=-1).astype(np.int64)
-    stats: FloatArray = kernels.evaluate_bins(
-        fit.node,
-        fit.weight,
+    """Statistics per bin between consecutive candidates, ragged (rows = bins)."""
+    return fit.rows.evaluate_bins(
+        nodes,
         fit.X,
-        slots.open_slot,
-        slots.ranges,
-        request.pair_feature,
+        pairs,
         fit.is_cat,
-        np.ascontiguousarray(thresholds, dtype=np.float64),
-        n_thr,
+        thr_ptr,
+        thresholds,
+        fit.weight,
         fit.codes,
         fit.targets,
         request.task != "regression",
         request.width,
     )
-    return stats
 
 
 def _local_gains(bins: FloatArray, criterion: str) -> FloatArray:
@@ -393,31 +472,47 @@ def _local_gains(bins: FloatArray, criterion: str) -> FloatArray:
     return np.where(np.isfinite(gains), gains, 0.0)
 
 
-@handler("fedforest.ranges")
-def ranges(request: RangesRequest, data: ClientData) -> RangesReply:
+@handler("fedforest.ranges", stateful=True)
+def ranges(request: RangesRequest, data: ClientData, state: ClientState) -> RangesReply:
     """Each feature's (min, max) over the client's rows (Federated Histogram)."""
+    _keep_forest(request, data, state)
     X = data.finite_matrix()
     return RangesReply(np.stack([X.min(axis=0), X.max(axis=0)], axis=1))
 
 
-@handler("fedforest.leaf_stats")
-def leaf_stats(request: LeafStatsRequest, data: ClientData) -> LeafStatsReply:
+@handler("fedforest.leaf_stats", stateful=True)
+def leaf_stats(
+    request: LeafStatsRequest, data: ClientData, state: ClientState
+) -> LeafStatsReply | Resync:
     """Statistics of the open nodes."""
-    fit = _prepare(request, data)
-    stats, _ = _node_stats(fit, request, _slots(request))
-    return LeafStatsReply(stats)
+    prepared = _prepare(request, data, state)
+    if isinstance(prepared, Resync):
+        return prepared
+    fit, _ = prepared
+    stats, _ = _node_stats(fit, request, _request_nodes(request)[0])
+    return LeafStatsReply(_lean_stats(stats, request))
 
 
-@handler("fedforest.top_k")
-def top_k(request: TopKRequest, data: ClientData) -> TopKReply:
+@handler("fedforest.top_k", stateful=True)
+def top_k(
+    request: TopKRequest, data: ClientData, state: ClientState
+) -> TopKReply | Resync:
     """AvgImp shortlist: best local gain per considered feature (local quantiles)."""
-    fit = _prepare(request, data)
-    slots = _slots(request)
-    _, rows = _node_stats(fit, request, slots)
-    points = _points(fit, request, slots, rows, request.q)
+    prepared = _prepare(request, data, state)
+    if isinstance(prepared, Resync):
+        return prepared
+    fit, _ = prepared
+    nodes, pairs = _request_nodes(request)
+    _, rows = _node_stats(fit, request, nodes)
+    n_points, flat = _points(fit, nodes, pairs, rows, request.q)
+    points = np.full((*pairs.shape, request.q + 1), np.nan)
+    points[np.arange(request.q + 1)[None, None, :] < n_points[..., None]] = flat
     local = points[..., 1:-1]  # interior local quantiles as local candidates
-    gains = _local_gains(_bin_stats(fit, request, slots, local), request.criterion)
-    best = np.where(request.pair_feature >= 0, gains.max(axis=-1, initial=0.0), -np.inf)
+    thr_ptr, thr = ragged_thresholds(local)
+    bins = _bin_stats(fit, request, nodes, pairs, thr_ptr, thr)
+    padded = padded_bins(bins, thr_ptr, local.shape)
+    gains = _local_gains(padded, request.criterion)
+    best = np.where(pairs >= 0, gains.max(axis=-1, initial=0.0), -np.inf)
     k = min(request.k, best.shape[1])
     order = np.argsort(-best, axis=1, kind="stable")[:, :k]
     chosen = np.take_along_axis(best, order, axis=1)
@@ -429,14 +524,19 @@ def top_k(request: TopKRequest, data: ClientData) -> TopKReply:
     )
 
 
-@handler("fedforest.score")
-def score(request: ScoreRequest, data: ClientData) -> ScoreReply:
+@handler("fedforest.score", stateful=True)
+def score(
+    request: ScoreRequest, data: ClientData, state: ClientState
+) -> ScoreReply | Resync:
     """Score the forest on this client's held-out rows (diagnostics, §1.4)."""
-    fit = _prepare(request, data)
+    prepared = _prepare(request, data, state)
+    if isinstance(prepared, Resync):
+        return prepared
+    fit, forest = prepared
     held = np.flatnonzero(fit.held_out)
-    trees = request.participation.shape[0]
+    trees = forest.participation.shape[0]
     node = np.repeat(np.arange(trees, dtype=np.int64)[:, None], held.shape[0], axis=1)
-    _route(fit, request, node, np.ones(node.shape), fit.X[held])
+    _route(fit, forest, node, np.ones(node.shape), fit.X[held])
     values = request.node_values[node].mean(axis=0)  # (held, V): averaged over trees
     if request.task == "regression":
         y = fit.targets[held]

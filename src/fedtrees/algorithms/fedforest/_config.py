@@ -18,6 +18,7 @@ from fedtrees.algorithms._params import (
     count_or_fraction,
     resolve_max_features,
 )
+from fedtrees.exceptions import ValidationError
 
 __all__ = [
     "MAX_DEPTH_CAP",
@@ -31,7 +32,7 @@ MAX_DEPTH_CAP: Final = 64
 """``max_depth=None`` grows until the other stopping rules end every branch; a
 safety cap bounds the number of rounds."""
 
-Candidates = Literal["quantile", "exact", "uniform"]
+Candidates = Literal["quantile", "exact", "uniform", "hist"]
 Gain = Literal["exact", "avgimp"]
 
 
@@ -62,7 +63,7 @@ class ForestConfig:
     @property
     def rounds_per_level(self) -> int:
         """Round trips per depth level (AvgImp top-k adds a shortlist round)."""
-        if self.candidates == "uniform":
+        if self.candidates in ("uniform", "hist"):
             return 1
         return 3 if (self.gain == "avgimp" and self.top_k) else 2
 
@@ -75,6 +76,11 @@ def make_config(
     depth = params["max_depth"]
     top_k = params["top_k"]
     gain = check_choice(params["gain"], "gain", owner, ("exact", "avgimp", "auto"))
+    if gain == "avgimp" and params["candidates"] == "hist":
+        raise ValidationError(
+            f"{owner}: candidates='hist' scores exact pooled gains on its grid; "
+            "it cannot be combined with gain='avgimp'."
+        )
     return ForestConfig(
         task=task,  # type: ignore[arg-type]
         n_estimators=check_int(
@@ -99,7 +105,10 @@ def make_config(
         bootstrap=check_bool(params["bootstrap"], "bootstrap", owner),
         criterion=check_choice(params["criterion"], "criterion", owner, criteria),  # type: ignore[arg-type]
         candidates=check_choice(  # type: ignore[arg-type]
-            params["candidates"], "candidates", owner, ("quantile", "exact", "uniform")
+            params["candidates"],
+            "candidates",
+            owner,
+            ("quantile", "exact", "uniform", "hist"),
         ),
         n_quantiles=check_int(params["n_quantiles"], "n_quantiles", owner, min_value=2),
         gain="exact" if gain == "auto" else gain,  # type: ignore[arg-type]

@@ -158,12 +158,7 @@ def _run(
     federation: Federation, config: ForestConfig, task: Task, timeout: float
 ) -> ForestResult:
     strategy = FedForestStrategy(config)
-    try:
-        result: ForestResult = federation.run(
-            strategy, task=task, timeout=timeout
-        ).result
-    finally:
-        strategy.release()
+    result: ForestResult = federation.run(strategy, task=task, timeout=timeout).result
     return result
 
 

@@ -20,7 +20,10 @@ import numpy as np
 from fedtrees._random import keyed_rng
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._config import ForestConfig, resolve_max_features
+from fedtrees.algorithms.fedforest._forest import SplitBatch, next_version
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
+from fedtrees.algorithms.fedforest._payloads import compact_ints
+from fedtrees.algorithms.fedforest._reach import Reach
 from fedtrees.federation import FederationInfo
 from fedtrees.stats import impurity, node_count
 from fedtrees.stats._splits import CLIENT, Best
@@ -97,6 +100,7 @@ class ForestGrowth:
         self.level = 0
         self.participation = self._participation(trees)
         self._root_total = np.full(trees, np.nan)
+        self._sent_splits, self._sent_digest = 0, ""
 
     # -- what requests carry ---------------------------------------------------
     def _participation(self, trees: int) -> np.ndarray:
@@ -132,41 +136,117 @@ class ForestGrowth:
             out[start:stop] = np.sort(np.argsort(keys, axis=1)[:, :fp], axis=1)
         return out
 
-    def fields(
-        self, pair_feature: IntArray, open_nodes: IntArray | None = None
-    ) -> dict[str, Any]:
-        """Return the LevelFields of a request about ``open_nodes`` (default: open)."""
-        t = self.table
-        codes = [
-            self.sets.get(g, np.zeros(0, np.int64)) for g in range(t.tree.shape[0])
-        ]
-        set_ptr = np.concatenate([[0], np.cumsum([c.shape[0] for c in codes])]).astype(
-            np.int64
-        )
+    def request_fields(self) -> dict[str, Any]:
+        """Fields every client's next request shares: the splits since the last one.
+
+        Advances the version the clients are assumed to hold (protocol v2, see
+        :mod:`fedtrees.algorithms.fedforest._forest`); the open nodes and
+        features each client is asked about are added per client.
+        """
+        nodes = self._split_nodes()
+        batch = self._batch(nodes[self._sent_splits :])
+        base = self._sent_digest
+        self._sent_digest = next_version(base, batch)
+        self._sent_splits = nodes.shape[0]
         return {
             "fit_id": self.fit_id,
             "level": self.level,
-            "seed": self.config.seed,
-            "bootstrap": self.config.bootstrap,
-            "task": self.config.task,
-            "target": self.config.target,
-            "classes": self.classes
-            if self.config.task != "regression"
-            else np.zeros(0, str),
-            "clients": self.clients,
-            "participation": self.participation,
-            "holdout": self.config.holdout,
-            "node_tree": t.tree,
-            "node_feature": t.feature,
-            "node_threshold": t.threshold,
-            "node_left": t.left,
-            "node_right": t.right,
-            "set_ptr": set_ptr,
-            "set_codes": np.concatenate(codes).astype(np.int64)
-            if codes
-            else np.zeros(0, np.int64),
-            "open_nodes": self.open if open_nodes is None else open_nodes,
-            "pair_feature": pair_feature,
+            "base": base,
+            "digest": self._sent_digest,
+            "full": False,
+            **self._batch_fields(batch),
+            **self._neutral_setup(),
+        }
+
+    def full_fields(self, client: str) -> dict[str, Any]:
+        """Return the same fields in full form for one client (first, resync)."""
+        nodes = self._split_nodes()[: self._sent_splits]
+        code = int(np.flatnonzero(self.clients == client)[0])
+        c = self.config
+        return {
+            "fit_id": self.fit_id,
+            "level": self.level,
+            "base": "",
+            "digest": self._sent_digest,
+            "full": True,
+            **self._batch_fields(self._batch(nodes)),
+            "seed": c.seed,
+            "bootstrap": c.bootstrap,
+            "task": c.task,
+            "target": c.target,
+            "classes": self._classes_field(),
+            "holdout": c.holdout,
+            "client_code": code,
+            "participation": self.participation[:, code].copy(),
+        }
+
+    def root_reach(self) -> Reach:
+        """Clients reach the roots of the trees they take part in."""
+        roots = np.arange(self.config.n_estimators, dtype=np.int64)
+        rows = tuple(
+            np.flatnonzero(self.participation[:, k]).astype(np.int64)
+            for k in range(self.clients.shape[0])
+        )
+        return Reach(roots, rows)
+
+    def parents(self, nodes: IntArray) -> IntArray:
+        """Return the parent id of each node (-1 for a root)."""
+        t = self.table
+        parent = np.full(t.tree.shape[0], -1, dtype=np.int64)
+        split = np.flatnonzero(t.feature != SPLIT_NONE)
+        parent[t.left[split]] = split
+        parent[t.right[split]] = split
+        out: IntArray = parent[nodes]
+        return out
+
+    def _neutral_setup(self) -> dict[str, Any]:
+        """Return neutral settings: a delta request does not carry them."""
+        c = self.config
+        return {
+            "seed": 0,
+            "bootstrap": False,
+            "task": c.task,
+            "target": c.target,
+            "classes": self._classes_field(),
+            "holdout": 0.0,
+            "client_code": -1,
+            "participation": np.zeros(0, bool),
+        }
+
+    def _classes_field(self) -> np.ndarray:
+        # The class count sets the width of every statistic the reply is checked
+        # against, so deltas carry the labels too (a few bytes).
+        return self.classes if self.config.task != "regression" else np.zeros(0, str)
+
+    def _split_nodes(self) -> IntArray:
+        """Split nodes in increasing id order: the order their children were added."""
+        nodes = np.flatnonzero(self.table.feature != SPLIT_NONE)
+        trees = self.config.n_estimators
+        assert np.array_equal(
+            self.table.left[nodes], trees + 2 * np.arange(nodes.shape[0])
+        ), "children must follow the split order"
+        return nodes
+
+    def _batch(self, nodes: IntArray) -> SplitBatch:
+        t = self.table
+        sets = [self.sets.get(int(g), np.zeros(0, np.int64)) for g in nodes]
+        ptr = np.concatenate([[0], np.cumsum([s.shape[0] for s in sets])])
+        return SplitBatch(
+            nodes.astype(np.int64),
+            t.feature[nodes].astype(np.int64),
+            t.threshold[nodes].astype(np.float64),
+            ptr.astype(np.int64),
+            np.concatenate(sets).astype(np.int64) if sets else np.zeros(0, np.int64),
+        )
+
+    @staticmethod
+    def _batch_fields(batch: SplitBatch) -> dict[str, Any]:
+        return {
+            "split_node": compact_ints(batch.node),
+            "split_feature": compact_ints(batch.feature),
+            "split_threshold": batch.threshold,
+            "split_set_ptr": compact_ints(batch.set_ptr),
+            "split_set_codes": compact_ints(batch.set_codes),
         }
 
     # -- statistics and stopping --------------------------------------------

@@ -14,7 +14,12 @@ index; categorical and client splits send the codes listed in
 the client's feature-j order (``order[j]``), ``sval[j]`` the sorted values.
 
 numba does not check bounds: callers validate every array first
-(:func:`fedtrees.algorithms.fedforest._client.check_structure`).
+(:func:`fedtrees.algorithms.fedforest._forest.apply_batch` and
+:func:`fedtrees.algorithms.fedforest._client.check_open`).
+
+Since protocol v2 the client answers from rows kept partitioned by node
+(:mod:`._rows`, bit-identical); ``route`` still scores held-out rows, and the
+node-scan kernels here are the reference its bit-identity test compares with.
 """
 
 from __future__ import annotations

@@ -1,25 +1,42 @@
-"""FedForest messages (ALGORITHMS.md §1.2, §1.5).
+"""FedForest messages, protocol v2 (ALGORITHMS.md §1.2, §1.5; DESIGN.md).
 
-Every level request carries the forest grown so far (global node table), the open
-nodes of the level (all trees together: level-wise batching) and the features each
-open node considers, so a client routes its own rows and keeps no state the server
-cannot re-create. Replies are fixed-shape, NaN-padded arrays whose size depends on
-the nodes, features and q only — never on the client's row count (§1.5).
+DESIGN.md, "Per-run client state", applied to FedForest.
+A client keeps the forest it has been told in its per-run state, so a request
+carries only what changed: the splits made since the forest version ``base``,
+and the version ``digest`` they lead to (a hash chained over every split batch).
+A client whose kept forest is not ``base`` answers
+:class:`~fedtrees.federation.Resync`; the round loop then sends it the request's
+full form (``full=True``: the fit's settings for that client and every split so
+far). The requests of a level are the same for every client and encoded once.
+
+Replies are lean and lossless, and their size follows the node sizes, not the
+client's row count (§1.5): a sketch holds ``min(q, rows) + 1`` points per pair
+(ragged: ``n_points`` says how many), per-bin statistics travel as the non-zero
+bins only (``bin_index`` into the level's ragged bin layout), categorical
+statistics only for categorical pairs, and counts in the smallest dtype that
+holds them exactly (:func:`compact`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
-from fedtrees.federation import Field, Payload, ReplySpec, payload
+from fedtrees._typing import FloatArray, IntArray
+from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
 
 __all__ = [
     "AvgImpReply",
     "EvaluateReply",
     "EvaluateRequest",
+    "ForestState",
+    "GridReply",
+    "GridRequest",
+    "GridState",
+    "HistogramReply",
+    "HistogramRequest",
     "LeafStatsReply",
     "LeafStatsRequest",
     "LevelFields",
@@ -31,40 +48,67 @@ __all__ = [
     "SketchRequest",
     "TopKReply",
     "TopKRequest",
+    "compact",
+    "compact_ints",
 ]
 
 SCORE_BINS: Final = 100
+COUNTS: Final = "iuf"  # whole counts travel as unsigned ints, others as floats
+
+
+def compact(values: np.ndarray) -> np.ndarray:
+    """Return ``values`` in the smallest dtype that holds them exactly.
+
+    Non-negative whole numbers (bootstrap counts) become uint8/16/32; anything
+    else stays float64. Receivers convert back with ``astype(float)``: lossless.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0 or not np.all((x >= 0) & (x == np.floor(x)) & (x < 2**32)):
+        return x if x.size else x.astype(np.uint8)
+    return x.astype(np.min_scalar_type(int(x.max())))
+
+
+def compact_ints(values: np.ndarray) -> np.ndarray:
+    """Integer ids in int16 or int32 when they fit (node ids, features)."""
+    x = np.asarray(values, dtype=np.int64)
+    if x.size == 0 or (x.min() >= -(2**15) and x.max() < 2**15):
+        return x.astype(np.int16)
+    if x.min() >= -(2**31) and x.max() < 2**31:
+        return x.astype(np.int32)
+    return x
 
 
 @dataclass(frozen=True, eq=False)
 class LevelFields(Payload):
-    """Fields shared by every FedForest request: the fit, the forest, the level.
+    """Fields shared by every FedForest request: the fit, the forest delta, the level.
 
-    ``node_*`` describe all nodes so far (global ids; roots are 0..B-1);
-    ``node_feature`` is -1 for a node not split, -2 for a client split, else the
-    split feature; categorical and client splits send ``set_codes[set_ptr[g]:
-    set_ptr[g+1]]`` left. ``open_nodes`` (sorted by tree) are this level's nodes,
-    ``pair_feature[s]`` the features open node s considers (-1 padding).
-    ``participation[b, k]``: client k takes part in tree b (client subsampling).
+    ``split_*`` are the splits made since forest version ``base`` (in node-id
+    order; split i's children get the next two node ids), ``digest`` the version
+    they lead to. ``full``: ``base`` is the empty forest and the fit's settings
+    for this client are filled in (``client_code``, its ``participation`` column
+    per tree, labels...); otherwise they are neutral. ``open_nodes`` (sorted by
+    tree) are this request's nodes, ``pair_feature[s]`` the features open node s
+    considers (-1 padding).
     """
 
     fit_id: int
     level: int
+    base: str
+    digest: str
+    full: bool
     seed: int
     bootstrap: bool
     task: str
     target: str
     classes: np.ndarray
-    clients: np.ndarray
-    participation: np.ndarray
     holdout: float
-    node_tree: np.ndarray
-    node_feature: np.ndarray
-    node_threshold: np.ndarray
-    node_left: np.ndarray
-    node_right: np.ndarray
-    set_ptr: np.ndarray
-    set_codes: np.ndarray
+    client_code: int
+    participation: np.ndarray
+    split_node: np.ndarray
+    split_feature: np.ndarray
+    split_threshold: np.ndarray
+    split_set_ptr: np.ndarray
+    split_set_codes: np.ndarray
     open_nodes: np.ndarray
     pair_feature: np.ndarray
 
@@ -78,17 +122,48 @@ class LevelFields(Payload):
         """Number of open nodes in this request."""
         return int(self.open_nodes.shape[0])
 
-    def _stats(self, shape: tuple[int, ...]) -> Field:
+    def _stats(self, shape: tuple[int | None, ...], width: int) -> Field:
         # Class counts are non-negative; regression moments carry signed sums.
-        return Field.array("f", shape, nonnegative=self.task != "regression")
+        if self.task == "regression":
+            return Field.array("f", (*shape, 3))
+        return Field.array(COUNTS, (*shape, width), nonnegative=True)
+
+
+@payload("fedforest.state")
+class ForestState(Payload):
+    """What a client keeps between rounds: its settings and the forest so far."""
+
+    fit_id: int
+    digest: str
+    seed: int
+    bootstrap: bool
+    task: str
+    target: str
+    classes: np.ndarray
+    holdout: float
+    client_code: int
+    participation: np.ndarray
+    node_tree: np.ndarray
+    node_feature: np.ndarray
+    node_threshold: np.ndarray
+    node_left: np.ndarray
+    node_right: np.ndarray
+    set_ptr: np.ndarray
+    set_codes: np.ndarray
 
 
 @payload("fedforest.sketch_reply")
 class SketchReply(Payload):
-    """Node counts and statistics, quantile points, per-category statistics."""
+    """Node weights and statistics, ragged quantile points, categorical stats.
+
+    ``points`` holds ``n_points[s, k]`` points of pair (s, k), pairs in row-major
+    order; ``cat_stats`` one (categories, S) block per categorical pair, in the
+    same order.
+    """
 
     counts: np.ndarray
     node_stats: np.ndarray
+    n_points: np.ndarray
     points: np.ndarray
     cat_stats: np.ndarray
 
@@ -97,75 +172,119 @@ class SketchReply(Payload):
 class SketchRequest(LevelFields):
     """Sketch every (open node, considered feature), with the node statistics.
 
-    q+1 quantile points, or all distinct values for ``candidates="exact"``.
+    ``min(q, rows) + 1`` quantile points, all distinct values for
+    ``candidates="exact"``, or ``2q + 1`` points whatever the rows for
+    ``"refine"`` (hist mode's per-node refinement, :mod:`._hist`); per-category
+    statistics of the categorical pairs.
     """
 
     q: int
     candidates: str
     max_categories: int
+    n_categorical_pairs: int
 
     def expected_reply(self) -> ReplySpec:
-        """Expect fixed shapes; points finite (NaN padding), non-decreasing."""
+        """Expect counts and statistics per node; ragged, sorted points per pair."""
         fp = self.pair_feature.shape[1]
-        width = self.q + 1 if self.candidates == "quantile" else None
+        high = {"quantile": self.q + 1, "refine": 2 * self.q + 1}.get(self.candidates)
         return ReplySpec(
             SketchReply,
             {
-                "counts": Field.array("f", (self.n_open,), nonnegative=True),
-                "node_stats": self._stats((self.n_open, self.width)),
-                "points": Field.array(
-                    "f",
-                    (self.n_open, fp, width),
-                    nan_padding=True,
-                    nondecreasing=True,
-                ),
+                "counts": Field.array(COUNTS, (self.n_open,), nonnegative=True),
+                "node_stats": self._stats((self.n_open,), self.width),
+                "n_points": Field.array("iu", (self.n_open, fp), low=0, high=high),
+                "points": Field.array("f", (None,)),
                 "cat_stats": self._stats(
-                    (self.n_open, fp, self.max_categories, self.width)
+                    (self.n_categorical_pairs, self.max_categories), self.width
                 ),
             },
+            check=_check_ragged_points,
         )
+
+
+def _check_ragged_points(reply: Any) -> None:
+    """Points must match ``n_points`` in number and rise within each pair."""
+    n_points = np.asarray(reply.n_points, dtype=np.int64).ravel()
+    points = reply.points
+    if int(n_points.sum()) != points.shape[0]:
+        raise InvalidField(
+            "points",
+            f"holds {points.shape[0]} values; n_points sums to {int(n_points.sum())}",
+        )
+    starts = np.cumsum(n_points) - n_points
+    falls = np.diff(points) < 0
+    falls[starts[(n_points > 0) & (starts > 0)] - 1] = False
+    if np.any(falls):
+        raise InvalidField("points", "must be non-decreasing within each pair")
 
 
 @payload("fedforest.evaluate_reply")
 class EvaluateReply(Payload):
-    """Per-bin statistics of every numeric pair, and per-node statistics."""
+    """Non-zero per-bin statistics of every numeric pair; node statistics if asked.
 
+    ``bin_index`` (increasing) indexes the level's ragged bins: pair p (row-major)
+    owns bins ``ptr[p] + p .. ptr[p + 1] + p`` where ``ptr`` is the cumulative
+    ``thr_count``; ``bin_stats[i]`` is the statistic of bin ``bin_index[i]``.
+    """
+
+    bin_index: np.ndarray
     bin_stats: np.ndarray
     node_stats: np.ndarray
 
 
 @payload("fedforest.avgimp_reply")
 class AvgImpReply(Payload):
-    """The client's own impurity gain of every candidate (AvgImp)."""
+    """The client's own impurity gain of every candidate (AvgImp), ragged."""
 
     gains: np.ndarray
 
 
 @payload("fedforest.evaluate")
 class EvaluateRequest(LevelFields):
-    """Evaluate the candidate ``thresholds`` (NaN-padded) of every numeric pair.
+    """Evaluate the candidate ``thresholds`` of every numeric pair (ragged).
 
-    ``mode="stats"``: per-bin statistics (exact gain); ``"avgimp"``: local gains.
+    Pair (s, k) has ``thr_count[s, k]`` sorted candidates, consecutive in
+    ``thresholds``. ``mode="stats"``: per-bin statistics (exact gain); ``"avgimp"``:
+    local gains. ``with_stats``: also the open nodes' statistics (uniform mode).
     """
 
+    thr_count: np.ndarray
     thresholds: np.ndarray
     mode: str
     criterion: str
+    with_stats: bool
+
+    @property
+    def n_bins(self) -> int:
+        """Bins of the level: candidates + 1 per pair."""
+        return int(self.thresholds.shape[0]) + int(self.thr_count.size)
 
     def expected_reply(self) -> ReplySpec:
-        """Bins = candidates + 1; statistics non-negative (classification)."""
-        n_open, fp, n_cand = self.thresholds.shape
+        """Sparse bins inside the layout; statistics non-negative (classification)."""
         if self.mode == "avgimp":
-            return ReplySpec(
-                AvgImpReply, {"gains": Field.array("f", (n_open, fp, n_cand))}
-            )
+            n = int(self.thresholds.shape[0])
+            return ReplySpec(AvgImpReply, {"gains": Field.array("f", (n,))})
         return ReplySpec(
             EvaluateReply,
             {
-                "bin_stats": self._stats((n_open, fp, n_cand + 1, self.width)),
-                "node_stats": self._stats((n_open, self.width)),
+                "bin_index": Field.array(
+                    "iu", (None,), low=0, high=max(self.n_bins - 1, 0)
+                ),
+                "bin_stats": self._stats((None,), self.width),
+                "node_stats": self._stats(
+                    (self.n_open if self.with_stats else 0,), self.width
+                ),
             },
+            check=_check_bin_index,
         )
+
+
+def _check_bin_index(reply: Any) -> None:
+    index = reply.bin_index
+    if reply.bin_stats.shape[0] != index.shape[0]:
+        raise InvalidField("bin_stats", "needs one row per bin_index entry")
+    if np.any(np.diff(index.astype(np.int64)) <= 0):
+        raise InvalidField("bin_index", "must be strictly increasing")
 
 
 @payload("fedforest.ranges_reply")
@@ -202,7 +321,8 @@ class LeafStatsRequest(LevelFields):
     def expected_reply(self) -> ReplySpec:
         """One statistic per open node."""
         return ReplySpec(
-            LeafStatsReply, {"node_stats": self._stats((self.n_open, self.width))}
+            LeafStatsReply,
+            {"node_stats": self._stats((self.n_open,), self.width)},
         )
 
 
@@ -260,4 +380,109 @@ class ScoreRequest(LevelFields):
                 "hist": Field.array("f", (c, c, SCORE_BINS), nonnegative=True),
                 "sums": Field.array("f", (5,)),
             },
+        )
+
+
+def pair_pointers(counts: np.ndarray) -> IntArray:
+    """Start of each pair's block in a ragged array (row-major), and the end."""
+    flat = np.asarray(counts, dtype=np.int64).ravel()
+    return np.concatenate([[0], np.cumsum(flat)]).astype(np.int64)
+
+
+def ragged(values: FloatArray, mask: np.ndarray) -> FloatArray:
+    """Flatten the entries of a padded array where ``mask`` holds (row-major)."""
+    out: FloatArray = np.ascontiguousarray(values[mask], dtype=np.float64)
+    return out
+
+
+# -- candidates="hist" (beyond the paper; ALGORITHMS.md §1.1, :mod:`._hist`) ------
+@payload("fedforest.grid_reply")
+class GridReply(Payload):
+    """A client's root summary of every feature (:class:`._hist.GridSketch`)."""
+
+    points: np.ndarray
+    weights: np.ndarray
+    counts: np.ndarray
+    complete: np.ndarray
+
+
+@payload("fedforest.grid")
+class GridRequest(LevelFields):
+    """Summarise every feature at the root, once, for the global bin grid."""
+
+    n_features: int
+    max_bins: int
+
+    def expected_reply(self) -> ReplySpec:
+        """Sorted, NaN-padded points per feature; counts; completeness flags."""
+        shape = (self.n_features, self.max_bins + 1)
+        return ReplySpec(
+            GridReply,
+            {
+                "points": Field.array("f", shape, nan_padding=True, nondecreasing=True),
+                "weights": Field.array("f", shape, finite=False),
+                "counts": Field.array(COUNTS, (self.n_features,), nonnegative=True),
+                "complete": Field.array("b", (self.n_features,)),
+            },
+        )
+
+
+@payload("fedforest.grid_state")
+class GridState(Payload):
+    """The agreed grid a client keeps for the run (hist mode)."""
+
+    fit_id: int
+    edges: np.ndarray
+    edge_ptr: np.ndarray
+    atomic: np.ndarray
+    bin_ptr: np.ndarray
+
+
+@payload("fedforest.histogram_reply")
+class HistogramReply(Payload):
+    """Node weights and statistics, non-zero grid bins, categorical statistics.
+
+    ``bin_index`` indexes the request's histogram layout (each numeric pair owns
+    its feature's grid bins, row-major, :func:`._hist.histogram_layout`).
+    """
+
+    counts: np.ndarray
+    node_stats: np.ndarray
+    bin_index: np.ndarray
+    bin_stats: np.ndarray
+    cat_stats: np.ndarray
+
+
+@payload("fedforest.histogram")
+class HistogramRequest(LevelFields):
+    """Grid histograms of every (open node, numeric feature): one round a level.
+
+    ``grid_*`` carry the agreed grid the first time (and in full requests);
+    empty otherwise — the client kept it.
+    """
+
+    grid_edges: np.ndarray
+    grid_edge_ptr: np.ndarray
+    grid_atomic: np.ndarray
+    grid_bin_ptr: np.ndarray
+    n_bins: int
+    max_categories: int
+    n_categorical_pairs: int
+
+    def expected_reply(self) -> ReplySpec:
+        """Per-node statistics; sparse bins inside the layout; categorical stats."""
+        return ReplySpec(
+            HistogramReply,
+            {
+                "counts": Field.array(COUNTS, (self.n_open,), nonnegative=True),
+                "node_stats": self._stats((self.n_open,), self.width),
+                "bin_index": Field.array(
+                    "iu", (None,), low=0, high=max(self.n_bins - 1, 0)
+                ),
+                "bin_stats": self._stats((None,), self.width),
+                "cat_stats": self._stats(
+                    (self.n_categorical_pairs, self.max_categories), self.width
+                ),
+            },
+            check=_check_bin_index,
         )

@@ -14,27 +14,47 @@ Per depth level, for every open node of every tree at once:
 ``candidates="uniform"`` (the Federated Histogram baseline) replaces 2 by one
 range request at the root; node statistics then come with the evaluations, and
 categorical features are not split (the baseline bins numeric ranges only).
-A forest of depth D needs about 2·D + 1 round trips whatever ``n_estimators``.
-No I/O: the round loop moves the messages.
+``candidates="hist"`` agrees a global grid at the root and replaces 2-3 by one
+histogram round, plus a refinement sketch and evaluation only for pairs whose
+grid is too coarse (:mod:`._hist`). A forest of depth D needs about 2·D + 1
+round trips whatever ``n_estimators``. No I/O: the round loop moves the messages.
+
+Protocol v2 (DESIGN.md, "Per-run client state"): requests carry the forest's
+new splits only (:mod:`._forest`), and each client is asked only about the
+nodes it may reach (:mod:`._reach`) and, when evaluating, only the candidates
+inside its own range at each node (its sketch's first and last points); the
+server maps its sparse replies back to the level's layout.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees.algorithms.fedforest import _client
 from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
+from fedtrees.algorithms.fedforest._hist import (
+    MAX_BINS,
+    Grid,
+    agree_grid,
+    grid_candidates,
+    histogram_layout,
+)
 from fedtrees.algorithms.fedforest._payloads import (
     AvgImpReply,
     EvaluateReply,
     EvaluateRequest,
+    GridReply,
+    GridRequest,
+    HistogramReply,
+    HistogramRequest,
     LeafStatsReply,
     LeafStatsRequest,
+    LevelFields,
     RangesReply,
     RangesRequest,
     ScoreReply,
@@ -43,9 +63,13 @@ from fedtrees.algorithms.fedforest._payloads import (
     SketchRequest,
     TopKReply,
     TopKRequest,
+    compact,
+    compact_ints,
 )
+from fedtrees.algorithms.fedforest._reach import Reach
 from fedtrees.federation import FederationInfo, Payload, RoundPlan, as_reply
-from fedtrees.stats import exact_candidates, mixtures_by_client, uniform_candidates
+from fedtrees.stats import exact_candidates, uniform_candidates
+from fedtrees.stats._quantile import mixtures_ragged
 from fedtrees.stats._splits import (
     Best,
     best_avgimp,
@@ -92,6 +116,14 @@ class FedForestStrategy:
         self.grid: FloatArray | None = None
         self.splits_made = 0
         self.scores: list[ScoreReply] = []
+        self.started = False
+        self.client_range: dict[int, tuple[IntArray, FloatArray, FloatArray]] = {}
+        self.layout: dict[int, tuple[np.ndarray, IntArray]] = {}
+        self.hist_grid: Grid | None = None
+        self.grid_sent: set[int] = set()
+        self.clients: list[str] = []
+        self.asked: dict[str, IntArray] = {}
+        self.reach = Reach(np.zeros(0, np.int64), ())
 
     # -- the ServerStrategy protocol ------------------------------------------------
     def start(self, info: FederationInfo) -> None:
@@ -99,6 +131,8 @@ class FedForestStrategy:
         self.info = info
         self.growth = ForestGrowth(self.config, info)
         self.active = list(info.clients)
+        self.clients = list(info.clients)
+        self.reach = self.growth.root_reach()
         self.phase = self._first_phase()
 
     def expected_rounds(self) -> int:
@@ -120,30 +154,67 @@ class FedForestStrategy:
         }
 
     def plan_round(self, round: int) -> RoundPlan | None:
-        """Return the next request (shortlist, sketch, evaluate, ranges, ...)."""
+        """Return the next request (shortlist, sketch, evaluate, ranges, ...).
+
+        Each client is asked only about the nodes it may reach (:mod:`._reach`);
+        clients with the same nodes share one payload, encoded once. Every
+        request carries the same forest delta; a client that lost its state is
+        resent the full form in the same round. The first request of a fit goes
+        out in full form, since no client holds a forest yet.
+        """
         if self.phase == "done":
             return None
-        payload = getattr(self, f"_plan_{self.phase}")()
-        return RoundPlan.broadcast(
-            payload, self.active, on_dropout=self.config.on_dropout
-        )
+        g = self._g()
+        cls, pairs, nodes, extra = getattr(self, f"_plan_{self.phase}")()
+        nodes = g.open if nodes is None else nodes
+        shared = g.request_fields()
+        rows = self._rows_for(nodes)
+        self.asked = dict(zip(self.clients, rows, strict=True))
+        made: dict[bytes, Payload] = {}
+
+        def build(client: str, full: bool = False) -> Payload:
+            r, k = self.asked[client], self.clients.index(client)
+            fields = extra(k, r, full)
+            key = r.tobytes() + repr(sorted(fields.get("_key", ()))).encode()
+            if not full and "_key" not in fields and key in made:
+                return made[key]
+            fields.pop("_key", None)
+            request: Payload = cls(
+                **(g.full_fields(client) if full else shared),
+                open_nodes=compact_ints(nodes[r]),
+                pair_feature=compact_ints(pairs[r]),
+                **fields,
+            )
+            if not full:
+                made[key] = request
+            return request
+
+        def full(client: str) -> Payload:
+            return build(client, full=True)
+
+        first = not self.started
+        self.started = True
+        requests = {c: build(c, full=first) for c in self.active}
+        return RoundPlan(requests, self.config.on_dropout, full)
 
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
         """Fold the validated replies of the current phase into the growth state."""
         if self.config.on_dropout == "continue":
             self.active = [c for c in self.active if c in replies]
-        ordered = [replies[c] for c in sorted(replies)]
-        getattr(self, f"_absorb_{self.phase}")(ordered)
+        got = [
+            _Got(self.clients.index(c), self.asked[c], replies[c])
+            for c in sorted(replies)
+        ]
+        getattr(self, f"_absorb_{self.phase}")(got)
+
+    def _rows_for(self, nodes: IntArray) -> tuple[IntArray, ...]:
+        """Per client, the positions in ``nodes`` it is asked about."""
+        return self.reach.rows_for(nodes, self._g().parents(nodes))
 
     def finish(self) -> ForestResult:
         """Return the grown forest."""
         assert self.info is not None
         return ForestResult(self._g(), self.info, tuple(self.scores))
-
-    def release(self) -> None:
-        """Free the in-process clients' cache of this fit (no-op over Flower)."""
-        if self.growth is not None:
-            _client.release(self.growth.fit_id)
 
     # -- phases ----------------------------------------------------------------------
     def _g(self) -> ForestGrowth:
@@ -153,6 +224,8 @@ class FedForestStrategy:
     def _first_phase(self) -> str:
         if self.config.candidates == "uniform":
             return "ranges"
+        if self.config.candidates == "hist":
+            return "grid"
         return (
             "top_k" if self.config.gain == "avgimp" and self.config.top_k else "sketch"
         )
@@ -167,6 +240,8 @@ class FedForestStrategy:
             )
             if self.config.candidates == "uniform":
                 self.phase = "evaluate"
+            if self.config.candidates == "hist":
+                self.phase = "histogram"
             return
         self.phase = (
             "leaf_stats" if g.unknown_leaves().shape[0] else self._final_phase()
@@ -175,99 +250,156 @@ class FedForestStrategy:
     def _final_phase(self) -> str:
         return "score" if self.config.holdout > 0 else "done"
 
-    def _plan_score(self) -> ScoreRequest:
+    def _plan_score(self) -> _Planned:
         g = self._g()
         empty = np.full((0, 1), -1, dtype=np.int64)
-        return ScoreRequest(
-            **g.fields(empty, open_nodes=np.zeros(0, np.int64)),
-            node_values=g.node_values(),
-        )
+        values = g.node_values()
+        return ScoreRequest, empty, np.zeros(0, np.int64), _fixed(node_values=values)
 
-    def _absorb_score(self, replies: list[Payload]) -> None:
-        self.scores = [as_reply(r, ScoreReply) for r in replies]
+    def _absorb_score(self, got: list[_Got]) -> None:
+        self.scores = [as_reply(reply, ScoreReply) for _, _, reply in got]
         self.phase = "done"
 
-    def _plan_ranges(self) -> RangesRequest:
+    def _plan_ranges(self) -> _Planned:
         g = self._g()
-        return RangesRequest(**g.fields(g.pair_features()), n_features=g.n_features)
+        return RangesRequest, g.pair_features(), None, _fixed(n_features=g.n_features)
 
-    def _absorb_ranges(self, replies: list[Payload]) -> None:
-        ranges = np.stack([as_reply(r, RangesReply).ranges for r in replies])
+    def _absorb_ranges(self, got: list[_Got]) -> None:
+        ranges = np.stack([as_reply(r, RangesReply).ranges for _, _, r in got])
         self.grid = uniform_candidates(ranges, self.config.n_quantiles)
         self.phase = "evaluate"
 
-    def _plan_top_k(self) -> TopKRequest:
-        g = self._g()
-        c = self.config
-        return TopKRequest(
-            **g.fields(g.pair_features()),
-            q=c.n_quantiles,
-            k=c.top_k or 1,
-            criterion=c.criterion,
-        )
+    def _plan_top_k(self) -> _Planned:
+        g, c = self._g(), self.config
+        extra = _fixed(q=c.n_quantiles, k=c.top_k or 1, criterion=c.criterion)
+        return TopKRequest, g.pair_features(), None, extra
 
-    def _absorb_top_k(self, replies: list[Payload]) -> None:
+    def _absorb_top_k(self, got: list[_Got]) -> None:
         g = self._g()
         pairs = g.pair_features()
         picked = np.zeros(pairs.shape, dtype=bool)
-        for reply in replies:
+        for _, asked, reply in got:
             slots = as_reply(reply, TopKReply).slots
             rows, cols = np.nonzero(slots >= 0)
-            picked[rows, slots[rows, cols]] = True
+            picked[asked[rows], slots[rows, cols]] = True
         self.shortlist = np.where(picked, pairs, -1)
         self.phase = "sketch"
 
-    def _plan_sketch(self) -> SketchRequest:
+    def _plan_sketch(self) -> _Planned:
         g = self._g()
         pairs = self.shortlist if self.shortlist is not None else g.pair_features()
-        return SketchRequest(
-            **g.fields(pairs),
-            q=self.config.n_quantiles,
-            candidates=self.config.candidates,
-            max_categories=int(g.n_categories.max(initial=0)),
-        )
+        categorical = self._categorical(pairs)
 
-    def _absorb_sketch(self, replies: list[Payload]) -> None:
-        g = self._g()
-        sketches = [as_reply(r, SketchReply) for r in replies]
+        def extra(k: int, rows: IntArray, full: bool) -> dict[str, Any]:
+            return {
+                "q": self.config.n_quantiles,
+                "candidates": self.config.candidates,
+                "max_categories": int(g.n_categories.max(initial=0)),
+                "n_categorical_pairs": int(categorical[rows].sum()),
+            }
+
+        return SketchRequest, pairs, None, extra
+
+    def _categorical(self, pairs: IntArray) -> np.ndarray:
+        categorical: np.ndarray = (pairs >= 0) & self._g().is_categorical[
+            np.maximum(pairs, 0)
+        ]
+        return categorical
+
+    def _absorb_sketch(self, got: list[_Got]) -> None:
+        g, c = self._g(), self.config
+        sketches = [(k, asked, as_reply(r, SketchReply)) for k, asked, r in got]
         pairs = self.shortlist if self.shortlist is not None else g.pair_features()
         self.shortlist = None
-        client_stats = np.stack([s.node_stats for s in sketches])  # (K, n_open, S)
+        pooled = np.zeros((g.open.shape[0], g.width))
+        for _, asked, s in sketches:
+            pooled[asked] += s.node_stats.astype(np.float64)
         unknown = np.isnan(g.table.stats[g.open, 0])
-        g.set_stats(g.open[unknown], client_stats.sum(axis=0)[unknown])
+        g.set_stats(g.open[unknown], pooled[unknown])
+        self._learn_reach(g.open, [(k, a, s.counts) for k, a, s in sketches])
         todo = np.flatnonzero(g.splittable(g.open))
         nodes = g.open[todo]
-        counts = np.stack([s.counts for s in sketches])[:, todo]
-        points = _stack_padded([s.points[todo] for s in sketches])
-        thresholds = self._numeric_candidates(points, counts, pairs[todo])
-        cat = np.stack([s.cat_stats for s in sketches]).sum(axis=0)[todo]
+        thresholds = self._numeric_candidates(sketches, pairs, todo)
+        self.client_range = _client_ranges(sketches, g.open.shape[0], todo)
+        cat = self._pooled_categories(sketches, pairs)[todo]
+        per_client = self._per_client(sketches, todo, "node_stats")
+        counts = (
+            self._per_client(sketches, todo, "counts")[..., 0]
+            if c.gain == "avgimp"
+            else np.zeros((0, 0))
+        )
         self.pending = _Pending(
             nodes,
             pairs[todo],
             thresholds,
             counts,
-            self._other_candidates(nodes, pairs[todo], cat, client_stats[:, todo]),
+            self._other_candidates(nodes, pairs[todo], cat, per_client),
         )
         self.phase = "evaluate"
         if not np.isfinite(thresholds).any():  # nothing numeric to evaluate
             self._decide(Best.none(nodes.shape[0], g.width))
 
+    def _learn_reach(
+        self, nodes: IntArray, counts: list[tuple[int, IntArray, np.ndarray]]
+    ) -> None:
+        """Record where each client has rows (exact: weight > 0 iff rows)."""
+        rows = [np.zeros(0, np.int64)] * len(self.clients)
+        for k, asked, count in counts:
+            rows[k] = asked[np.asarray(count) > 0]
+        self.reach = Reach(nodes.copy(), tuple(rows))
+
+    def _per_client(
+        self, replies: list[tuple[int, IntArray, Any]], todo: IntArray, name: str
+    ) -> FloatArray:
+        """Dense ``(K, n_todo, S)`` statistics per client (client splits, AvgImp).
+
+        Only built when a rule needs each client's own statistics; otherwise
+        ``(0, n_todo, S)`` (the server keeps per-client index arrays only).
+        """
+        g, c = self._g(), self.config
+        width = 1 if name == "counts" else g.width
+        if name == "node_stats" and not c.split_on_client:
+            return np.zeros((0, todo.shape[0], width))
+        position = np.full(g.open.shape[0], -1)
+        position[todo] = np.arange(todo.shape[0])
+        out = np.zeros((len(self.clients), todo.shape[0], width))
+        for k, asked, reply in replies:
+            values = np.asarray(getattr(reply, name), dtype=np.float64)
+            at = position[asked]
+            out[k, at[at >= 0]] = values.reshape(asked.shape[0], width)[at >= 0]
+        if name == "node_stats":
+            out = out[[self.clients.index(a) for a in self.active]]
+        return out
+
+    def _pooled_categories(
+        self, sketches: list[tuple[int, IntArray, Any]], pairs: IntArray
+    ) -> FloatArray:
+        """Sum the per-category statistics, dense ``(n_open, F', categories, S)``."""
+        g = self._g()
+        dense = np.zeros((*pairs.shape, int(g.n_categories.max(initial=0)), g.width))
+        categorical = self._categorical(pairs)
+        for _, asked, s in sketches:
+            rows, cols = np.nonzero(categorical[asked])
+            dense[asked[rows], cols] += s.cat_stats.astype(np.float64)
+        return dense
+
     def _numeric_candidates(
-        self, points: FloatArray, counts: FloatArray, pairs: IntArray
+        self,
+        sketches: list[tuple[int, IntArray, SketchReply]],
+        pairs: IntArray,
+        todo: IntArray,
     ) -> FloatArray:
         """Quantile mixture inversion (or exact midpoints) for every numeric pair."""
         g, c = self._g(), self.config
-        n_clients, n_todo, fp, width = points.shape
-        numeric = (pairs >= 0) & ~g.is_categorical[np.maximum(pairs, 0)]
+        numeric = (pairs[todo] >= 0) & ~g.is_categorical[np.maximum(pairs[todo], 0)]
+        segments = _segments(sketches, g.open.shape[0], todo)
         if c.candidates == "quantile":
-            flat = points.reshape(n_clients, n_todo * fp, width)  # a view
-            weights = np.repeat(counts, fp, axis=1)  # (K, pairs)
-            weights[np.isnan(flat[..., 0])] = 0.0  # categorical or padding slot
-            out = mixtures_by_client(flat, weights, c.n_quantiles).reshape(
-                n_todo, fp, c.n_quantiles - 1
+            out = mixtures_ragged(
+                *segments, todo.shape[0] * pairs.shape[1], c.n_quantiles
             )
+            out = out.reshape(todo.shape[0], pairs.shape[1], c.n_quantiles - 1)
         else:
-            out = _exact_thresholds(points)
+            out = _exact_thresholds(*segments, todo.shape[0], pairs.shape[1])
         return np.where(numeric[..., None], out, np.nan)
 
     def _other_candidates(
@@ -289,7 +421,7 @@ class FedForestStrategy:
             best = combine(best, best_client(parent, per_client, c.criterion, min_leaf))
         return best
 
-    def _plan_evaluate(self) -> EvaluateRequest:
+    def _plan_evaluate(self) -> _Planned:
         g, c = self._g(), self.config
         if c.candidates == "uniform":
             pairs = g.pair_features()
@@ -303,28 +435,62 @@ class FedForestStrategy:
             )
         assert self.pending is not None
         p = self.pending
-        return EvaluateRequest(
-            **g.fields(p.pairs, open_nodes=p.nodes),
-            thresholds=p.thresholds,
-            mode="avgimp" if c.gain == "avgimp" else "stats",
-            criterion=c.criterion,
-        )
+        present = ~np.isnan(p.thresholds)
 
-    def _absorb_evaluate(self, replies: list[Payload]) -> None:
+        def extra(k: int, rows: IntArray, full: bool) -> dict[str, Any]:
+            sent, below = self._separating(k, rows, present)
+            self.layout[k] = (sent, below)
+            return {
+                "thr_count": compact(sent.sum(axis=-1)),
+                "thresholds": np.ascontiguousarray(p.thresholds[rows][sent]),
+                "mode": "avgimp" if c.gain == "avgimp" else "stats",
+                "criterion": c.criterion,
+                "with_stats": c.candidates == "uniform",
+                "_key": (),  # per client: the candidates inside its own range
+            }
+
+        return EvaluateRequest, p.pairs, p.nodes, extra
+
+    def _separating(
+        self, k: int, rows: IntArray, present: np.ndarray
+    ) -> tuple[np.ndarray, IntArray]:
+        """Candidates that separate client k's rows at each pair, and those below.
+
+        A candidate below the client's smallest value at a node, or at/above its
+        largest, puts all its rows on one side: it is not sent, and the client's
+        bins are shifted by the number below its range (``below``). AvgImp and
+        the uniform grid send every candidate.
+        """
+        p = self.pending
+        assert p is not None
+        wanted = present[rows]
+        known = self.client_range.get(k)
+        if known is None or self.config.gain == "avgimp":
+            return wanted, np.zeros(wanted.shape[:2], np.int64)
+        positions, low, high = known
+        at = np.searchsorted(positions, rows)
+        at = np.minimum(at, max(positions.shape[0] - 1, 0))
+        found = (positions.shape[0] > 0) & (positions[at] == rows)
+        lo = np.where(found[:, None], low[at], np.nan)[..., None]
+        hi = np.where(found[:, None], high[at], np.nan)[..., None]
+        thr = p.thresholds[rows]
+        unknown = np.isnan(lo)
+        sent = wanted & (unknown | ((thr >= lo) & (thr < hi)))
+        below = (wanted & ~unknown & (thr < lo)).sum(axis=-1)
+        return sent, below.astype(np.int64)
+
+    def _absorb_evaluate(self, got: list[_Got]) -> None:
         g, c = self._g(), self.config
         p = self.pending
         assert p is not None
+        present = ~np.isnan(p.thresholds)
         if c.gain == "avgimp":
-            gains = np.stack([as_reply(r, AvgImpReply).gains for r in replies])
-            weights = p.counts / np.maximum(p.counts.sum(axis=0, keepdims=True), 1e-300)
-            average = (weights[:, :, None, None] * gains).sum(axis=0)
-            self._decide(best_avgimp(average, p.thresholds, p.pairs, g.width))
+            self._decide(self._avgimp(got, present))
             return
-        evaluated = [as_reply(r, EvaluateReply) for r in replies]
-        bins = np.stack([e.bin_stats for e in evaluated]).sum(axis=0)
+        evaluated = [(k, a, as_reply(r, EvaluateReply)) for k, a, r in got]
+        bins = _pooled_bins(evaluated, self.layout, present, g.width)
         if c.candidates == "uniform":
-            keep = self._uniform_nodes(np.stack([e.node_stats for e in evaluated]))
-            bins = bins[keep]
+            bins = bins[self._uniform_nodes(evaluated)]
         p = self.pending
         assert p is not None
         numeric = best_numeric(
@@ -337,20 +503,52 @@ class FedForestStrategy:
         )
         self._decide(numeric)
 
-    def _uniform_nodes(self, client_stats: FloatArray) -> IntArray:
+    def _avgimp(self, got: list[_Got], present: np.ndarray) -> Best:
+        """AvgImp: the count-weighted average of the clients' own gains."""
+        g = self._g()
+        p = self.pending
+        assert p is not None
+        weights = p.counts / np.maximum(p.counts.sum(axis=0, keepdims=True), 1e-300)
+        average = np.zeros(p.thresholds.shape)
+        for k, asked, reply in got:
+            gains = np.zeros((asked.shape[0], *p.thresholds.shape[1:]))
+            gains[self.layout[k][0]] = as_reply(reply, AvgImpReply).gains
+            average[asked] += weights[k, asked][:, None, None] * gains
+        return best_avgimp(average, p.thresholds, p.pairs, g.width)
+
+    def _uniform_nodes(
+        self, evaluated: list[tuple[int, IntArray, EvaluateReply]]
+    ) -> IntArray:
         """Uniform mode: set node statistics from the evaluation; keep splittable."""
         g, c = self._g(), self.config
         p = self.pending
         assert p is not None
+        pooled = np.zeros((p.nodes.shape[0], g.width))
+        for _, asked, e in evaluated:
+            pooled[asked] += e.node_stats.astype(np.float64)
+        weight = 0 if c.task == "regression" else slice(None)
+        self._learn_reach(
+            p.nodes,
+            [
+                (k, a, e.node_stats[:, weight].reshape(a.shape[0], -1).sum(axis=1))
+                for k, a, e in evaluated
+            ],
+        )
         unknown = np.isnan(g.table.stats[p.nodes, 0])
-        g.set_stats(p.nodes[unknown], client_stats.sum(axis=0)[unknown])
+        g.set_stats(p.nodes[unknown], pooled[unknown])
         keep = np.flatnonzero(g.splittable(p.nodes))
         nodes = p.nodes[keep]
         other = Best.none(keep.shape[0], g.width)
         if c.split_on_client:
-            per_client = client_stats[:, keep].transpose(1, 0, 2)
+            per_client = np.zeros((len(self.clients), p.nodes.shape[0], g.width))
+            for k, asked, e in evaluated:
+                per_client[k, asked] = e.node_stats.astype(np.float64)
+            active = [self.clients.index(a) for a in self.active]
             other = best_client(
-                g.table.stats[nodes], per_client, c.criterion, g.min_leaf(nodes)
+                g.table.stats[nodes],
+                per_client[active][:, keep].transpose(1, 0, 2),
+                c.criterion,
+                g.min_leaf(nodes),
             )
         self.pending = _Pending(
             nodes, p.pairs[keep], p.thresholds[keep], p.counts, other
@@ -368,45 +566,340 @@ class FedForestStrategy:
         self.pending = None
         self._after_level()
 
-    def _plan_leaf_stats(self) -> LeafStatsRequest:
+    def _plan_leaf_stats(self) -> _Planned:
+        nodes = self._g().unknown_leaves()
+        empty = np.full((nodes.shape[0], 1), -1, dtype=np.int64)
+        return LeafStatsRequest, empty, nodes, _fixed()
+
+    def _absorb_leaf_stats(self, got: list[_Got]) -> None:
         g = self._g()
         nodes = g.unknown_leaves()
-        empty = np.full((nodes.shape[0], 1), -1, dtype=np.int64)
-        return LeafStatsRequest(**g.fields(empty, open_nodes=nodes))
-
-    def _absorb_leaf_stats(self, replies: list[Payload]) -> None:
-        g = self._g()
-        stats = np.stack([as_reply(r, LeafStatsReply).node_stats for r in replies]).sum(
-            axis=0
-        )
-        g.set_stats(g.unknown_leaves(), stats)
+        pooled = np.zeros((nodes.shape[0], g.width))
+        for _, asked, reply in got:
+            pooled[asked] += as_reply(reply, LeafStatsReply).node_stats.astype(float)
+        g.set_stats(nodes, pooled)
         self.phase = self._final_phase()
 
+    # -- candidates="hist" (beyond the paper) ------------------------------------
+    def _plan_grid(self) -> _Planned:
+        g = self._g()
+        extra = _fixed(n_features=g.n_features, max_bins=MAX_BINS)
+        return GridRequest, g.pair_features(), None, extra
 
-def _stack_padded(arrays: list[FloatArray]) -> FloatArray:
-    """Stack NaN-padded arrays whose last axis may differ (exact mode)."""
-    width = max(a.shape[-1] for a in arrays)
-    if all(a.shape[-1] == width for a in arrays):
-        return np.stack(arrays)
-    pad = [
-        np.pad(
-            a,
-            [(0, 0)] * (a.ndim - 1) + [(0, width - a.shape[-1])],
-            constant_values=np.nan,
+    def _absorb_grid(self, got: list[_Got]) -> None:
+        g = self._g()
+        replies = [as_reply(r, GridReply) for _, _, r in got]
+        self.hist_grid = agree_grid(
+            np.stack([r.points for r in replies]),
+            np.stack([r.counts.astype(np.float64) for r in replies]),
+            np.stack([r.complete for r in replies]),
+            MAX_BINS,
+            weights_per_client=np.stack([r.weights for r in replies]),
+            is_categorical=g.is_categorical,
         )
-        for a in arrays
-    ]
-    return np.stack(pad)
+        self.phase = "histogram"
+
+    def _plan_histogram(self) -> _Planned:
+        g = self._g()
+        pairs = g.pair_features()
+        categorical = self._categorical(pairs)
+        grid = self.hist_grid
+        assert grid is not None
+        empty = np.zeros(0, np.int64)
+
+        def extra(k: int, rows: IntArray, full: bool) -> dict[str, Any]:
+            send = full or k not in self.grid_sent
+            self.grid_sent.add(k)
+            return {
+                "grid_edges": grid.edges if send else np.zeros(0),
+                "grid_edge_ptr": compact_ints(grid.edge_ptr) if send else empty,
+                "grid_atomic": grid.atomic if send else np.zeros(0, bool),
+                "grid_bin_ptr": compact_ints(grid.bin_ptr) if send else empty,
+                "n_bins": int(histogram_layout(pairs[rows], grid)[-1]),
+                "max_categories": int(g.n_categories.max(initial=0)),
+                "n_categorical_pairs": int(categorical[rows].sum()),
+                "_key": (),
+            }
+
+        return HistogramRequest, pairs, None, extra
+
+    def _absorb_histogram(self, got: list[_Got]) -> None:
+        g = self._g()
+        grid = self.hist_grid
+        assert grid is not None
+        replies = [(k, a, as_reply(r, HistogramReply)) for k, a, r in got]
+        pairs = g.pair_features()
+        pooled = np.zeros((g.open.shape[0], g.width))
+        for _, asked, h in replies:
+            pooled[asked] += h.node_stats.astype(np.float64)
+        unknown = np.isnan(g.table.stats[g.open, 0])
+        g.set_stats(g.open[unknown], pooled[unknown])
+        self._learn_reach(g.open, [(k, a, h.counts) for k, a, h in replies])
+        todo = np.flatnonzero(g.splittable(g.open))
+        nodes = g.open[todo]
+        index, stats = _pooled_histograms(replies, pairs, grid)
+        grid_best, flagged = self._grid_splits(index, stats, pairs, todo)
+        cat = self._pooled_categories(replies, pairs)[todo]
+        per_client = self._per_client(replies, todo, "node_stats")
+        other = self._other_candidates(nodes, pairs[todo], cat, per_client)
+        best = combine(grid_best, other)
+        refine = np.where(flagged, pairs[todo], -1)
+        none = np.full((*refine.shape, 1), np.nan)
+        self.pending = _Pending(nodes, refine, none, np.zeros((0, 0)), best)
+        if flagged.any():
+            self.phase = "refine"
+        else:
+            self._decide(Best.none(nodes.shape[0], g.width))
+
+    def _grid_splits(
+        self, index: IntArray, stats: FloatArray, pairs: IntArray, todo: IntArray
+    ) -> tuple[Best, np.ndarray]:
+        """Best grid split of every todo node, and the pairs to refine.
+
+        Nodes are searched in groups of similar numbers of non-empty bins (powers
+        of two), so a level with a few wide nodes does not pad every node to 255.
+        """
+        g, c = self._g(), self.config
+        grid = self.hist_grid
+        assert grid is not None
+        ptr = histogram_layout(pairs, grid)
+        fp = pairs.shape[1]
+        pair = np.searchsorted(ptr, index, side="right") - 1
+        kept = np.bincount(pair // fp, minlength=pairs.shape[0])[todo]
+        bucket = np.ceil(np.log2(np.maximum(kept, 1))).astype(np.int64)
+        best = Best.none(todo.shape[0], g.width)
+        flagged = np.zeros((todo.shape[0], fp), dtype=bool)
+        for b in np.unique(bucket):
+            rows = np.flatnonzero(bucket == b)
+            nodes = g.open[todo[rows]]
+            bins, thresholds, flags = grid_candidates(
+                index,
+                stats,
+                ptr,
+                todo[rows],
+                pairs,
+                grid,
+                c.n_quantiles,
+                c.task != "regression",
+            )
+            part = best_numeric(
+                g.table.stats[nodes],
+                bins,
+                thresholds,
+                pairs[todo[rows]],
+                c.criterion,
+                g.min_leaf(nodes),
+            )
+            _put(best, rows, part)
+            flagged[rows] = flags
+        return best, flagged
+
+    def _plan_refine(self) -> _Planned:
+        p = self.pending
+        assert p is not None
+        extra = _fixed(
+            q=self.config.n_quantiles,
+            candidates="refine",
+            max_categories=0,
+            n_categorical_pairs=0,
+        )
+        return SketchRequest, p.pairs, p.nodes, extra
+
+    def _absorb_refine(self, got: list[_Got]) -> None:
+        g, c = self._g(), self.config
+        p = self.pending
+        assert p is not None
+        sketches = [(k, a, as_reply(r, SketchReply)) for k, a, r in got]
+        n = p.nodes.shape[0]
+        everything = np.arange(n)
+        segments = _segments(sketches, n, everything)
+        fp = p.pairs.shape[1]
+        out = mixtures_ragged(*segments, n * fp, 2 * c.n_quantiles).reshape(
+            n, fp, 2 * c.n_quantiles - 1
+        )
+        p.thresholds = np.where((p.pairs >= 0)[..., None], out, np.nan)
+        self.client_range = _client_ranges(sketches, n, everything)
+        self.phase = "evaluate"
+        if not np.isfinite(p.thresholds).any():
+            self._decide(Best.none(n, g.width))
 
 
-def _exact_thresholds(points: FloatArray) -> FloatArray:
+class _Got(NamedTuple):
+    """A validated reply: the client's index, the positions it was asked about."""
+
+    client: int
+    asked: IntArray
+    reply: Payload
+
+
+def _put(into: Best, rows: IntArray, part: Best) -> None:
+    """Write the candidates of ``part`` (one per row) into rows of ``into``."""
+    into.gain[rows] = part.gain
+    into.kind[rows] = part.kind
+    into.feature[rows] = part.feature
+    into.threshold[rows] = part.threshold
+    into.left[rows] = part.left
+    for r, codes in zip(rows, part.codes, strict=True):
+        into.codes[r] = codes
+
+
+def _fixed(**values: Any) -> Callable[[int, IntArray, bool], dict[str, Any]]:
+    """Request fields that are the same whatever nodes a client is asked about."""
+    return lambda k, rows, full: dict(values)
+
+
+_Planned = tuple[
+    type[LevelFields],
+    IntArray,
+    IntArray | None,
+    Callable[[int, IntArray, bool], dict[str, Any]],
+]
+"""A phase's request: its class, pairs, nodes (None: the open level), and the
+extra fields for a client asked about the given positions."""
+
+
+def _segments(
+    sketches: list[tuple[int, IntArray, SketchReply]], n_open: int, todo: IntArray
+) -> tuple[IntArray, IntArray, IntArray, FloatArray, FloatArray]:
+    """Return the clients' sketches of the ``todo`` nodes as ragged segments.
+
+    Returns, per segment (one client's points of one pair) sorted by pair and
+    then client: the pair (row-major over ``todo`` x F'), the start and length in
+    the concatenated ``points``, and the client's node weight; then ``points``.
+    """
+    position = np.full(n_open, -1)
+    position[todo] = np.arange(todo.shape[0])
+    pair, start, length, weight, parts = [], [], [], [], []
+    offset = 0
+    for _, asked, s in sketches:
+        n_points = s.n_points.astype(np.int64)
+        fp = n_points.shape[1]
+        flat = n_points.ravel()
+        starts = (np.cumsum(flat) - flat).reshape(n_points.shape)
+        at = position[asked]
+        rows, cols = np.nonzero((n_points > 0) & (at >= 0)[:, None])
+        pair.append(at[rows] * fp + cols)
+        start.append(starts[rows, cols] + offset)
+        length.append(n_points[rows, cols])
+        weight.append(s.counts.astype(np.float64)[rows])
+        parts.append(s.points)
+        offset += s.points.shape[0]
+    order = np.argsort(np.concatenate(pair), kind="stable")
+    points = np.concatenate(parts) if parts else np.zeros(0)
+    return (
+        np.concatenate(pair)[order],
+        np.concatenate(start)[order],
+        np.concatenate(length)[order],
+        np.concatenate(weight)[order],
+        points.astype(np.float64),
+    )
+
+
+def _pooled_histograms(
+    replies: list[tuple[int, IntArray, HistogramReply]],
+    pairs: IntArray,
+    grid: Grid,
+) -> tuple[IntArray, FloatArray]:
+    """Sum the clients' sparse grid bins: sorted global bin ids and their sums.
+
+    Only non-zero bins travel and only they are summed, so the server never
+    holds open nodes x features x 255 bins.
+    """
+    fp = pairs.shape[1]
+    first = histogram_layout(pairs, grid)
+    ids, values = [], []
+    for _, asked, h in replies:
+        local = histogram_layout(pairs[asked], grid)
+        index = h.bin_index.astype(np.int64)
+        pair = np.searchsorted(local, index, side="right") - 1
+        rows = asked[pair // fp] * fp + pair % fp
+        ids.append(first[rows] + index - local[pair])
+        values.append(h.bin_stats.astype(np.float64))
+    if not ids:
+        return np.zeros(0, np.int64), np.zeros((0, 1))
+    every = np.concatenate(ids)
+    order = np.argsort(every, kind="stable")  # clients in order within a bin
+    every = every[order]
+    starts = np.flatnonzero(np.r_[True, every[1:] != every[:-1]])
+    summed = np.add.reduceat(np.concatenate(values)[order], starts, axis=0)
+    return every[starts], summed
+
+
+def _client_ranges(
+    sketches: list[tuple[int, IntArray, SketchReply]], n_open: int, todo: IntArray
+) -> dict[int, tuple[IntArray, FloatArray, FloatArray]]:
+    """Each client's smallest and largest value per (todo node, feature).
+
+    A sketch's first point is the minimum and its last the maximum of the
+    client's rows there (type-1 quantiles at levels 0 and 1). Returned per
+    client: its todo positions (sorted), then (n, F') minima and maxima (NaN
+    where it sent no points).
+    """
+    position = np.full(n_open, -1)
+    position[todo] = np.arange(todo.shape[0])
+    out = {}
+    for k, asked, s in sketches:
+        n_points = s.n_points.astype(np.int64)
+        at = position[asked]
+        keep = at >= 0
+        flat = n_points.ravel()
+        first = np.minimum(np.cumsum(flat) - flat, max(s.points.shape[0] - 1, 0))
+        last = np.maximum(np.cumsum(flat) - 1, 0)
+        values = s.points if s.points.size else np.full(1, np.nan)
+        low = np.where(flat > 0, values[first], np.nan).reshape(n_points.shape)
+        high = np.where(flat > 0, values[last], np.nan).reshape(n_points.shape)
+        out[k] = (at[keep], low[keep], high[keep])
+    return out
+
+
+def _pooled_bins(
+    evaluated: list[tuple[int, IntArray, EvaluateReply]],
+    layout: Mapping[int, tuple[np.ndarray, IntArray]],
+    present: np.ndarray,
+    width: int,
+) -> FloatArray:
+    """Sum the clients' sparse bins; return them padded ``(n, F', cand + 1, S)``.
+
+    A client's ``bin_index`` counts bins over the pairs it was asked about
+    (``asked`` rows x F', row-major, its candidates + 1 bins each); it is mapped
+    to the level's layout, shifted by the candidates left out below the
+    client's range, before the sum.
+    """
+    n_open, fp, n_cand = present.shape
+    in_layout = np.zeros((n_open, fp, n_cand + 1), dtype=bool)
+    in_layout[..., 1:] = present
+    in_layout[..., 0] = True
+    bins_per_pair = in_layout.sum(axis=-1)
+    first = np.cumsum(bins_per_pair.ravel()) - bins_per_pair.ravel()
+    pooled = np.zeros((int(in_layout.sum()), width))
+    for k, asked, e in evaluated:
+        sent, below = layout[k]
+        index = e.bin_index.astype(np.int64)
+        local = sent.sum(axis=-1).ravel() + 1
+        local_first = np.cumsum(local) - local
+        pair = np.searchsorted(local_first, index, side="right") - 1
+        rows = asked[pair // fp] * fp + pair % fp
+        shift = below.ravel()[pair] - local_first[pair]
+        pooled[first[rows] + index + shift] += e.bin_stats.astype(np.float64)
+    out = np.zeros((n_open, fp, n_cand + 1, width))
+    out[in_layout] = pooled
+    return out
+
+
+def _exact_thresholds(
+    pair: IntArray,
+    start: IntArray,
+    length: IntArray,
+    weight: FloatArray,
+    points: FloatArray,
+    n_todo: int,
+    fp: int,
+) -> FloatArray:
     """scikit-learn's midpoints of the pooled distinct values of every pair."""
-    _, n_todo, fp, _ = points.shape
-    per_pair = [
-        exact_candidates([row[~np.isnan(row)] for row in points[:, s, k]])
-        for s in range(n_todo)
-        for k in range(fp)
-    ]
+    values: list[list[FloatArray]] = [[] for _ in range(n_todo * fp)]
+    for p, a, m in zip(pair, start, length, strict=True):
+        values[int(p)].append(points[a : a + m])
+    per_pair = [exact_candidates(v) if v else np.zeros(0) for v in values]
     width = max((c.shape[0] for c in per_pair), default=0)
     out = np.full((n_todo * fp, width), np.nan)
     for i, cands in enumerate(per_pair):

@@ -6,8 +6,9 @@ runtime. The ServerApp builds a :class:`Federation` over a
 result document (JSON) and the ledger (CSV) where the operator says — the
 ServerApp runs on the SuperLink host, so results are files there. The ClientApp
 answers the hello with its node config ``client-id``, loads its data from
-``data-path`` (a new process serves every message, so nothing is kept between
-messages) and serves each request with :func:`fedtrees.federation.serve`.
+``data-path`` (a new process serves every message, so only the per-run client
+state kept in ``context.state`` survives between messages) and serves each
+request with :func:`fedtrees.federation.serve`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from fedtrees.federation._data import ClientData
 from fedtrees.federation._driver import RoundCallback, RoundEnv
 from fedtrees.federation._federation import Federation
 from fedtrees.federation._ledger import Ledger
+from fedtrees.federation.flower._state import load_state, save_state
 from fedtrees.federation.flower._transport import FlowerTransport, pack, unpack
 
 __all__ = ["JobRunner", "ServerConfig", "make_client_app", "make_server_app"]
@@ -161,7 +163,9 @@ def make_client_app(load_data: DataLoader) -> ClientApp:
                 request, client, f"cannot load local data: {type(exc).__name__}: {exc}"
             )
         else:
-            reply = serve(request, data)
+            state = load_state(context, request)
+            reply = serve(request, data, state=state)
+            save_state(context, state)
         return Message(pack(reply), reply_to=message)
 
     return app

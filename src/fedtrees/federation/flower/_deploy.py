@@ -16,7 +16,7 @@ import json
 import os
 import sys
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Final
@@ -206,11 +206,12 @@ def supernode_command(
     insecure: bool = False,
     port: int = 9094,
     target: str | None = None,
+    node_config: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Return the ``flower-supernode`` command line of one site.
 
-    ``client-id`` and ``data-path`` (and ``target`` for CSV files) go into the node
-    config, quoted as TOML strings.
+    ``client-id`` and ``data-path`` (and ``target`` for CSV files, and any
+    ``node_config`` entries) go into the node config, quoted as TOML strings.
     """
     _tls_choice(root_certificates, insecure, "supernode_command")
     if not client_id:
@@ -220,6 +221,8 @@ def supernode_command(
     config = f"client-id={json.dumps(client_id)} data-path={json.dumps(str(data_path))}"
     if target:
         config += f" target={json.dumps(target)}"
+    for key, value in (node_config or {}).items():
+        config += f" {key}={json.dumps(value)}"
     command = [
         "flower-supernode",
         "--superlink",

@@ -1,0 +1,209 @@
+"""The forest a FedForest client has been told: versions, deltas, and checks.
+
+Protocol v2 (DESIGN.md, "Per-run client state"): the server sends each level's
+new splits only. A split batch lists split nodes in increasing id order; split
+i of a forest with n nodes gets children n + 2i (left) and n + 2i + 1 (right), in
+its parent's tree — the order in which the server appends them, so ids agree
+without being sent. Versions chain: ``digest = H(base, batch)`` (BLAKE2b, 128
+bits), so a client that missed a batch, or kept another fit's forest, sees that
+its version differs from the request's ``base`` and asks for a resync.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
+from fedtrees.algorithms.fedforest._payloads import ForestState, LevelFields
+from fedtrees.exceptions import ValidationError
+
+__all__ = ["SplitBatch", "apply_batch", "chain", "next_version", "start_state"]
+
+
+@dataclass(frozen=True, eq=False)
+class SplitBatch:
+    """Splits made since a version: nodes (increasing), features, thresholds, sets."""
+
+    node: IntArray
+    feature: IntArray
+    threshold: FloatArray
+    set_ptr: IntArray
+    set_codes: IntArray
+
+    @classmethod
+    def of(cls, request: LevelFields) -> SplitBatch:
+        """Return the batch a request carries (as int64 / float64)."""
+        return cls(
+            np.asarray(request.split_node, dtype=np.int64),
+            np.asarray(request.split_feature, dtype=np.int64),
+            np.asarray(request.split_threshold, dtype=np.float64),
+            np.asarray(request.split_set_ptr, dtype=np.int64),
+            np.asarray(request.split_set_codes, dtype=np.int64),
+        )
+
+    @property
+    def size(self) -> int:
+        """Number of splits in the batch."""
+        return int(self.node.shape[0])
+
+
+def next_version(base: str, batch: SplitBatch) -> str:
+    """Return the version after ``batch`` (``base`` itself if it is empty)."""
+    return chain(base, batch) if batch.size else base
+
+
+def chain(base: str, batch: SplitBatch) -> str:
+    """Return the version after ``batch``: BLAKE2b over the base and the batch."""
+    h = hashlib.blake2b(base.encode(), digest_size=16)
+    for array in (
+        batch.node,
+        batch.feature,
+        batch.threshold,
+        batch.set_ptr,
+        batch.set_codes,
+    ):
+        h.update(np.ascontiguousarray(array).tobytes())
+    return h.hexdigest()
+
+
+def start_state(request: LevelFields) -> ForestState:
+    """Return a client's state from a full request: its settings and B roots."""
+    trees = int(request.participation.shape[0])
+    if trees < 1:
+        raise ValidationError("FedForest request: a full request names no trees.")
+    empty = np.zeros(0, np.int64)
+    return ForestState(
+        fit_id=request.fit_id,
+        digest="",
+        seed=request.seed,
+        bootstrap=request.bootstrap,
+        task=request.task,
+        target=request.target,
+        classes=np.asarray(request.classes),
+        holdout=request.holdout,
+        client_code=request.client_code,
+        participation=np.asarray(request.participation, dtype=bool),
+        node_tree=np.arange(trees, dtype=np.int64),
+        node_feature=np.full(trees, SPLIT_NONE, np.int64),
+        node_threshold=np.full(trees, np.nan),
+        node_left=np.full(trees, -1, np.int64),
+        node_right=np.full(trees, -1, np.int64),
+        set_ptr=np.zeros(trees + 1, np.int64),
+        set_codes=empty,
+    )
+
+
+def apply_batch(
+    state: ForestState, batch: SplitBatch, digest: str, n_features: int
+) -> ForestState:
+    """Return ``state`` with ``batch`` applied and version ``digest``.
+
+    A level's batch splits existing nodes; a full (resync) batch also splits
+    nodes that earlier splits of the same batch create — split i may name any
+    node below ``n + 2i``.
+
+    Raises
+    ------
+    ValidationError
+        If the batch does not describe splits of unsplit nodes of this forest
+        (checked before any compiled kernel routes rows through it).
+    """
+    if batch.size == 0:
+        return _replace(state, digest=digest)
+    n, m = state.node_tree.shape[0], batch.size
+    _check_batch(state, batch, n, n_features)
+    kids = n + 2 * np.arange(m, dtype=np.int64)
+    extra = 2 * m
+    feature = np.concatenate([state.node_feature, np.full(extra, SPLIT_NONE)])
+    threshold = np.concatenate([state.node_threshold, np.full(extra, np.nan)])
+    left = np.concatenate([state.node_left, np.full(extra, -1)])
+    right = np.concatenate([state.node_right, np.full(extra, -1)])
+    feature[batch.node] = batch.feature
+    threshold[batch.node] = batch.threshold
+    left[batch.node], right[batch.node] = kids, kids + 1
+    sizes = np.concatenate([np.diff(state.set_ptr), np.zeros(extra, np.int64)])
+    sizes[batch.node] = np.diff(batch.set_ptr)
+    return _replace(
+        state,
+        digest=digest,
+        node_tree=_trees(state.node_tree, batch.node, kids),
+        node_feature=feature,
+        node_threshold=threshold,
+        node_left=left,
+        node_right=right,
+        set_ptr=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+        set_codes=_merge_sets(state, batch, sizes),
+    )
+
+
+def _trees(tree: IntArray, parents: IntArray, kids: IntArray) -> IntArray:
+    """Extend the node-to-tree map: children are in their parent's tree."""
+    out = np.concatenate([tree, np.full(2 * kids.shape[0], -1, np.int64)])
+    todo = np.ones(kids.shape[0], dtype=bool)
+    while todo.any():  # parents made by this batch resolve one depth at a time
+        known = todo & (out[parents] >= 0)
+        if not known.any():
+            raise ValidationError("FedForest request: a split names an unknown node.")
+        out[kids[known]] = out[kids[known] + 1] = out[parents[known]]
+        todo &= ~known
+    return out
+
+
+def _merge_sets(state: ForestState, batch: SplitBatch, sizes: IntArray) -> IntArray:
+    """Category sets of every node, in node order, with the batch's new ones.
+
+    The batch's nodes are unsplit, so their sets are empty: each new set is
+    inserted where its node's (empty) block sits.
+    """
+    ptr = np.concatenate(
+        [
+            state.set_ptr,
+            np.full(sizes.shape[0] - len(state.set_ptr) + 1, state.set_ptr[-1]),
+        ]
+    )
+    where = np.repeat(ptr[batch.node], np.diff(batch.set_ptr))
+    out = np.insert(state.set_codes, where, batch.set_codes).astype(np.int64)
+    assert out.shape[0] == int(sizes.sum())
+    return out
+
+
+def _check_batch(
+    state: ForestState, batch: SplitBatch, n: int, n_features: int
+) -> None:
+    m = batch.size
+    if (
+        batch.feature.shape != (m,)
+        or batch.threshold.shape != (m,)
+        or batch.set_ptr.shape != (m + 1,)
+    ):
+        raise ValidationError("FedForest request: split arrays differ in length.")
+    existing = batch.node[batch.node < n]
+    if np.any(batch.node < 0) or np.any(batch.node >= n + 2 * np.arange(m)):
+        raise ValidationError("FedForest request: a split names an unknown node.")
+    if np.any(np.diff(batch.node) <= 0) or np.any(
+        state.node_feature[existing] != SPLIT_NONE
+    ):
+        raise ValidationError(
+            "FedForest request: splits must name unsplit nodes in increasing order."
+        )
+    f = batch.feature
+    if np.any((f < 0) & (f != SPLIT_CLIENT)) or np.any(f >= n_features):
+        raise ValidationError("FedForest request: a split names an unknown feature.")
+    ptr, codes = batch.set_ptr, batch.set_codes
+    if (
+        ptr[0] != 0
+        or ptr[-1] != codes.shape[0]
+        or np.any(np.diff(ptr) < 0)
+        or np.any(codes < 0)
+    ):
+        raise ValidationError("FedForest request: malformed category sets.")
+
+
+def _replace(state: ForestState, **changes: object) -> ForestState:
+    values = {name: getattr(state, name) for name in state.__dataclass_fields__}
+    values.update(changes)
+    return ForestState(**values)
