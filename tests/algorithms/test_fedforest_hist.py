@@ -19,6 +19,7 @@ from fedtrees.algorithms.fedforest._hist import (
     agree_grid,
     client_histograms,
     dense_histograms,
+    grid_candidates,
     grid_codes,
     grid_sketch,
     grid_thresholds,
@@ -333,6 +334,38 @@ def test_pooled_grid_gains_equal_best_numeric_on_brute_bins(classification, crit
     np.testing.assert_array_equal(got.feature, want.feature)
     np.testing.assert_array_equal(got.threshold, want.threshold)
     np.testing.assert_allclose(got.gain, want.gain, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("classification", "criterion"), [(True, "gini"), (False, "squared_error")]
+)
+def test_merged_empty_bins_give_the_dense_grid_split_and_flags(
+    classification, criterion
+):
+    """The strategy's ``grid_candidates`` (non-empty bins only) chooses what the
+    dense grid chooses — the same gain, feature and edge — and flags as
+    ``needs_sketch``."""
+    rng = np.random.default_rng(11)
+    args, _ = _problem(rng, n=400, classification=classification)
+    hist, ptr = client_histograms(**args)
+    grid, pairs = args["grid"], args["pair_feature"]
+    dense = dense_histograms(hist, ptr, pairs, grid)
+    index = np.flatnonzero(np.any(hist != 0, axis=1))
+    todo = np.arange(pairs.shape[0])
+    bins, thresholds, flagged = grid_candidates(
+        index, hist[index], ptr, todo, pairs, grid, 8, classification
+    )
+    parent = dense[:, 0].sum(axis=1)
+    min_leaf = np.ones(pairs.shape[0])
+    got = best_numeric(parent, bins, thresholds, pairs, criterion, min_leaf)
+    want = best_numeric(
+        parent, dense, grid_thresholds(grid, pairs), pairs, criterion, min_leaf
+    )
+    np.testing.assert_array_equal(got.feature, want.feature)
+    np.testing.assert_array_equal(got.threshold, want.threshold)
+    np.testing.assert_allclose(got.gain, want.gain, rtol=1e-9)
+    expected = needs_sketch(dense, grid, pairs, 8, classification)
+    np.testing.assert_array_equal(flagged, expected)
 
 
 def test_grid_thresholds_are_padded():

@@ -311,13 +311,7 @@ class FedForestStrategy:
         sketches = [(k, asked, as_reply(r, SketchReply)) for k, asked, r in got]
         pairs = self.shortlist if self.shortlist is not None else g.pair_features()
         self.shortlist = None
-        pooled = np.zeros((g.open.shape[0], g.width))
-        for _, asked, s in sketches:
-            pooled[asked] += s.node_stats.astype(np.float64)
-        unknown = np.isnan(g.table.stats[g.open, 0])
-        g.set_stats(g.open[unknown], pooled[unknown])
-        self._learn_reach(g.open, [(k, a, s.counts) for k, a, s in sketches])
-        todo = np.flatnonzero(g.splittable(g.open))
+        todo = self._pool_level(sketches)
         nodes = g.open[todo]
         thresholds = self._numeric_candidates(sketches, pairs, todo)
         self.client_range = _client_ranges(sketches, g.open.shape[0], todo)
@@ -338,6 +332,21 @@ class FedForestStrategy:
         self.phase = "evaluate"
         if not np.isfinite(thresholds).any():  # nothing numeric to evaluate
             self._decide(Best.none(nodes.shape[0], g.width))
+
+    def _pool_level(self, replies: list[tuple[int, IntArray, Any]]) -> IntArray:
+        """Sum the open nodes' statistics, learn where clients have rows.
+
+        Returns the positions of the open nodes that may still split.
+        """
+        g = self._g()
+        pooled = np.zeros((g.open.shape[0], g.width))
+        for _, asked, reply in replies:
+            pooled[asked] += reply.node_stats.astype(np.float64)
+        unknown = np.isnan(g.table.stats[g.open, 0])
+        g.set_stats(g.open[unknown], pooled[unknown])
+        self._learn_reach(g.open, [(k, a, r.counts) for k, a, r in replies])
+        todo: IntArray = np.flatnonzero(g.splittable(g.open))
+        return todo
 
     def _learn_reach(
         self, nodes: IntArray, counts: list[tuple[int, IntArray, np.ndarray]]
@@ -629,13 +638,7 @@ class FedForestStrategy:
         assert grid is not None
         replies = [(k, a, as_reply(r, HistogramReply)) for k, a, r in got]
         pairs = g.pair_features()
-        pooled = np.zeros((g.open.shape[0], g.width))
-        for _, asked, h in replies:
-            pooled[asked] += h.node_stats.astype(np.float64)
-        unknown = np.isnan(g.table.stats[g.open, 0])
-        g.set_stats(g.open[unknown], pooled[unknown])
-        self._learn_reach(g.open, [(k, a, h.counts) for k, a, h in replies])
-        todo = np.flatnonzero(g.splittable(g.open))
+        todo = self._pool_level(replies)
         nodes = g.open[todo]
         index, stats = _pooled_histograms(replies, pairs, grid)
         grid_best, flagged = self._grid_splits(index, stats, pairs, todo)
