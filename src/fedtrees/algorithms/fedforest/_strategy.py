@@ -535,13 +535,9 @@ class FedForestStrategy:
         pooled = np.zeros((p.nodes.shape[0], g.width))
         for _, asked, e in evaluated:
             pooled[asked] += e.node_stats.astype(np.float64)
-        weight = 0 if c.task == "regression" else slice(None)
         self._learn_reach(
             p.nodes,
-            [
-                (k, a, e.node_stats[:, weight].reshape(a.shape[0], -1).sum(axis=1))
-                for k, a, e in evaluated
-            ],
+            [(k, a, _weights_of(e.node_stats, c.task)) for k, a, e in evaluated],
         )
         unknown = np.isnan(g.table.stats[p.nodes, 0])
         g.set_stats(p.nodes[unknown], pooled[unknown])
@@ -733,6 +729,13 @@ class _Got(NamedTuple):
     client: int
     asked: IntArray
     reply: Payload
+
+
+def _weights_of(stats: np.ndarray, task: str) -> FloatArray:
+    """Node weights from node statistics: Σ class counts, or the moment w."""
+    values = np.asarray(stats, dtype=np.float64)
+    out: FloatArray = values[:, 0] if task == "regression" else values.sum(axis=1)
+    return out
 
 
 def _put(into: Best, rows: IntArray, part: Best) -> None:
