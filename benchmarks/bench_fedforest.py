@@ -323,12 +323,11 @@ def configs(args: argparse.Namespace) -> list[Config]:
     for size in sizes:
         rows += [Config(size, BASE_CLIENTS, m, w) for m in args.candidates]
         rows += [Config(size, 1, "sklearn", w), Config(size, 1, "xgboost", w)]
+        scaled = [m for m in args.candidates if m in args.scale_candidates]
         if size == min(sizes):
-            rows += [
-                Config(size, c, m, w) for c in args.clients for m in args.candidates
-            ]
-        if size >= ONE_M:
-            rows += [Config(size, MANY_CLIENTS, m, w) for m in args.candidates]
+            rows += [Config(size, c, m, w) for c in args.clients for m in scaled]
+        if size >= ONE_M and MANY_CLIENTS in args.clients:
+            rows += [Config(size, MANY_CLIENTS, m, w) for m in scaled]
     if args.flower:
         rows += [Config(HEART_ROWS, 4, "heart", w), Config(HEART_ROWS, 4, "flower", w)]
     if args.profile and rows:
@@ -484,6 +483,12 @@ def parse_args() -> argparse.Namespace:
         help="client counts of the scaling rows, at the smallest --rows",
     )  # fmt: skip
     parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES))
+    parser.add_argument(
+        "--scale-candidates",
+        nargs="+",
+        default=["quantile"],
+        help="modes also run with --clients (and 1000 clients at 1M rows)",
+    )
     parser.add_argument("--skip-1m", action="store_true", help="drop sizes >= 1M")
     parser.add_argument("--flower", action="store_true", help="+ heart over Flower")
     parser.add_argument("--profile", action="store_true", help="cProfile row 1")

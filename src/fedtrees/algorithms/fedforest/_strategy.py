@@ -118,7 +118,7 @@ class FedForestStrategy:
         self.scores: list[ScoreReply] = []
         self.started = False
         self.client_range: dict[int, tuple[IntArray, FloatArray, FloatArray]] = {}
-        self.layout: dict[int, tuple[np.ndarray, IntArray]] = {}
+        self.layout: dict[int, tuple[IntArray, IntArray]] = {}
         self.hist_grid: Grid | None = None
         self.grid_sent: set[int] = set()
         self.clients: list[str] = []
@@ -195,6 +195,10 @@ class FedForestStrategy:
         first = not self.started
         self.started = True
         requests = {c: build(c, full=first) for c in self.active}
+        if self.phase == "evaluate":
+            # Requests are built: a resync (rebuilt later) then sends every
+            # candidate, and its layout is recorded again. Frees K x nodes x F'.
+            self.client_range = {}
         return RoundPlan(requests, self.config.on_dropout, full)
 
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
@@ -448,7 +452,7 @@ class FedForestStrategy:
 
         def extra(k: int, rows: IntArray, full: bool) -> dict[str, Any]:
             sent, below = self._separating(k, rows, present)
-            self.layout[k] = (sent, below)
+            self.layout[k] = (compact_ints(sent.sum(axis=-1)), compact_ints(below))
             return {
                 "thr_count": compact(sent.sum(axis=-1)),
                 "thresholds": np.ascontiguousarray(p.thresholds[rows][sent]),
@@ -521,7 +525,7 @@ class FedForestStrategy:
         average = np.zeros(p.thresholds.shape)
         for k, asked, reply in got:
             gains = np.zeros((asked.shape[0], *p.thresholds.shape[1:]))
-            gains[self.layout[k][0]] = as_reply(reply, AvgImpReply).gains
+            gains[present[asked]] = as_reply(reply, AvgImpReply).gains  # all sent
             average[asked] += weights[k, asked][:, None, None] * gains
         return best_avgimp(average, p.thresholds, p.pairs, g.width)
 
@@ -860,7 +864,7 @@ def _client_ranges(
 
 def _pooled_bins(
     evaluated: list[tuple[int, IntArray, EvaluateReply]],
-    layout: Mapping[int, tuple[np.ndarray, IntArray]],
+    layout: Mapping[int, tuple[IntArray, IntArray]],
     present: np.ndarray,
     width: int,
 ) -> FloatArray:
@@ -879,13 +883,13 @@ def _pooled_bins(
     first = np.cumsum(bins_per_pair.ravel()) - bins_per_pair.ravel()
     pooled = np.zeros((int(in_layout.sum()), width))
     for k, asked, e in evaluated:
-        sent, below = layout[k]
+        count, below = layout[k]
         index = e.bin_index.astype(np.int64)
-        local = sent.sum(axis=-1).ravel() + 1
+        local = count.astype(np.int64).ravel() + 1
         local_first = np.cumsum(local) - local
         pair = np.searchsorted(local_first, index, side="right") - 1
         rows = asked[pair // fp] * fp + pair % fp
-        shift = below.ravel()[pair] - local_first[pair]
+        shift = below.astype(np.int64).ravel()[pair] - local_first[pair]
         pooled[first[rows] + index + shift] += e.bin_stats.astype(np.float64)
     out = np.zeros((n_open, fp, n_cand + 1, width))
     out[in_layout] = pooled
