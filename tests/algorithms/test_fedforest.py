@@ -175,6 +175,7 @@ def test_bytes_per_node_and_client_follow_section_1_5() -> None:
             assert np.all(bins <= np.minimum(count + 1, r[:, None]))
             stats = reply.bin_stats.astype(np.int64)  # type: ignore[attr-defined]
             assert stats.shape[1] == s
+            assert reply.node_stats.shape[0] == 0  # type: ignore[attr-defined]  # sent once, with the sketch
             assert reply.bin_stats.dtype == np.uint8  # type: ignore[attr-defined]
             per_pair = np.zeros((count.size, s), np.int64)
             np.add.at(per_pair, pair, stats)  # every pair's bins hold the node's rows

@@ -308,3 +308,28 @@ def test_sparse_client_histograms_equal_the_dense_kernel() -> None:
         assert np.array_equal(values, dense[index])
         checked += 1
     assert checked == 4
+
+
+def test_non_finite_candidates_and_a_broken_grid_are_refused_by_field() -> None:
+    """The compiled bin search and uint8 codes rely on these: checked first."""
+    from types import SimpleNamespace
+
+    from fedtrees.algorithms.fedforest import _client, _hist_client
+    from fedtrees.exceptions import ValidationError
+
+    _client._check_finite(np.array([1.0, 2.0, 0.5, 3.0]))
+    with pytest.raises(ValidationError, match="thresholds"):
+        _client._check_finite(np.array([1.0, np.nan, 0.5, 3.0]))
+
+    def grid(edges: list[float], bins: int) -> SimpleNamespace:
+        return SimpleNamespace(
+            grid_edges=np.array(edges),
+            grid_edge_ptr=np.array([0, len(edges)]),
+            grid_bin_ptr=np.array([0, bins]),
+            grid_atomic=np.zeros(bins, bool),
+        )
+
+    _hist_client._check_grid(grid([1.0, 2.0], 3))  # type: ignore[arg-type]
+    for bad in (grid([np.inf, 1.0], 3), grid([1.0, 2.0], 5), grid([0.0] * 300, 301)):
+        with pytest.raises(ValidationError, match="grid_"):
+            _hist_client._check_grid(bad)  # type: ignore[arg-type]

@@ -195,3 +195,18 @@ def test_flipped_bytes_decode_or_fail_cleanly(position: int, value: int) -> None
     data[position % len(data)] = value
     with contextlib.suppress(CodecError):
         decode(bytes(data))
+
+
+def test_a_float_field_costs_the_same_bytes_whatever_its_value() -> None:
+    """Fixed-width float text: message sizes (the ledger) never depend on a value."""
+    from fedtrees.federation._codec import _decode_float, _encode_value
+
+    widths = set()
+    for value in (0.0, 0.1, 1.5, 1e-300, float("inf"), -float("inf"), -2.75):
+        spec, _ = _encode_value("x", value)
+        widths.add(len(spec["v"]))
+        assert _decode_float(spec["v"]) == value
+    assert widths == {16}
+    spec, _ = _encode_value("x", float("nan"))
+    assert np.isnan(_decode_float(spec["v"]))
+    assert _decode_float((0.1).hex()) == 0.1  # text of older writers is still read

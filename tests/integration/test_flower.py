@@ -131,17 +131,7 @@ def test_one_shot_tree_methods_give_the_same_trees_over_flower(
 
         expected = _in_process(site_files, job, params)
         assert over_flower["tree"] == expected["tree"], job  # same splits and noise
-        # The synthetic-data clients report their fit time, a float whose exact
-        # text (float.hex) may be a byte longer or shorter from run to run.
-        sent, want = over_flower.pop("communication"), expected.pop("communication")
-        assert over_flower == expected, job  # kept trees, spends
-        slack = 8 * len(site_files) if job == "synthetic" else 0
-        assert abs(sent["bytes_up"] - want["bytes_up"]) <= slack, job  # type: ignore[index]
-        assert {k: v for k, v in sent.items() if k != "bytes_up"} == {  # type: ignore[union-attr]
-            k: v
-            for k, v in want.items()
-            if k != "bytes_up"  # type: ignore[union-attr]
-        }, job
+        assert over_flower == expected, job  # kept trees, spends and ledger totals
 
 
 @pytest.mark.slow  # 6 Flower rounds, about 110 s: run with `pytest -m slow`

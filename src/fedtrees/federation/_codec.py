@@ -5,8 +5,10 @@ header (UTF-8 JSON) | the raw buffers of the array fields, in field order.
 
 The header holds the envelope (``request`` / ``reply`` / ``error``), the round, the
 client id, the payload kind and every field with a type tag: ints and bools as
-JSON, strings as JSON strings, floats as ``float.hex`` (exact, NaN and inf
-included), arrays as dtype string, shape and byte count. Arrays keep their dtype
+JSON, strings as JSON strings, floats as the 16 hex digits of their IEEE-754
+bytes (exact, NaN and inf included, and of fixed width, so a message's size
+never depends on a float's value; ``float.hex`` text is still read), arrays as
+dtype string, shape and byte count. Arrays keep their dtype
 (byte order included) and shape; object and structured arrays are refused.
 Decoding checks the frame, the version, the payload kind and every field against
 the payload class, and raises :class:`CodecError` naming what is wrong.
@@ -31,6 +33,7 @@ __all__ = ["VERSION", "Envelope", "decode", "encode", "encode_broadcast"]
 MAGIC: Final = b"FTMS"
 VERSION: Final = 1
 _PREFIX = struct.Struct("<4sHI")
+_FLOAT = struct.Struct(">d")  # a float's 8 bytes as 16 hex digits: fixed width
 _ARRAY_KINDS: Final = "biufcUS"
 EnvelopeType = Literal["request", "reply", "error"]
 
@@ -125,7 +128,7 @@ def _encode_value(name: str, value: object) -> tuple[dict[str, Any], memoryview 
     if isinstance(value, int):
         return {"t": "i", "v": value}, None
     if isinstance(value, float):
-        return {"t": "f", "v": value.hex()}, None
+        return {"t": "f", "v": _FLOAT.pack(value).hex()}, None
     if isinstance(value, str):
         return {"t": "s", "v": value}, None
     raise LocalProtocolError(
@@ -232,10 +235,18 @@ def _decode_value(
         return value, offset
     if wanted == "float" and tag == "f" and isinstance(value, str):
         try:
-            return float.fromhex(value), offset
+            return _decode_float(value), offset
         except ValueError:
             pass
     raise CodecError(f"holds a {tag!r} value where {wanted!r} is expected", name)
+
+
+def _decode_float(text: str) -> float:
+    """Read a float's 16 hex digits (or the ``float.hex`` text of older writers)."""
+    if len(text) == 2 * _FLOAT.size and "x" not in text and text not in ("inf", "nan"):
+        value: float = _FLOAT.unpack(bytes.fromhex(text))[0]
+        return value
+    return float.fromhex(text)
 
 
 def _decode_array(

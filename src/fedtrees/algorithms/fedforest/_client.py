@@ -16,8 +16,10 @@ transport; held-out rows (diagnostics) use ``[seed, 3, crc32(client id)]``.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -58,10 +60,10 @@ from fedtrees.algorithms.fedforest._rows import (
     ragged_thresholds,
 )
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import ClientData, ClientState, Resync, handler
+from fedtrees.federation import ClientData, ClientState, Payload, Resync, handler
 from fedtrees.stats import split_gains
 
-__all__ = ["STATE_KEY", "check_open", "refine_points"]
+__all__ = ["STATE_KEY", "check_open", "forest_handler", "refine_points"]
 
 STATE_KEY: Final = "fedforest"
 BOOTSTRAP, HOLDOUT = 0, 3
@@ -148,6 +150,31 @@ def _prepare(
         state.memo[STATE_KEY] = fit
     _split_rows(fit, forest)
     return fit, forest
+
+
+Body = Callable[[Any, _Fit, ForestState, ClientState], Payload]
+
+
+def forest_handler(kind: str) -> Callable[[Body], Callable[..., Payload]]:
+    """Register a FedForest handler that answers from the prepared fit and forest.
+
+    The registered handler moves the kept forest to the request's version and
+    partitions the rows (:func:`_prepare`), or answers :class:`Resync` when it
+    cannot; the body then sees ``(request, fit, forest, state)``.
+    """
+
+    def register(body: Body) -> Callable[..., Payload]:
+        @handler(kind, stateful=True)
+        @functools.wraps(body)
+        def answer(request: Any, data: ClientData, state: ClientState) -> Payload:
+            prepared = _prepare(request, data, state)
+            if isinstance(prepared, Resync):
+                return prepared
+            return body(request, *prepared, state)
+
+        return answer
+
+    return register
 
 
 def _split_rows(fit: _Fit, forest: ForestState) -> None:
@@ -275,15 +302,11 @@ def _lean_stats(stats: FloatArray, request: LevelFields) -> np.ndarray:
     return stats if request.task == "regression" else compact(stats)
 
 
-@handler("fedforest.sketch", stateful=True)
+@forest_handler("fedforest.sketch")
 def sketch(
-    request: SketchRequest, data: ClientData, state: ClientState
-) -> SketchReply | Resync:
+    request: SketchRequest, fit: _Fit, forest: ForestState, state: ClientState
+) -> SketchReply:
     """Ragged quantile sketches (or distinct values) and statistics of every pair."""
-    prepared = _prepare(request, data, state)
-    if isinstance(prepared, Resync):
-        return prepared
-    fit, forest = prepared
     nodes, pairs = _request_nodes(request)
     stats, rows = _node_stats(fit, request, nodes)
     if request.candidates == "quantile":
@@ -406,21 +429,18 @@ def refine_points(
     return n_points, flat
 
 
-@handler("fedforest.evaluate", stateful=True)
+@forest_handler("fedforest.evaluate")
 def evaluate(
-    request: EvaluateRequest, data: ClientData, state: ClientState
-) -> EvaluateReply | AvgImpReply | Resync:
+    request: EvaluateRequest, fit: _Fit, _forest: ForestState, state: ClientState
+) -> EvaluateReply | AvgImpReply:
     """Non-zero per-bin statistics of the candidates (or own gains, AvgImp)."""
-    prepared = _prepare(request, data, state)
-    if isinstance(prepared, Resync):
-        return prepared
-    fit, _ = prepared
     nodes, pairs = _request_nodes(request)
     count = np.asarray(request.thr_count, dtype=np.int64)
     if count.shape != pairs.shape or int(count.sum()) != request.thresholds.shape[0]:
         raise ValidationError("FedForest request: thr_count does not match thresholds.")
     thr_ptr = np.concatenate([[0], np.cumsum(count.ravel())]).astype(np.int64)
     thresholds = np.ascontiguousarray(request.thresholds, dtype=np.float64)
+    _check_finite(thresholds)
     bins = _bin_stats(fit, request, nodes, pairs, thr_ptr, thresholds)
     if request.mode == "avgimp":
         width = max(int(count.max(initial=0)), 1)
@@ -439,6 +459,16 @@ def evaluate(
         _lean_stats(bins[index], request),
         _lean_stats(node_stats, request),
     )
+
+
+def _check_finite(thresholds: FloatArray) -> None:
+    """Refuse candidates that are NaN or infinite before the compiled bin search.
+
+    Candidates come sorted from the mixture inversion, which can leave two
+    neighbours one rounding step out of order; that is not refused here.
+    """
+    if not np.all(np.isfinite(thresholds)):
+        raise ValidationError("FedForest request: thresholds must be finite.")
 
 
 def _bin_stats(
@@ -480,28 +510,20 @@ def ranges(request: RangesRequest, data: ClientData, state: ClientState) -> Rang
     return RangesReply(np.stack([X.min(axis=0), X.max(axis=0)], axis=1))
 
 
-@handler("fedforest.leaf_stats", stateful=True)
+@forest_handler("fedforest.leaf_stats")
 def leaf_stats(
-    request: LeafStatsRequest, data: ClientData, state: ClientState
-) -> LeafStatsReply | Resync:
+    request: LeafStatsRequest, fit: _Fit, _forest: ForestState, state: ClientState
+) -> LeafStatsReply:
     """Statistics of the open nodes."""
-    prepared = _prepare(request, data, state)
-    if isinstance(prepared, Resync):
-        return prepared
-    fit, _ = prepared
     stats, _ = _node_stats(fit, request, _request_nodes(request)[0])
     return LeafStatsReply(_lean_stats(stats, request))
 
 
-@handler("fedforest.top_k", stateful=True)
+@forest_handler("fedforest.top_k")
 def top_k(
-    request: TopKRequest, data: ClientData, state: ClientState
-) -> TopKReply | Resync:
+    request: TopKRequest, fit: _Fit, _forest: ForestState, state: ClientState
+) -> TopKReply:
     """AvgImp shortlist: best local gain per considered feature (local quantiles)."""
-    prepared = _prepare(request, data, state)
-    if isinstance(prepared, Resync):
-        return prepared
-    fit, _ = prepared
     nodes, pairs = _request_nodes(request)
     _, rows = _node_stats(fit, request, nodes)
     n_points, flat = _points(fit, nodes, pairs, rows, request.q)
@@ -524,15 +546,11 @@ def top_k(
     )
 
 
-@handler("fedforest.score", stateful=True)
+@forest_handler("fedforest.score")
 def score(
-    request: ScoreRequest, data: ClientData, state: ClientState
-) -> ScoreReply | Resync:
+    request: ScoreRequest, fit: _Fit, forest: ForestState, state: ClientState
+) -> ScoreReply:
     """Score the forest on this client's held-out rows (diagnostics, §1.4)."""
-    prepared = _prepare(request, data, state)
-    if isinstance(prepared, Resync):
-        return prepared
-    fit, forest = prepared
     held = np.flatnonzero(fit.held_out)
     trees = forest.participation.shape[0]
     node = np.repeat(np.arange(trees, dtype=np.int64)[:, None], held.shape[0], axis=1)

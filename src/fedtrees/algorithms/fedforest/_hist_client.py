@@ -23,10 +23,11 @@ from fedtrees.algorithms.fedforest._client import (
     _keep_forest,
     _lean_stats,
     _node_stats,
-    _prepare,
     _request_nodes,
+    forest_handler,
 )
 from fedtrees.algorithms.fedforest._payloads import (
+    ForestState,
     GridReply,
     GridRequest,
     GridState,
@@ -60,15 +61,11 @@ def grid(request: GridRequest, data: ClientData, state: ClientState) -> GridRepl
     )
 
 
-@handler("fedforest.histogram", stateful=True)
+@forest_handler("fedforest.histogram")
 def histogram(
-    request: HistogramRequest, data: ClientData, state: ClientState
+    request: HistogramRequest, fit: _Fit, forest: ForestState, state: ClientState
 ) -> HistogramReply | Resync:
     """Statistics and non-zero grid bins of every asked (node, feature)."""
-    prepared = _prepare(request, data, state)
-    if isinstance(prepared, Resync):
-        return prepared
-    fit, forest = prepared
     agreed = _grid(request, state)
     if agreed is None:
         return Resync("the agreed grid is not kept")
@@ -136,6 +133,7 @@ def _sparse_histograms(
 def _grid(request: HistogramRequest, state: ClientState) -> _hist.Grid | None:
     """Return the request's grid (kept for later levels), else the kept one."""
     if request.grid_edge_ptr.shape[0]:
+        _check_grid(request)
         kept = GridState(
             request.fit_id,
             np.asarray(request.grid_edges, dtype=np.float64),
@@ -148,6 +146,31 @@ def _grid(request: HistogramRequest, state: ClientState) -> _hist.Grid | None:
     if found is None or found.fit_id != request.fit_id:
         return None
     return _hist.Grid(found.edges, found.edge_ptr, found.atomic, found.bin_ptr)
+
+
+def _check_grid(request: HistogramRequest) -> None:
+    """Refuse a grid that uint8 codes and the histogram layout cannot use."""
+    edge_ptr = np.asarray(request.grid_edge_ptr, dtype=np.int64)
+    bin_ptr = np.asarray(request.grid_bin_ptr, dtype=np.int64)
+    edges = np.asarray(request.grid_edges, dtype=np.float64)
+    n_edges, n_bins = np.diff(edge_ptr), np.diff(bin_ptr)
+    numeric = n_bins > 0
+    if (
+        bin_ptr.shape != edge_ptr.shape
+        or edge_ptr[0] != 0
+        or bin_ptr[0] != 0
+        or edge_ptr[-1] != edges.shape[0]
+        or bin_ptr[-1] != request.grid_atomic.shape[0]
+        or np.any(n_edges < 0)
+        or np.any(n_bins[numeric] != n_edges[numeric] + 1)
+        or np.any(n_edges[~numeric] != 0)
+        or np.any(n_bins > _hist.MAX_BINS + 1)
+        or not np.all(np.isfinite(edges))
+    ):
+        raise ValidationError(
+            "FedForest request: grid_* fields do not describe a grid of finite "
+            f"edges with at most {_hist.MAX_BINS + 1} bins per feature."
+        )
 
 
 def _codes(fit: _Fit, agreed: _hist.Grid, state: ClientState) -> np.ndarray:

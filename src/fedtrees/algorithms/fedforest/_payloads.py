@@ -50,6 +50,7 @@ __all__ = [
     "TopKRequest",
     "compact",
     "compact_ints",
+    "rises_within",
 ]
 
 SCORE_BINS: Final = 100
@@ -202,6 +203,14 @@ class SketchRequest(LevelFields):
         )
 
 
+def rises_within(values: np.ndarray, starts: np.ndarray) -> bool:
+    """Whether a ragged array never falls inside a block (blocks at ``starts``)."""
+    falls = np.diff(values) < 0
+    cuts = np.asarray(starts, dtype=np.int64)
+    falls[cuts[(cuts > 0) & (cuts < values.shape[0])] - 1] = False
+    return not bool(np.any(falls))
+
+
 def _check_ragged_points(reply: Any) -> None:
     """Points must match ``n_points`` in number and rise within each pair."""
     n_points = np.asarray(reply.n_points, dtype=np.int64).ravel()
@@ -211,10 +220,7 @@ def _check_ragged_points(reply: Any) -> None:
             "points",
             f"holds {points.shape[0]} values; n_points sums to {int(n_points.sum())}",
         )
-    starts = np.cumsum(n_points) - n_points
-    falls = np.diff(points) < 0
-    falls[starts[(n_points > 0) & (starts > 0)] - 1] = False
-    if np.any(falls):
+    if not rises_within(points, np.cumsum(n_points) - n_points):
         raise InvalidField("points", "must be non-decreasing within each pair")
 
 

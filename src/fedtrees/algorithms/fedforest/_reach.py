@@ -55,10 +55,10 @@ class Reach:
 
 def _position(sorted_ids: IntArray, ids: IntArray) -> IntArray:
     """Position of each id in ``sorted_ids``, or -1."""
-    pos = np.searchsorted(sorted_ids, ids)
-    pos = np.minimum(pos, max(sorted_ids.shape[0] - 1, 0))
-    hit = (sorted_ids.shape[0] > 0) & (ids >= 0)
-    hit = hit & (sorted_ids[pos] == ids) if sorted_ids.shape[0] else hit & False
+    if sorted_ids.shape[0] == 0:
+        return np.full(ids.shape, -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.shape[0] - 1)
+    hit = (ids >= 0) & (sorted_ids[pos] == ids)
     return np.where(hit, pos, -1).astype(np.int64)
 
 

@@ -171,21 +171,20 @@ class FedForestStrategy:
         rows = self._rows_for(nodes)
         self.asked = dict(zip(self.clients, rows, strict=True))
         made: dict[bytes, Payload] = {}
+        shareable = self.phase not in _PER_CLIENT_PHASES
 
         def build(client: str, full: bool = False) -> Payload:
             r, k = self.asked[client], self.clients.index(client)
-            fields = extra(k, r, full)
-            key = r.tobytes() + repr(sorted(fields.get("_key", ()))).encode()
-            if not full and "_key" not in fields and key in made:
+            key = r.tobytes()
+            if shareable and not full and key in made:
                 return made[key]
-            fields.pop("_key", None)
             request: Payload = cls(
                 **(g.full_fields(client) if full else shared),
                 open_nodes=compact_ints(nodes[r]),
                 pair_feature=compact_ints(pairs[r]),
-                **fields,
+                **extra(k, r, full),
             )
-            if not full:
+            if shareable and not full:
                 made[key] = request
             return request
 
@@ -459,7 +458,6 @@ class FedForestStrategy:
                 "mode": "avgimp" if c.gain == "avgimp" else "stats",
                 "criterion": c.criterion,
                 "with_stats": c.candidates == "uniform",
-                "_key": (),  # per client: the candidates inside its own range
             }
 
         return EvaluateRequest, p.pairs, p.nodes, extra
@@ -627,7 +625,6 @@ class FedForestStrategy:
                 "n_bins": int(histogram_layout(pairs[rows], grid)[-1]),
                 "max_categories": int(g.n_categories.max(initial=0)),
                 "n_categorical_pairs": int(categorical[rows].sum()),
-                "_key": (),
             }
 
         return HistogramRequest, pairs, None, extra
@@ -757,6 +754,10 @@ def _fixed(**values: Any) -> Callable[[int, IntArray, bool], dict[str, Any]]:
     """Request fields that are the same whatever nodes a client is asked about."""
     return lambda k, rows, full: dict(values)
 
+
+_PER_CLIENT_PHASES = frozenset({"evaluate", "histogram"})
+"""Phases whose requests differ per client beyond its nodes (its own candidates;
+whether it has the grid yet): never shared between clients."""
 
 _Planned = tuple[
     type[LevelFields],
