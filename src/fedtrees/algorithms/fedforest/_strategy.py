@@ -122,6 +122,7 @@ class FedForestStrategy:
         self.hist_grid: Grid | None = None
         self.grid_sent: set[int] = set()
         self.clients: list[str] = []
+        self.index: dict[str, int] = {}  # a client's position in ``clients``
         self.asked: dict[str, IntArray] = {}
         self.reach = Reach(np.zeros(0, np.int64), ())
 
@@ -132,6 +133,7 @@ class FedForestStrategy:
         self.growth = ForestGrowth(self.config, info)
         self.active = list(info.clients)
         self.clients = list(info.clients)
+        self.index = {c: k for k, c in enumerate(self.clients)}
         self.reach = self.growth.root_reach()
         self.phase = self._first_phase()
 
@@ -174,7 +176,7 @@ class FedForestStrategy:
         shareable = self.phase not in _PER_CLIENT_PHASES
 
         def build(client: str, full: bool = False) -> Payload:
-            r, k = self.asked[client], self.clients.index(client)
+            r, k = self.asked[client], self.index[client]
             key = r.tobytes()
             if shareable and not full and key in made:
                 return made[key]
@@ -204,10 +206,7 @@ class FedForestStrategy:
         """Fold the validated replies of the current phase into the growth state."""
         if self.config.on_dropout == "continue":
             self.active = [c for c in self.active if c in replies]
-        got = [
-            _Got(self.clients.index(c), self.asked[c], replies[c])
-            for c in sorted(replies)
-        ]
+        got = [_Got(self.index[c], self.asked[c], replies[c]) for c in sorted(replies)]
         getattr(self, f"_absorb_{self.phase}")(got)
 
     def _rows_for(self, nodes: IntArray) -> tuple[IntArray, ...]:
@@ -380,7 +379,7 @@ class FedForestStrategy:
             at = position[asked]
             out[k, at[at >= 0]] = values.reshape(asked.shape[0], width)[at >= 0]
         if name == "node_stats":
-            out = out[[self.clients.index(a) for a in self.active]]
+            out = out[[self.index[a] for a in self.active]]
         return out
 
     def _pooled_categories(
@@ -550,7 +549,7 @@ class FedForestStrategy:
             per_client = np.zeros((len(self.clients), p.nodes.shape[0], g.width))
             for k, asked, e in evaluated:
                 per_client[k, asked] = e.node_stats.astype(np.float64)
-            active = [self.clients.index(a) for a in self.active]
+            active = [self.index[a] for a in self.active]
             other = best_client(
                 g.table.stats[nodes],
                 per_client[active][:, keep].transpose(1, 0, 2),
