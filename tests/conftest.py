@@ -27,3 +27,19 @@ def hugadb_path() -> Path:
             "holding the HuGaDB_v1_*.txt files to run these tests."
         )
     return path
+
+
+HOSTILE_OUTCOMES = ("clear_error", "documented", "correct")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every ``hostile`` case says its outcome: one of :data:`HOSTILE_OUTCOMES`."""
+    for item in items:
+        marker = item.get_closest_marker("hostile")
+        if marker is not None and tuple(marker.args) not in {
+            (o,) for o in HOSTILE_OUTCOMES
+        }:
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.hostile takes one of {HOSTILE_OUTCOMES}, "
+                f"got {marker.args!r}."
+            )

@@ -14,7 +14,8 @@ from fedtrees.federation import (
     Payload,
     ReplySpec,
     RoundPlan,
-    audit_messages,
+    audit_row_scaling,
+    find_client_values,
     handler,
     payload,
     run,
@@ -33,12 +34,30 @@ def _federation() -> Federation:
     )
 
 
-def test_toy_protocol_passes_the_audit() -> None:
-    fed = _federation()
+def _toy(fed: Federation) -> Ledger:
     ledger = Ledger(keep_messages=True)
     run_toy(fed, n_bins=5, n_rounds=2, ledger=ledger)
+    return ledger
+
+
+def test_toy_protocol_passes_the_audit() -> None:
+    fed = _federation()
+    ledger = _toy(fed)
     assert fed.row_counts() == ROWS
-    assert audit_messages(ledger, fed.row_counts()) == 2 * ledger.messages
+    report = find_client_values(ledger, fed)
+    assert report.messages == 2 * ledger.messages
+    assert not report.findings
+
+
+def test_toy_protocol_sizes_do_not_follow_the_rows() -> None:
+    rng = np.random.default_rng(2)
+    n = sum(ROWS.values())
+    groups = np.repeat(list(ROWS), list(ROWS.values()))
+    X, y = rng.normal(size=(n, 2)), rng.integers(0, 2, n)
+    report = audit_row_scaling(_toy, X, y, groups)
+    # both runs, every message: the size audit, then the value audit of each run
+    assert report.messages == 3 * 2 * 3 * 4
+    assert report.per_row_by_design == ()
 
 
 @payload("test.leak_reply")
@@ -77,11 +96,12 @@ def test_a_protocol_that_moves_rows_fails_the_audit() -> None:
     run(Leaky(), fed.transport, task="classification", ledger=ledger)
     with pytest.raises(
         PrivacyAuditError,
-        match=r"round 1, client 'a', 'test.leak' \(up\): field 'column' has shape \(29,\)",
+        match=r"round 1, client 'a', 'test.leak_reply' \(up\): field 'column' "
+        r"holds column 'x0' of client 'a'",
     ):
-        audit_messages(ledger, fed.row_counts())
+        find_client_values(ledger, fed)
 
 
 def test_audit_needs_captured_messages() -> None:
     with pytest.raises(LocalProtocolError, match="keep_messages=True"):
-        audit_messages(Ledger(), {"a": 3})
+        find_client_values(Ledger(), _federation())

@@ -1,18 +1,24 @@
-"""A real Flower deployment on 127.0.0.1 for tests: SuperLink, SuperNodes, flwr CLI."""
+"""A real Flower deployment on 127.0.0.1 for tests: SuperLink, SuperNodes, flwr CLI.
+
+Every wait polls observed state (a command's answer, a run's status, a log line,
+a process's exit) until a deadline; nothing waits a fixed time.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
+from fedtrees.exceptions import ValidationError
 from fedtrees.federation.flower import (
     app_dir,
     flower_env,
@@ -21,8 +27,23 @@ from fedtrees.federation.flower import (
     supernode_command,
     write_connection,
 )
+from fedtrees.federation.flower._deploy import make_supernode_keys, register_supernode
 
 CONNECTION = "fedtrees-test"
+POLL = 1.0  # seconds between two looks at the observed state
+T = TypeVar("T")
+
+
+def poll(look: Callable[[], T | None], deadline: float, what: str) -> T:
+    """Call ``look`` until it returns something other than None, or fail."""
+    start = time.monotonic()
+    while True:
+        seen = look()
+        if seen is not None:
+            return seen
+        if time.monotonic() - start > deadline:
+            raise TimeoutError(f"{what} within {deadline} s")
+        time.sleep(POLL)
 
 
 def free_port() -> int:
@@ -32,7 +53,13 @@ def free_port() -> int:
 
 
 class Deployment:
-    """SuperLink + one SuperNode per data file, stopped by pid on exit."""
+    """SuperLink + one SuperNode per data file, stopped by pid on exit.
+
+    ``supernode_auth=True`` (TLS only) starts the SuperLink with SuperNode
+    authentication: every SuperNode of ``files`` gets a key pair whose public key
+    is registered before it starts; those of ``strangers`` (client id -> data
+    file) get a key pair that is never registered, so the SuperLink refuses them.
+    """
 
     def __init__(
         self,
@@ -41,9 +68,13 @@ class Deployment:
         *,
         tls: bool,
         node_config: Mapping[str, Mapping[str, str]] | None = None,
+        supernode_auth: bool = False,
+        strangers: Mapping[str, Path] | None = None,
     ) -> None:
         self.base, self.files, self.tls = base, dict(files), tls
         self.node_config = dict(node_config or {})
+        self.supernode_auth = supernode_auth
+        self.strangers = dict(strangers or {})
         self.env = flower_env(base / "flwr-home")
         self.link: subprocess.Popen[bytes] | None = None
         self.nodes: dict[str, subprocess.Popen[bytes]] = {}
@@ -65,10 +96,23 @@ class Deployment:
         self.link = self._start(
             "superlink",
             superlink_command(
-                certs=certs, insecure=not self.tls, host="127.0.0.1", port=port
+                certs=certs,
+                insecure=not self.tls,
+                host="127.0.0.1",
+                port=port,
+                supernode_auth=self.supernode_auth,
             ),
         )
-        for client, path in self.files.items():
+        write_connection(
+            CONNECTION,
+            f"127.0.0.1:{port}",
+            flwr_home=self.base / "flwr-home",
+            root_certificates=ca,
+            insecure=not self.tls,
+        )
+        keys = self._keys(self.files, register=True)
+        keys.update(self._keys(self.strangers, register=False))
+        for client, path in {**self.files, **self.strangers}.items():
             command = supernode_command(
                 superlink=f"127.0.0.1:{port}",
                 client_id=client,
@@ -77,16 +121,55 @@ class Deployment:
                 insecure=not self.tls,
                 port=free_port(),
                 node_config=self.node_config.get(client),
+                auth_private_key=keys.get(client),
             )
             self.nodes[client] = self._start(f"node-{client}", command)
-        write_connection(
-            CONNECTION,
-            f"127.0.0.1:{port}",
-            flwr_home=self.base / "flwr-home",
-            root_certificates=ca,
-            insecure=not self.tls,
-        )
         return self
+
+    def _keys(self, clients: Iterable[str], *, register: bool) -> dict[str, Path]:
+        """Key pairs of ``clients`` (with auth), registered at the SuperLink or not."""
+        if not self.supernode_auth:
+            return {}
+        keys = {}
+        for client in clients:
+            private, public = make_supernode_keys(self.base / "keys", client)
+            keys[client] = private
+            if register:
+                self._register(public)
+        return keys
+
+    def _register(self, public: Path) -> None:
+        """Register a public key; retried while the SuperLink comes up."""
+        error = ""
+
+        def look() -> int | None:
+            nonlocal error
+            try:
+                return register_supernode(
+                    public,
+                    CONNECTION,
+                    name=public.stem,
+                    flwr_home=self.env["FLWR_HOME"],
+                )
+            except ValidationError as exc:
+                error = str(exc)
+                return None
+
+        try:
+            poll(look, 60.0, f"{public.name} was not registered")
+        except TimeoutError as exc:
+            raise RuntimeError(f"{exc}: {error}") from exc
+
+    def refusal(self, client: str, deadline: float) -> str:
+        """Wait until SuperNode ``client`` has exited; return its exit code and log."""
+        process = self.nodes[client]
+        try:
+            code = process.wait(deadline)
+        except subprocess.TimeoutExpired as exc:
+            raise TimeoutError(
+                f"SuperNode {client!r} still runs after {deadline} s; see {self.base}"
+            ) from exc
+        return f"exit code {code}\n" + (self.base / f"node-{client}.log").read_text()
 
     def flwr(self, *args: str) -> dict[str, Any]:
         done = subprocess.run(
@@ -107,28 +190,29 @@ class Deployment:
 
     def submit(self, run_config: str, deadline: float = 60.0) -> str:
         """`flwr run` the shipped app; retried while the SuperLink comes up."""
-        start = time.monotonic()
-        while True:
-            result = self.flwr(
+        last: dict[str, Any] = {}
+
+        def look() -> str | None:
+            nonlocal last
+            last = self.flwr(
                 "run", str(app_dir()), CONNECTION, "--run-config", run_config
             )
-            if result.get("success"):
-                return str(result["run-id"])
-            if time.monotonic() - start > deadline:
-                raise RuntimeError(f"flwr run kept failing: {result}")
-            time.sleep(1.0)
+            return str(last["run-id"]) if last.get("success") else None
+
+        try:
+            return poll(look, deadline, "flwr run did not succeed")
+        except TimeoutError as exc:
+            raise RuntimeError(f"flwr run kept failing: {last}") from exc
 
     def wait(self, run_id: str, deadline: float) -> dict[str, Any]:
         """Poll `flwr ls` until the run has finished; return its status entry."""
-        start = time.monotonic()
-        while time.monotonic() - start < deadline:
+
+        def look() -> dict[str, Any] | None:
             runs = self.flwr("ls", CONNECTION, "--run-id", run_id).get("runs") or [{}]
-            if str(runs[0].get("status", "")).startswith("finished"):
-                return dict(runs[0])
-            time.sleep(1.0)
-        raise TimeoutError(
-            f"run {run_id} did not finish within {deadline} s; see {self.base}"
-        )
+            finished = str(runs[0].get("status", "")).startswith("finished")
+            return dict(runs[0]) if finished else None
+
+        return poll(look, deadline, f"run {run_id} did not finish; see {self.base}")
 
     def logs(self, run_id: str) -> str:
         """What the run's ServerApp has printed so far (`flwr log --show`)."""
@@ -143,13 +227,10 @@ class Deployment:
 
     def wait_for_log(self, run_id: str, text: str, deadline: float) -> None:
         """Poll the run's ServerApp log until it shows `text` (observed state)."""
-        start = time.monotonic()
-        while time.monotonic() - start < deadline:
-            if text in self.logs(run_id):
-                return
-            time.sleep(1.0)
-        raise TimeoutError(
-            f"run {run_id} never logged {text!r} within {deadline} s; see {self.base}"
+        poll(
+            lambda: True if text in self.logs(run_id) else None,
+            deadline,
+            f"run {run_id} never logged {text!r}; see {self.base}",
         )
 
     def kill(self, client: str) -> None:
@@ -165,11 +246,17 @@ class Deployment:
     ) -> None:
         processes = [*self.nodes.values(), *([self.link] if self.link else [])]
         for process in processes:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
+            # The whole group: a refused SuperNode exits but leaves its SuperExec.
+            _signal_group(process, signal.SIGTERM)
         for process in processes:
             try:
                 process.wait(15)
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+                _signal_group(process, signal.SIGKILL)
                 process.wait(5)
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    """Signal the process group ``process`` leads (if anything of it is left)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, sig)

@@ -56,8 +56,15 @@ def tls_deployment(
     # Cleveland forgets its per-run state before rounds 2 and 4, as a restarted
     # site would: stateful protocols must resync it and give the same result.
     forget = {"Cleveland": {"forget-state-at": "2,4"}}
+    # SuperNode authentication: the three sites' keys are registered; a fourth
+    # SuperNode, with a key of its own that nobody registered, must be refused.
     with Deployment(
-        tmp_path_factory.mktemp("tls"), site_files, tls=True, node_config=forget
+        tmp_path_factory.mktemp("tls"),
+        site_files,
+        tls=True,
+        node_config=forget,
+        supernode_auth=True,
+        strangers={"Stranger": site_files["Cleveland"]},
     ) as d:
         yield d
 
@@ -86,7 +93,21 @@ def test_toy_protocol_gives_the_same_result_over_flower_with_tls(
     assert over_flower["communication"]["rounds"] == 3  # type: ignore[index]
     ledger = out.with_suffix(".ledger.csv").read_text().splitlines()
     assert ledger[0].startswith("round,client,kind,bytes_down,bytes_up")
-    assert len(ledger) == 1 + 3 * 3
+    assert len(ledger) == 1 + 3 * 3  # the three registered sites, not the stranger
+    assert not any(",Stranger," in line for line in ledger)
+
+
+@pytest.mark.hostile("clear_error")
+def test_an_unregistered_supernode_is_refused_by_the_superlink(
+    tls_deployment: Deployment, site_files: dict[str, Path]
+) -> None:
+    # Flower 1.41: the SuperLink answers its activation with 412 "Failed to
+    # activate SuperNode" and the SuperNode exits (code 305 in its log).
+    refusal = tls_deployment.refusal("Stranger", deadline=120)
+    assert not refusal.startswith("exit code 0\n"), refusal
+    assert "Failed to activate SuperNode" in refusal, refusal
+    registered = [tls_deployment.nodes[site] for site in site_files]
+    assert all(node.poll() is None for node in registered)  # still serving
 
 
 def test_fedforest_grows_the_same_forest_over_flower(

@@ -1,9 +1,12 @@
-"""``fedtrees flower ...``: certificates, SuperLink, SuperNodes, connection, app, data.
+"""``fedtrees flower ...``: certificates, keys, SuperLink, SuperNodes, connection, app.
 
 Thin wrappers over :mod:`fedtrees.federation.flower`: the SuperLink and SuperNode
 commands replace this process with Flower's own ``flower-superlink`` /
 ``flower-supernode`` (TLS unless ``--insecure`` is given explicitly); a job is then
 launched with Flower's CLI: ``flwr run "$(fedtrees flower app)" CONNECTION``.
+With ``--supernode-auth`` only SuperNodes whose public key was registered
+(``fedtrees flower keys`` at the site, ``fedtrees flower register`` at the server)
+may join.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from fedtrees import datasets
 
 flower_app = typer.Typer(
     name="flower",
-    help="Deploy fedtrees on Flower: certificates, SuperLink, SuperNodes, app.",
+    help="Deploy fedtrees on Flower: certificates, keys, SuperLink, SuperNodes, app.",
     no_args_is_help=True,
 )
 
@@ -34,7 +37,7 @@ CaFile = Annotated[
 
 def _flower() -> ModuleType:
     try:
-        import fedtrees.federation.flower as module
+        import fedtrees.federation.flower._deploy as module
     except ImportError as exc:
         raise typer.BadParameter(
             "this needs Flower: pip install 'fedtrees[flower]'"
@@ -67,6 +70,48 @@ def certs(
 
 
 @flower_app.command()
+def keys(
+    folder: Annotated[Path, typer.Argument(help="Where to write the key pair.")],
+    client_id: Annotated[str, typer.Option(help="This site's client id.")],
+) -> None:
+    """Create this site's SuperNode key pair (for SuperNode authentication)."""
+    try:
+        private, public = _flower().make_supernode_keys(folder, client_id)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    Console().print(
+        f"Wrote {private} (keep it at this site: 'fedtrees flower supernode "
+        f"--auth-key') and {public} (send it to the server operator, who runs "
+        "'fedtrees flower register')."
+    )
+
+
+@flower_app.command()
+def register(
+    public_key: Annotated[
+        Path, typer.Argument(help="A site's public key (.pub from 'keys').")
+    ],
+    connection: Annotated[
+        str, typer.Argument(help="The SuperLink connection (see 'connection').")
+    ],
+    name: Annotated[
+        str | None, typer.Option(help="Name shown by 'flwr supernode list'.")
+    ] = None,
+    flwr_home: Annotated[
+        Path | None, typer.Option(help="Flower's home (default $FLWR_HOME, ~/.flwr).")
+    ] = None,
+) -> None:
+    """Register a site's SuperNode public key with the SuperLink (server side)."""
+    try:
+        node_id = _flower().register_supernode(
+            public_key, connection, name=name, flwr_home=flwr_home
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    Console().print(f"Registered {public_key.name} as SuperNode {node_id}.")
+
+
+@flower_app.command()
 def superlink(
     certs: Annotated[
         Path | None, typer.Option(help="Folder made by 'fedtrees flower certs' (TLS).")
@@ -74,13 +119,27 @@ def superlink(
     insecure: Insecure = False,
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "0.0.0.0",
     port: Annotated[int, typer.Option(help="The one SuperLink port.")] = 9095,
+    supernode_auth: Annotated[
+        bool,
+        typer.Option(
+            "--supernode-auth",
+            help="Only registered SuperNodes may join (needs TLS; see 'register').",
+        ),
+    ] = False,
 ) -> None:
     """Start a SuperLink (replaces this process)."""
     _tls(certs, insecure, "--certs")
     flower = _flower()
-    command = flower.superlink_command(
-        certs=certs, insecure=insecure, host=host, port=port
-    )
+    try:
+        command = flower.superlink_command(
+            certs=certs,
+            insecure=insecure,
+            host=host,
+            port=port,
+            supernode_auth=supernode_auth,
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     os.execvpe(command[0], command, flower.flower_env())
 
 
@@ -97,19 +156,27 @@ def supernode(
     target: Annotated[
         str | None, typer.Option(help="Target column of a CSV data file.")
     ] = None,
+    auth_key: Annotated[
+        Path | None,
+        typer.Option(help="This site's private key (from 'keys'), for SuperNode auth."),
+    ] = None,
 ) -> None:
     """Start this site's SuperNode (replaces this process)."""
     _tls(ca, insecure, "--ca")
     flower = _flower()
-    command = flower.supernode_command(
-        superlink=superlink,
-        client_id=client_id,
-        data_path=data.resolve(),
-        root_certificates=ca,
-        insecure=insecure,
-        port=port,
-        target=target,
-    )
+    try:
+        command = flower.supernode_command(
+            superlink=superlink,
+            client_id=client_id,
+            data_path=data.resolve(),
+            root_certificates=ca,
+            insecure=insecure,
+            port=port,
+            target=target,
+            auth_private_key=auth_key.resolve() if auth_key else None,
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     os.execvpe(command[0], command, flower.flower_env())
 
 

@@ -3,6 +3,15 @@
 Run by the round loop on every reply, before any strategy sees it: a malformed
 reply becomes a :class:`RemoteProtocolError` naming client, round and field, and
 never reaches (or corrupts) the aggregation.
+
+Besides types, shapes and ranges, every reply is checked against the invariants
+of its message kind (:attr:`ReplySpec.check`; the helpers below) and against the
+bounds its client declared at the agreement (``row_bound``, ``weight_bound``,
+:mod:`fedtrees.federation._schema`): no count exceeds them, class counts add up
+to node counts, moments are consistent with their weights. This bounds what a
+*buggy* client can do to the model (an inflated statistic is refused by name);
+it is **not** a Byzantine defence: a hostile client that sends consistent,
+plausible lies within its declared bounds is not detected.
 """
 
 from __future__ import annotations
@@ -15,7 +24,19 @@ from fedtrees.federation._payload import Field, Payload, ReplySpec
 
 P = TypeVar("P", bound=Payload)
 
-__all__ = ["InvalidField", "as_reply", "check_reply"]
+__all__ = [
+    "RTOL",
+    "InvalidField",
+    "as_reply",
+    "check_at_most",
+    "check_moments",
+    "check_reply",
+    "check_same_stats",
+    "moment_tolerance",
+]
+
+RTOL = 1e-9
+"""Relative tolerance of equalities between sums of float64 statistics."""
 
 
 class InvalidField(Exception):  # an internal signal, converted by the loop
@@ -35,8 +56,19 @@ def as_reply(reply: Payload, cls: type[P]) -> P:
     return reply
 
 
-def check_reply(spec: ReplySpec, reply: Payload) -> None:
-    """Raise :class:`InvalidField` unless ``reply`` satisfies ``spec``."""
+def check_reply(
+    spec: ReplySpec,
+    reply: Payload,
+    *,
+    row_bound: int | None = None,
+    weight_bound: float | None = None,
+) -> None:
+    """Raise :class:`InvalidField` unless ``reply`` satisfies ``spec``.
+
+    ``row_bound`` and ``weight_bound`` are what the replying client declared at
+    the agreement; fields marked ``rows``/``weights`` may not exceed them (not
+    checked when None: round 0, or a loop without an agreement).
+    """
     if type(reply) is not spec.type:
         raise InvalidField(
             "kind", f"is {reply.kind!r}; a {spec.type.kind!r} reply was expected"
@@ -47,8 +79,110 @@ def check_reply(spec: ReplySpec, reply: Payload) -> None:
             _check_array(name, value, constraint)
         else:
             _check_scalar(name, value, constraint)
+        _check_bounds(name, value, constraint, row_bound, weight_bound)
     if spec.check is not None:
         spec.check(reply)
+
+
+def _check_bounds(
+    name: str,
+    value: object,
+    c: Field,
+    row_bound: int | None,
+    weight_bound: float | None,
+) -> None:
+    """Refuse a count above the client's declared row (or weight) bound."""
+    if not (c.rows or c.weights) or row_bound is None or weight_bound is None:
+        return
+    x = np.asarray(value)
+    if x.size == 0 or x.dtype.kind not in "fiu":
+        return
+    x = x.astype(np.float64, copy=False)
+    if c.moments:
+        x = x[..., 0]  # only the weight Σw of a moment triple is a count
+    x = np.where(np.isnan(x), 0.0, x)  # NaN padding (or refused already)
+    # A rounding allowance for weighted sums (below one row for any real bound).
+    bounds = ([float(row_bound)] if c.rows else []) + (
+        [weight_bound] if c.weights else []
+    )
+    limit = max(bounds) * (1.0 + RTOL) * c.bound_scale
+    top = float(np.max(x))
+    if top > limit:
+        scaled = "" if c.bound_scale == 1.0 else f" times {c.bound_scale!r}"
+        raise InvalidField(
+            name,
+            f"holds {top!r}, more than the {row_bound} rows (weight "
+            f"{weight_bound!r}){scaled} the client declared at the agreement",
+        )
+
+
+def moment_tolerance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Return the rounding allowed between two sums of the same moment triples.
+
+    Σw and Σw·y² are sums of non-negative terms: relative :data:`RTOL`. Σw·y can
+    cancel to about 0; its rounding is relative to Σ|w·y| <= sqrt(Σw · Σw·y²).
+    """
+    scale = np.maximum(np.abs(a), np.abs(b))
+    spread = np.sqrt(np.maximum(a[..., 0] * a[..., 2], b[..., 0] * b[..., 2]))
+    scale[..., 1] = np.maximum(scale[..., 1], spread)
+    out: np.ndarray = RTOL * scale
+    return out
+
+
+def check_same_stats(
+    name: str, got: np.ndarray, want: np.ndarray, what: str, moments: bool
+) -> None:
+    """Require statistics ``got == want`` up to rounding (moment triples if asked)."""
+    a = np.asarray(got, dtype=np.float64)
+    b = np.asarray(want, dtype=np.float64)
+    tol = moment_tolerance(a, b) if moments else RTOL * np.maximum(abs(a), abs(b))
+    bad = np.abs(a - b) > tol
+    if np.any(bad):
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InvalidField(
+            name,
+            f"is inconsistent at {at}: {what} is {float(a[at])!r} but should be "
+            f"{float(b[at])!r}",
+        )
+
+
+def check_at_most(name: str, values: np.ndarray, limit: np.ndarray, what: str) -> None:
+    """Require ``values <= limit`` elementwise (relative tolerance :data:`RTOL`)."""
+    a = np.asarray(values, dtype=np.float64)
+    b = np.asarray(limit, dtype=np.float64)
+    bad = a > b + RTOL * np.maximum(np.abs(a), np.abs(b))
+    if np.any(bad):
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        shown = np.broadcast_to(b, a.shape)[at]
+        raise InvalidField(
+            name,
+            f"is inconsistent at {at}: {what} {float(a[at])!r} exceeds "
+            f"{float(shown)!r}",
+        )
+
+
+def check_moments(name: str, moments: np.ndarray) -> None:
+    """Require moment triples ``(Σw, Σw·y, Σw·y²)`` (last axis) to be consistent.
+
+    ``Σw >= 0``, ``Σw·y² >= 0`` and ``Σw·y² · Σw >= (Σw·y)²`` (a non-negative
+    variance, Cauchy-Schwarz) up to rounding; ``Σw = 0`` forces the others to 0.
+    """
+    m = np.asarray(moments, dtype=np.float64).reshape(-1, 3)
+    w, s1, s2 = m[:, 0], m[:, 1], m[:, 2]
+    if np.any(w < 0):
+        raise InvalidField(name, "holds a negative weight Σw; weights must be >= 0")
+    if np.any(s2 < 0):
+        raise InvalidField(name, "holds a negative Σw·y²; it must be >= 0")
+    with np.errstate(over="ignore", invalid="ignore"):
+        lhs, rhs = s2 * w, s1 * s1
+        bad = lhs < rhs - 1e-6 * np.maximum(lhs, rhs) - 1e-300
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidField(
+            name,
+            f"holds inconsistent moments at {i}: Σw={w[i]!r}, Σw·y={s1[i]!r}, "
+            f"Σw·y²={s2[i]!r} give a negative variance",
+        )
 
 
 def _check_array(name: str, value: np.ndarray, c: Field) -> None:
@@ -97,6 +231,10 @@ def _check_numbers(name: str, x: np.ndarray, c: Field) -> None:
         raise InvalidField(name, f"holds values above {c.high}")
     if c.nondecreasing and original.ndim and _falls(original):
         raise InvalidField(name, "must be non-decreasing along its last axis")
+    if c.moments and original.size:
+        if original.shape[-1] != 3:
+            raise InvalidField(name, "must hold (Σw, Σw·y, Σw·y²) triples")
+        check_moments(name, original)
 
 
 def _falls(x: np.ndarray) -> bool:

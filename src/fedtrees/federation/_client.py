@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fedtrees.exceptions import CodecError, LocalProtocolError
-from fedtrees.federation._codec import Envelope, decode, encode
+from fedtrees.federation._codec import MAX_MESSAGE_BYTES, Envelope, decode, encode
 from fedtrees.federation._data import ClientData
 from fedtrees.federation._payload import Payload
 from fedtrees.federation._state import ClientState
@@ -71,39 +71,127 @@ def serve(
     data: ClientData,
     handle: Handle = dispatch,
     state: ClientState | None = None,
+    *,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
 ) -> bytes:
     """Answer one encoded request with one encoded reply (or error) envelope.
 
-    ``state`` is the client's state of the run; without one, a fresh (empty)
-    state is used, so stateful handlers ask for a resync.
+    Never raises: whatever the bytes, the answer is a reply or an ``error``
+    envelope that says what went wrong (a malformed or over-long request, a
+    request for another client, a handler that failed or returned something that
+    is not a payload, a reply that cannot be encoded).
+
+    Parameters
+    ----------
+    request : bytes
+        The encoded request.
+    data : ClientData
+        This client's local data.
+    handle : callable
+        ``(request payload, data, state) -> reply payload``; the registered
+        handlers by default.
+    state : ClientState, optional
+        The client's state of the run; without one, a fresh (empty) state is
+        used, so stateful handlers ask for a resync.
+    max_message_bytes : int
+        The longest request this client reads, in bytes; a longer one is
+        refused before it is decoded (default 128 MiB).
     """
+    client = data.client_id
     try:
-        envelope = decode(request)
-    except CodecError as exc:
-        return _error(-1, data.client_id, "", f"CodecError: {exc}")
-    if envelope.type != "request" or envelope.payload is None:
-        return _error(envelope.round, data.client_id, envelope.kind, "not a request")
-    if envelope.client != data.client_id:
-        reason = f"addressed to {envelope.client!r}, this client is {data.client_id!r}"
-        return _error(envelope.round, data.client_id, envelope.kind, reason)
+        envelope = _read_request(request, client, max_message_bytes)
+    except _Refused as refused:
+        return refused.reply
     try:
         reply = handle(
             envelope.payload, data, state if state is not None else ClientState()
         )
-        return encode(
-            Envelope("reply", envelope.round, data.client_id, reply.kind, reply)
-        )
     except Exception as exc:  # every failure becomes an error reply
-        detail = f"{type(exc).__name__}: {exc}"
-        return _error(envelope.round, data.client_id, envelope.kind, detail)
+        return _error(envelope.round, client, envelope.kind, _describe(exc))
+    return _encode_reply(envelope, client, reply)
+
+
+class _Refused(Exception):
+    """Internal: the request is refused with this encoded error envelope."""
+
+    def __init__(self, reply: bytes) -> None:
+        super().__init__("refused")
+        self.reply = reply
+
+
+def _read_request(request: bytes, client: str, max_message_bytes: int) -> Envelope:
+    """Decode a request addressed to ``client``, or raise :class:`_Refused`."""
+    too_long = _over_limit(request, max_message_bytes)
+    if too_long:
+        raise _Refused(_error(-1, client, "", too_long))
+    try:
+        envelope = decode(request)
+    except CodecError as exc:
+        raise _Refused(_error(-1, client, "", f"CodecError: {exc}")) from None
+    if envelope.type != "request" or envelope.payload is None:
+        reason = f"not a request: a {envelope.type!r} envelope"
+        raise _Refused(_error(envelope.round, client, envelope.kind, reason))
+    if envelope.client != client:
+        reason = f"addressed to {envelope.client!r}, this client is {client!r}"
+        raise _Refused(_error(envelope.round, client, envelope.kind, reason))
+    return envelope
+
+
+def _over_limit(request: object, max_message_bytes: int) -> str:
+    """Say why ``request`` is over the size limit ("" when it is not)."""
+    if not isinstance(request, bytes | bytearray | memoryview):
+        return ""  # decode names the type
+    size = memoryview(request).nbytes
+    if size <= max_message_bytes:
+        return ""
+    return (
+        f"CodecError: the request is {size} bytes, over this client's limit of "
+        f"{max_message_bytes} bytes (max_message_bytes)"
+    )
+
+
+def _encode_reply(request: Envelope, client: str, reply: object) -> bytes:
+    """Encode the handler's reply, or an error envelope saying why it cannot be."""
+    if not isinstance(reply, Payload):
+        reason = (
+            f"LocalProtocolError: the handler of {request.kind!r} returned a "
+            f"{type(reply).__name__}, not a payload"
+        )
+        return _error(request.round, client, request.kind, reason)
+    try:
+        return encode(Envelope("reply", request.round, client, reply.kind, reply))
+    except Exception as exc:  # e.g. an object array: say which field
+        detail = f"the reply could not be encoded: {_describe(exc)}"
+        return _error(request.round, client, request.kind, detail)
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose message itself fails
+        text = "(its message cannot be shown)"
+    return f"{type(exc).__name__}: {text}"
 
 
 def _error(round_: int, client: str, kind: str, detail: str) -> bytes:
     return encode(Envelope("error", round_, client, kind, None, detail))
 
 
-def refuse(request: bytes, client: str, detail: str) -> bytes:
-    """Answer a request with an error envelope (e.g. the local data cannot load)."""
+def refuse(
+    request: bytes,
+    client: str,
+    detail: str,
+    *,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+) -> bytes:
+    """Answer a request with an error envelope (e.g. the local data cannot load).
+
+    Never raises; an over-long or malformed request is answered with the reason
+    it cannot be read instead (``max_message_bytes`` as in :func:`serve`).
+    """
+    too_long = _over_limit(request, max_message_bytes)
+    if too_long:
+        return _error(-1, client, "", too_long)
     try:
         envelope = decode(request)
     except CodecError as exc:

@@ -4,11 +4,24 @@
 payloads they return travel. It keeps the raw DataFrame and target, and derives
 (once, cached) the numeric matrix handlers compute on: numeric columns as float64,
 categorical columns as the codes of their categories.
+
+**Declared categories.** A run may declare the categories of some columns as
+public metadata (``fedtrees.federation.run(..., categories=...)``); round 0
+sends the declaration down and each client calls
+:meth:`ClientData.declare_categories`: from then on the codes of a declared
+column index the *declared* list, whatever the client's own category order, so
+every client agrees without telling the server its values. **Decision:** the
+declaration is kept on the ClientData (the in-process transport keeps one per
+client for the whole federation, and round 0 of every run replaces it), not in
+the per-run :class:`~fedtrees.federation.ClientState`, which is a cache that may
+be lost; on Flower a new ClientData is loaded for every message, so the ClientApp
+applies the run config's declaration to each one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Final, Literal
 
@@ -20,10 +33,85 @@ from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import check_sample_weight
 from fedtrees.exceptions import UnsupportedInputError, ValidationError
 
-__all__ = ["ClientData", "FeatureKind", "as_frame", "label_strings"]
+__all__ = [
+    "ClientData",
+    "DeclaredCategories",
+    "FeatureKind",
+    "as_frame",
+    "check_categories",
+    "check_classes",
+    "label_strings",
+]
 
 FeatureKind = Literal["numeric", "categorical"]
 _CATEGORICAL_KINDS: Final = "OSUb"
+DeclaredCategories = dict[str, tuple[str, ...]]
+"""Declared categories: column name -> its category names, in code order."""
+_CATEGORY_SCALARS: Final = (str, int, float, bool, np.generic)
+
+
+def check_categories(categories: object, owner: str) -> DeclaredCategories:
+    """Validate a declaration of categories; return it as column -> names (``str``).
+
+    ``categories`` maps column names to sequences of category names; a name may
+    be given as any scalar and is compared as ``str(value)`` (as category values
+    travel). None declares nothing.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``owner`` and the column: not a mapping, a column given no or
+        duplicate categories, or a category that is not a scalar.
+    """
+    if categories is None:
+        return {}
+    if not isinstance(categories, Mapping):
+        raise ValidationError(
+            f"{owner}: categories must map column names to their category names; "
+            f"got {type(categories).__name__}."
+        )
+    return {
+        str(column): _declared_list(f"categories[{str(column)!r}]", values, owner)
+        for column, values in categories.items()
+    }
+
+
+def check_classes(classes: object, owner: str) -> tuple[str, ...] | None:
+    """Validate a declaration of the class labels; return them as ``str`` (or None).
+
+    Labels are compared as ``str(label)``, as they travel (``1`` and ``"1"`` are
+    the same label, ``1.0`` is another).
+
+    Raises
+    ------
+    ValidationError
+        Naming ``owner``: not a sequence, empty, repeated or non-scalar labels.
+    """
+    if classes is None:
+        return None
+    return _declared_list("classes", classes, owner)
+
+
+def _declared_list(what: str, values: object, owner: str) -> tuple[str, ...]:
+    """Check one declared list (``what`` names it, e.g. ``categories['ward']``)."""
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray):
+        raise ValidationError(
+            f"{owner}: {what} must be a sequence of names; got {type(values).__name__}."
+        )
+    items = list(values)
+    if not items:
+        raise ValidationError(f"{owner}: {what} is empty.")
+    bad = [v for v in items if not isinstance(v, _CATEGORY_SCALARS)]
+    if bad:
+        raise ValidationError(
+            f"{owner}: {what} holds a {type(bad[0]).__name__}; names must be strings "
+            "or numbers."
+        )
+    names = tuple(str(v) for v in items)
+    if len(set(names)) != len(names):
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        raise ValidationError(f"{owner}: {what} repeats {repeated} (compared as str).")
+    return names
 
 
 def as_frame(X: object, owner: str) -> pd.DataFrame:
@@ -82,6 +170,15 @@ def _check_cell_types(series: pd.Series, column: str, owner: str) -> None:
             )
 
 
+def _declared_codes(series: pd.Series, names: tuple[str, ...]) -> IntArray:
+    """Each row's index in ``names`` (by ``str`` of its category); -1 if absent."""
+    local = pd.Index([str(v) for v in series.cat.categories], dtype=object)
+    position = pd.Index(names, dtype=object).get_indexer(local)
+    table = np.append(position, -1).astype(np.int64)  # code -1 (missing) -> -1
+    codes: IntArray = table[series.cat.codes.to_numpy()]
+    return codes
+
+
 def label_strings(values: npt.ArrayLike) -> npt.NDArray[np.str_]:
     """Labels as the strings that travel (``str`` of each value)."""
     return np.asarray([str(v) for v in pd.unique(np.asarray(values, dtype=object))])
@@ -89,12 +186,17 @@ def label_strings(values: npt.ArrayLike) -> npt.NDArray[np.str_]:
 
 @dataclass(frozen=True, eq=False)
 class ClientData:
-    """The rows one client holds: features ``X``, target ``y``, and its id."""
+    """The rows one client holds: features ``X``, target ``y``, and its id.
+
+    ``X`` keeps the client's own categories; :attr:`categories` and
+    :attr:`matrix` follow the run's declaration (:meth:`declare_categories`).
+    """
 
     client_id: str
     X: pd.DataFrame
     y: pd.Series
     weights: FloatArray | None = None
+    _declared: DeclaredCategories = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
     def build(
@@ -141,22 +243,89 @@ class ClientData:
 
     @property
     def categories(self) -> tuple[tuple[str, ...] | None, ...]:
-        """Category names of every categorical column (None for numeric ones)."""
+        """Category names of every categorical column (None for numeric ones).
+
+        A declared column has the declared names; the others, the names of the
+        local dtype's categories.
+        """
         return tuple(
-            tuple(str(v) for v in self.X[c].cat.categories)
+            self._declared.get(str(c), tuple(str(v) for v in self.X[c].cat.categories))
             if kind == "categorical"
             else None
             for c, kind in zip(self.X.columns, self.feature_kinds, strict=True)
         )
 
+    @property
+    def declared_columns(self) -> tuple[str, ...]:
+        """The columns whose categories the current run declared."""
+        return tuple(self._declared)
+
+    def declare_categories(self, categories: Mapping[str, Sequence[str]]) -> None:
+        """Compute on the declared categories from now on (replacing any earlier).
+
+        Every declared column must be a categorical column here, and every value
+        it holds must be among the declared names (compared as ``str``); its codes
+        then index the declared list. An empty mapping returns to the local
+        categories (a run without a declaration).
+
+        Raises
+        ------
+        ValidationError
+            Naming this client and the column. **Decision:** a value outside the
+            declaration is not named — the error travels to the server, and
+            naming it would leak the very value the declaration keeps here — only
+            the number of rows holding such values is.
+        """
+        checked = {
+            column: self._checked_declaration(column, tuple(names))
+            for column, names in check_categories(
+                categories, f"Client {self.client_id!r}"
+            ).items()
+        }
+        self._declared.clear()
+        self._declared.update(checked)
+        self.__dict__.pop("matrix", None)  # recompute the codes in the new order
+
+    def _checked_declaration(
+        self, column: str, names: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        if column not in self.X.columns:
+            raise ValidationError(
+                f"Client {self.client_id!r}: categories are declared for column "
+                f"{column!r}, which this client does not have."
+            )
+        series = self.X[column]
+        if not isinstance(series.dtype, pd.CategoricalDtype):
+            raise ValidationError(
+                f"Client {self.client_id!r}: categories are declared for column "
+                f"{column!r}, but it is numeric here ({series.dtype}); make it a "
+                "pandas category or string column."
+            )
+        outside = int((_declared_codes(series, names) < 0).sum() - series.isna().sum())
+        if outside:
+            raise ValidationError(
+                f"Client {self.client_id!r}: column {column!r} holds a value outside "
+                f"the declared categories in {outside} row(s) (the value is not "
+                "named here, as this message travels to the server)."
+            )
+        return names
+
     @cached_property
     def matrix(self) -> FloatArray:
-        """Features as float64: categorical columns as category codes (missing: NaN)."""
+        """Features as float64: categorical columns as category codes (missing: NaN).
+
+        A declared column's codes index the declared names.
+        """
         columns = []
         for column, kind in zip(self.X.columns, self.feature_kinds, strict=True):
             series = self.X[column]
             if kind == "categorical":
-                codes = series.cat.codes.to_numpy().astype(np.float64)
+                names = self._declared.get(str(column))
+                codes = (
+                    series.cat.codes.to_numpy()
+                    if names is None
+                    else _declared_codes(series, names)
+                ).astype(np.float64)
                 columns.append(np.where(codes < 0, np.nan, codes))
             else:
                 columns.append(
@@ -187,6 +356,24 @@ class ClientData:
                 f"classes {agreed.tolist()}."
             )
         return codes
+
+    def check_declared_classes(self, classes: Sequence[str]) -> None:
+        """Refuse labels outside the declared ``classes`` (compared as ``str``).
+
+        Raises
+        ------
+        ValidationError
+            Naming this client and the number of rows, not the label (the error
+            travels to the server; see :meth:`declare_categories`).
+        """
+        labels = pd.Series([str(v) for v in np.asarray(self.y, dtype=object)])
+        outside = int((~labels.isin(list(classes))).sum())  # as label_strings
+        if outside:
+            raise ValidationError(
+                f"Client {self.client_id!r}: y holds a label outside the declared "
+                f"classes in {outside} row(s) (the label is not named here, as this "
+                "message travels to the server)."
+            )
 
     def targets(self) -> FloatArray:
         """Numeric regression targets (a clear error if y is not numeric)."""

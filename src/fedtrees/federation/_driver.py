@@ -23,7 +23,7 @@ from fedtrees.exceptions import (
     RemoteProtocolError,
 )
 from fedtrees.federation._checks import InvalidField, check_reply
-from fedtrees.federation._codec import decode, encode_broadcast
+from fedtrees.federation._codec import MAX_MESSAGE_BYTES, decode, encode_broadcast
 from fedtrees.federation._ledger import Ledger, MeteredTransport
 from fedtrees.federation._payload import Payload
 from fedtrees.federation._schema import Schema, SchemaReply, SchemaRequest, Task, agree
@@ -45,10 +45,17 @@ OnDropout = Literal["fail", "continue"]
 
 @dataclass(frozen=True)
 class FederationInfo:
-    """What the server knows when a strategy starts: client ids and the schema."""
+    """What the server knows when a strategy starts: client ids and the schema.
+
+    ``row_bounds`` and ``weight_bounds`` are the bounds each client declared at the
+    agreement (powers of two, :mod:`fedtrees.federation._schema`); the loop refuses
+    a reply holding a count above them. Empty when unknown (no check).
+    """
 
     clients: tuple[str, ...]
     schema: Schema
+    row_bounds: Mapping[str, int] = field(default_factory=dict)
+    weight_bounds: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -62,11 +69,18 @@ class RoundPlan:
     same round to a client that answered :class:`~fedtrees.federation.Resync`
     (its per-run state was missing or older than the request assumed).
     Clients given the same payload object get it encoded once.
+    ``check(client, request, reply)``, if given, is called with every reply that
+    passed its :class:`~fedtrees.federation.ReplySpec` and the request it answers
+    (the full form after a resync), before the strategy sees it: for
+    invariants across rounds (e.g. a client's node totals never change); it
+    raises :class:`~fedtrees.federation.InvalidField`, which becomes that
+    client's :class:`RemoteProtocolError` (``on_dropout`` decides).
     """
 
     requests: Mapping[str, Payload]
     on_dropout: OnDropout = "fail"
     resync: Callable[[str], Payload] | None = None
+    check: Callable[[str, Payload, Payload], None] | None = None
 
     @classmethod
     def broadcast(
@@ -140,6 +154,9 @@ def run(
     callbacks: Sequence[RoundCallback] = (),
     ledger: Ledger | None = None,
     max_rounds: int = 100_000,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    categories: Mapping[str, Sequence[str]] | None = None,
+    classes: Sequence[object] | None = None,
 ) -> RunResult:
     """Run ``strategy`` over ``transport``: the opening agreement, then its rounds.
 
@@ -148,13 +165,27 @@ def run(
     task : {"classification", "regression"}
         What the clients agree on in round 0 (labels for classification).
     timeout : float
-        Seconds each round may take; a client that does not answer is a dropout.
+        Seconds each round may take, resyncs included; a client that does not
+        answer by then is a dropout.
     min_clients : int
         Clients that must be available, and answer validly in every round.
     callbacks : sequence of callables
         Called with a :class:`RoundEnv` after every round, round 0 included.
     ledger : Ledger, optional
         Where communication is recorded (a new one by default).
+    max_message_bytes : int
+        The longest reply accepted, in bytes (default 128 MiB), checked before
+        it is decoded: a longer one is that client's failure, like a malformed
+        one. Clients check requests against their own limit
+        (:func:`~fedtrees.federation.serve`).
+    categories : mapping of str to sequence of str, optional
+        Declared categories (column -> names, public metadata): round 0 sends them
+        down, every client re-codes those columns to that order and sends none of
+        its own values (:mod:`fedtrees.federation._schema` says what the
+        agreement reveals with and without a declaration).
+    classes : sequence, optional
+        Declared class labels (classification; public metadata): clients check
+        their labels against them and send no label set.
 
     Raises
     ------
@@ -168,19 +199,32 @@ def run(
     """
     timeout = check_float(timeout, "timeout", "run", min_value=0.0, min_inclusive=False)
     min_clients = check_int(min_clients, "min_clients", "run", min_value=1)
+    max_message_bytes = check_int(
+        max_message_bytes, "max_message_bytes", "run", min_value=1
+    )
     ledger = ledger if ledger is not None else Ledger()
     loop = _Loop(MeteredTransport(transport, ledger), timeout, min_clients)
+    loop.max_message_bytes = max_message_bytes
     clients = transport.client_ids()
     if len(clients) < min_clients:
         raise NotEnoughClientsError(
             f"{len(clients)} clients are available; min_clients={min_clients}."
         )
     report = _Reporter(tuple(callbacks), strategy, ledger)
-    agreement = loop.round(0, RoundPlan.broadcast(SchemaRequest(task), clients))
+    request = SchemaRequest.declaring(task, categories, classes)
+    agreement = loop.round(0, RoundPlan.broadcast(request, clients))
     schema_replies = {
         c: r for c, r in agreement.replies.items() if isinstance(r, SchemaReply)
     }
-    info = FederationInfo(tuple(sorted(schema_replies)), agree(schema_replies, task))
+    info = FederationInfo(
+        tuple(sorted(schema_replies)),
+        agree(
+            schema_replies, task, request.declared(), request.declared_class_labels()
+        ),
+        {c: r.row_bound for c, r in sorted(schema_replies.items())},
+        {c: r.weight_bound for c, r in sorted(schema_replies.items())},
+    )
+    loop.bounds = (dict(info.row_bounds), dict(info.weight_bounds))
     strategy.start(info)
     report(agreement)
     round_ = 0
@@ -213,15 +257,21 @@ class _Loop:
     def __init__(self, transport: MeteredTransport, timeout: float, min_clients: int):
         self.transport, self.timeout, self.min_clients = transport, timeout, min_clients
         self.dropouts: list[RemoteProtocolError] = []
+        # Each client's declared (row, weight) bounds, learnt after round 0.
+        self.bounds: tuple[dict[str, int], dict[str, float]] = ({}, {})
+        self.max_message_bytes: int = MAX_MESSAGE_BYTES
 
     def round(self, round_: int, plan: RoundPlan) -> _Outcome:
         start = time.perf_counter()
         first_entry = len(self.transport.ledger.entries)
         requests = dict(sorted(plan.requests.items()))
-        replies, failed, resync = self._exchange(round_, requests)
-        if resync:
+        replies, failed, resync = self._exchange(
+            round_, requests, self.timeout, plan.check
+        )
+        if resync:  # in the same round: the resync gets what is left of its time
             again = {c: self._full_request(round_, plan, c) for c in resync}
-            more, more_failed, still = self._exchange(round_, again)
+            left = max(self.timeout - (time.perf_counter() - start), 1e-3)
+            more, more_failed, still = self._exchange(round_, again, left, plan.check)
             replies.update(more)
             failed.extend(more_failed)
             failed.extend(
@@ -237,18 +287,33 @@ class _Loop:
         return _Outcome(round_, plan, replies, tuple(failed), first_entry, seconds)
 
     def _exchange(
-        self, round_: int, requests: Mapping[str, Payload]
+        self,
+        round_: int,
+        requests: Mapping[str, Payload],
+        timeout: float,
+        check: Callable[[str, Payload, Payload], None] | None = None,
     ) -> tuple[dict[str, Payload], list[RemoteProtocolError], list[str]]:
         """One exchange: replies, failures, and the clients that want a resync."""
         deliveries = self.transport.exchange(
-            round_, _encode_requests(round_, requests), self.timeout
+            round_, _encode_requests(round_, requests), timeout
         )
         replies: dict[str, Payload] = {}
         failed: list[RemoteProtocolError] = []
         resync: list[str] = []
         for client, request in requests.items():
+            rows, weight = self.bounds
             try:
-                reply = receive(client, round_, request, deliveries.get(client))
+                reply = receive(
+                    client,
+                    round_,
+                    request,
+                    deliveries.get(client),
+                    row_bound=rows.get(client),
+                    weight_bound=weight.get(client),
+                    max_message_bytes=self.max_message_bytes,
+                )
+                if check is not None and not isinstance(reply, Resync):
+                    _cross_check(check, client, round_, request, reply)
             except RemoteProtocolError as exc:
                 failed.append(exc)
                 continue
@@ -340,10 +405,38 @@ def _encode_requests(round_: int, requests: Mapping[str, Payload]) -> list[Outgo
     return [Outgoing(c, p.kind, encoded[c]) for c, p in requests.items()]
 
 
+def _cross_check(
+    check: Callable[[str, Payload, Payload], None],
+    client: str,
+    round_: int,
+    request: Payload,
+    reply: Payload,
+) -> None:
+    """Run a round's cross-round check; its InvalidField names the client."""
+    try:
+        check(client, request, reply)
+    except InvalidField as exc:
+        raise RemoteProtocolError(
+            client, round_, request.kind, exc.field, exc.reason
+        ) from exc
+
+
 def receive(
-    client: str, round_: int, request: Payload, delivery: Delivery | None
+    client: str,
+    round_: int,
+    request: Payload,
+    delivery: Delivery | None,
+    *,
+    row_bound: int | None = None,
+    weight_bound: float | None = None,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
 ) -> Payload:
-    """Turn a delivery into a validated reply payload, or raise RemoteProtocolError."""
+    """Turn a delivery into a validated reply payload, or raise RemoteProtocolError.
+
+    ``row_bound``/``weight_bound``: what ``client`` declared at the agreement;
+    a count above them is refused (see :func:`check_reply`). A reply longer than
+    ``max_message_bytes`` is refused before it is decoded.
+    """
     kind = request.kind
 
     def fail(field_: str, reason: str) -> RemoteProtocolError:
@@ -354,6 +447,13 @@ def receive(
         raise fail("reply", f"is missing: the client is unreachable ({detail})")
     if delivery.status == "timeout" or delivery.data is None:
         raise fail("reply", f"did not arrive in time ({delivery.detail})")
+    size = len(delivery.data)
+    if size > max_message_bytes:
+        raise fail(
+            "reply",
+            f"is {size} bytes, over the limit of {max_message_bytes} bytes "
+            "(max_message_bytes)",
+        )
     try:
         envelope = decode(delivery.data)
     except CodecError as exc:
@@ -370,7 +470,12 @@ def receive(
     if isinstance(envelope.payload, Resync):
         return envelope.payload
     try:
-        check_reply(request.expected_reply(), envelope.payload)
+        check_reply(
+            request.expected_reply(),
+            envelope.payload,
+            row_bound=row_bound,
+            weight_bound=weight_bound,
+        )
     except InvalidField as exc:
         raise fail(exc.field, exc.reason) from exc
     return envelope.payload

@@ -4,19 +4,33 @@ In process, :meth:`Federation.from_groups` and :meth:`Federation.from_clients`
 give every client its own :class:`ClientData` behind an
 :class:`InProcessTransport`; a Flower deployment builds one around its own
 transport. Client ids are strings: the group values, or the names given.
+
+A federation may carry a declaration of categories (``categories=``: column ->
+category names, public metadata): its runs send the declared lists down at the
+agreement instead of collecting each client's values
+(:mod:`fedtrees.federation._schema`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fedtrees._validation import check_int
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation._data import ClientData, as_frame
+from fedtrees.federation._codec import MAX_MESSAGE_BYTES
+from fedtrees.federation._data import (
+    ClientData,
+    DeclaredCategories,
+    as_frame,
+    check_categories,
+    check_classes,
+)
 from fedtrees.federation._driver import RoundCallback, RunResult, ServerStrategy, run
 from fedtrees.federation._ledger import Ledger
 from fedtrees.federation._schema import Task
@@ -38,10 +52,53 @@ class Federation:
     >>> fed = Federation.from_groups(X, [0, 1, 0, 1, 1, 0], sites)
     >>> fed.clients
     ('a', 'b')
+    >>> fed.with_categories({"x0": ["0.0", "2.0"]}).categories
+    {'x0': ('0.0', '2.0')}
+
+    ``categories`` declares the categories of columns (column -> names, in code
+    order) as public metadata: no client sends its values of those columns at the
+    agreement (:func:`fedtrees.federation.run`). ``classes`` declares the class
+    labels likewise: no client sends its label set (classification).
+
+    ``max_message_bytes`` is the longest reply the server accepts from a client,
+    in bytes, checked before decoding (default 128 MiB); every run on this
+    federation uses it unless :meth:`run` is given another.
     """
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        categories: Mapping[str, Sequence[str]] | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        classes: Sequence[object] | None = None,
+    ) -> None:
         self.transport = transport
+        self.categories: DeclaredCategories = check_categories(categories, "Federation")
+        self.classes = check_classes(classes, "Federation")
+        self.max_message_bytes = check_int(
+            max_message_bytes, "max_message_bytes", "Federation", min_value=1
+        )
+
+    def with_categories(
+        self, categories: Mapping[str, Sequence[str]] | None
+    ) -> Federation:
+        """Return a federation over the same transport declaring ``categories``.
+
+        It replaces this federation's declaration (None declares nothing).
+        """
+        clone = copy.copy(self)
+        clone.categories = check_categories(categories, "Federation.with_categories")
+        return clone
+
+    def with_classes(self, classes: Sequence[object] | None) -> Federation:
+        """Return a federation over the same transport declaring the class labels.
+
+        It replaces this federation's declaration (None declares nothing).
+        """
+        clone = copy.copy(self)
+        clone.classes = check_classes(classes, "Federation.with_classes")
+        return clone
 
     @property
     def clients(self) -> tuple[str, ...]:
@@ -58,12 +115,29 @@ class Federation:
         sample_weight: npt.ArrayLike | None = None,
         workers: int = 1,
         faults: Sequence[Fault] = (),
+        categories: Mapping[str, Sequence[str]] | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> Federation:
         """Build one in-process client per distinct value of ``groups``.
 
-        Client ids are ``str`` of the group values.
+        ``max_message_bytes``: as in :class:`Federation`.
+
+        Client ids are ``str`` of the group values. ``categories`` is the
+        declaration its runs send (its columns must be columns of ``X``).
         """
         frame = as_frame(X, "Federation.from_groups")
+        declared = _declared_columns_of(
+            categories, frame.columns, "Federation.from_groups"
+        )
+        numeric = [
+            c for c in declared if not isinstance(frame[c].dtype, pd.CategoricalDtype)
+        ]
+        if numeric:
+            raise ValidationError(
+                f"Federation.from_groups: categories are declared for column "
+                f"{numeric[0]!r}, which is numeric in X; make it a pandas category "
+                "or string column."
+            )
         target = np.asarray(y)
         keys = pd.Series(np.asarray(groups, dtype=object))
         if keys.shape[0] != frame.shape[0] or target.shape[0] != frame.shape[0]:
@@ -94,7 +168,11 @@ class Federation:
             rows = (ids == name).to_numpy()
             part = None if weights is None else weights[rows]
             clients[name] = ClientData.build(name, frame[rows], target[rows], part)
-        return cls(InProcessTransport(clients, workers=workers, faults=faults))
+        return cls(
+            InProcessTransport(clients, workers=workers, faults=faults),
+            categories=declared,
+            max_message_bytes=max_message_bytes,
+        )
 
     @classmethod
     def from_clients(
@@ -104,10 +182,16 @@ class Federation:
         *,
         workers: int = 1,
         faults: Sequence[Fault] = (),
+        categories: Mapping[str, Sequence[str]] | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> Federation:
         """Build one in-process client per ``(X, y)``.
 
+        ``max_message_bytes``: as in :class:`Federation`.
+
         Client ids are ``"0", "1", ...`` for a sequence, or the mapping's keys.
+        ``categories`` is the declaration its runs send (its columns must be
+        columns of some client; each client checks its own at the agreement).
         """
         items: list[tuple[str, tuple[object, npt.ArrayLike]]] = (
             [(str(k), v) for k, v in clients.items()]
@@ -117,7 +201,13 @@ class Federation:
         if not items:
             raise ValidationError("Federation.from_clients needs at least one client.")
         data = {name: ClientData.build(name, X, y) for name, (X, y) in items}
-        return cls(InProcessTransport(data, workers=workers, faults=faults))
+        columns = {str(c) for client in data.values() for c in client.X.columns}
+        declared = _declared_columns_of(categories, columns, "Federation.from_clients")
+        return cls(
+            InProcessTransport(data, workers=workers, faults=faults),
+            categories=declared,
+            max_message_bytes=max_message_bytes,
+        )
 
     def run(
         self,
@@ -128,8 +218,12 @@ class Federation:
         min_clients: int = 1,
         callbacks: Sequence[RoundCallback] = (),
         ledger: Ledger | None = None,
+        max_message_bytes: int | None = None,
     ) -> RunResult:
-        """Run ``strategy`` on these clients (see :func:`fedtrees.federation.run`)."""
+        """Run ``strategy`` on these clients (see :func:`fedtrees.federation.run`).
+
+        ``max_message_bytes`` defaults to this federation's.
+        """
         return run(
             strategy,
             self.transport,
@@ -138,6 +232,11 @@ class Federation:
             min_clients=min_clients,
             callbacks=callbacks,
             ledger=ledger,
+            categories=self.categories,
+            classes=self.classes,
+            max_message_bytes=self.max_message_bytes
+            if max_message_bytes is None
+            else max_message_bytes,
         )
 
     def on_each_site(self, function: Callable[[ClientData], T]) -> dict[str, T]:
@@ -160,7 +259,8 @@ class Federation:
 
     def __repr__(self) -> str:
         kind = type(self.transport).__name__
-        return f"Federation(clients={list(self.clients)}, transport={kind})"
+        declared = f", categories={list(self.categories)}" if self.categories else ""
+        return f"Federation(clients={list(self.clients)}, transport={kind}{declared})"
 
     def row_counts(self) -> dict[str, int]:
         """Rows per client, for in-process federations (audits and tests only)."""
@@ -171,3 +271,20 @@ class Federation:
             )
         result: dict[str, int] = counts()
         return result
+
+
+def _declared_columns_of(
+    categories: Mapping[str, Sequence[str]] | None,
+    columns: Iterable[object],
+    owner: str,
+) -> DeclaredCategories:
+    """Validate a declaration against the known columns, before any message."""
+    declared = check_categories(categories, owner)
+    known = {str(c) for c in columns}
+    unknown = [c for c in declared if c not in known]
+    if unknown:
+        raise ValidationError(
+            f"{owner}: categories are declared for column {unknown[0]!r}, which X "
+            f"does not have (its columns: {sorted(known)})."
+        )
+    return declared

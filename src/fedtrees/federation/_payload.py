@@ -159,6 +159,16 @@ class Field:
     the last axis (quantile sketches); ``nondecreasing`` requires the values to
     rise (or stay) along the last axis, padding aside (sorted quantile points).
     ``equals`` requires an exact value (e.g. the agreed label order).
+    ``rows`` requires every entry to be at most the row bound the replying client
+    declared at the agreement (row counts); ``weights``, at most its weight bound
+    (weighted counts: class counts, node weights, with sample weights or
+    bootstrap counts). These bound what a buggy client can send; they are not a
+    Byzantine defence (a client may lie at the agreement). ``moments``: the last
+    axis holds ``(Σw, Σw·y, Σw·y²)`` triples, which must be consistent (Σw >= 0, a
+    non-negative variance); with ``weights``, only Σw is bounded. With both
+    ``rows`` and ``weights`` the larger bound applies (a count that is weighted
+    or not); ``bound_scale`` multiplies the bound (e.g. by the largest agreed
+    class weight).
     """
 
     dtype: str = ""
@@ -170,6 +180,10 @@ class Field:
     high: float | None = None
     equals: object = None
     nondecreasing: bool = False
+    rows: bool = False
+    weights: bool = False
+    moments: bool = False
+    bound_scale: float = 1.0
 
     @classmethod
     def array(
@@ -184,6 +198,10 @@ class Field:
         high: float | None = None,
         equals: npt.ArrayLike | None = None,
         nondecreasing: bool = False,
+        rows: bool = False,
+        weights: bool = False,
+        moments: bool = False,
+        bound_scale: float = 1.0,
     ) -> Field:
         """Constrain an array: dtype kinds (``"f"``, ``"iu"``, ``"U"``...) and shape."""
         exact = None if equals is None else np.asarray(equals)
@@ -197,6 +215,10 @@ class Field:
             high,
             exact,
             nondecreasing,
+            rows,
+            weights,
+            moments,
+            bound_scale,
         )
 
     @classmethod
@@ -207,9 +229,13 @@ class Field:
         high: float | None = None,
         equals: object = None,
         finite: bool = True,
+        rows: bool = False,
+        weights: bool = False,
     ) -> Field:
-        """Constraints on a scalar field (range, exact value, finiteness)."""
-        return cls("", None, finite, False, False, low, high, equals)
+        """Constraints on a scalar field (range, exact value, finiteness, bounds)."""
+        return cls(
+            "", None, finite, False, False, low, high, equals, False, rows, weights
+        )
 
 
 @dataclass(frozen=True)
@@ -218,7 +244,10 @@ class ReplySpec:
 
     ``check`` receives the decoded reply and raises
     :class:`fedtrees.federation.InvalidField` for semantic errors that field
-    constraints cannot express.
+    constraints cannot express: the invariants of the message kind (class counts
+    summing to node counts, bins summing to node totals, moments consistent with
+    their weights). They bound what a buggy client can do; a hostile client that
+    sends consistent lies is not caught (not a Byzantine defence).
     """
 
     type: type[Payload]

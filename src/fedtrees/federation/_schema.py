@@ -4,22 +4,69 @@ Round 0 of every run: each client reports its feature names, kinds and category
 lists, and (for classification) its label set; the server checks that the schema
 is the same everywhere — refusing to start otherwise, naming the client and the
 column — and agrees on the sorted union of the labels. Every later class-count
-vector uses that label order. Row counts are *not* reported.
+vector uses that label order.
+
+Row counts are *not* reported; each client declares two bounds instead, so that
+the server can refuse inflated statistics (:mod:`fedtrees.federation._checks`):
+``row_bound``, the smallest power of two >= its row count n, and
+``weight_bound``, the smallest power of two >= n * max(w) for sample weights w
+(n without weights, so then both bounds are equal). n * max(w) bounds the total
+weight of the rows and of any bootstrap resample of them (n draws). Being
+powers of two, the bounds reveal only ceil(log2 n) and ceil(log2(n * max w)),
+never n itself. They bound what a buggy client can send; a client that lies
+about them is not caught (this is not a Byzantine defence).
+
+**What the agreement reveals to the server.** Without a declaration: the column
+names, their order and kinds (numeric or categorical); for every categorical
+column, each client's list of categories — the categories of a pandas
+``category`` dtype (used or not), or the distinct values present in a
+string/object column — so every distinct value a client holds in such a column
+leaves it; for classification, the set of labels each client holds (needed to
+agree on the class order) and, for every task, the label type; and the two
+bounds above. Never a row, a row count, or which row holds what.
+
+**Declared categories** (``run(..., categories={column: names})``, public
+metadata, like the DP forest's ``feature_ranges``): the request carries the
+declared lists *down* (``declared_columns``, ``declared_categories``,
+``n_declared``); each client checks that a declared column is categorical there
+and holds only declared values, re-codes it to the declared order
+(:meth:`ClientData.declare_categories`) and replies with no category of it,
+echoing the declared column names (``declared_columns``). No category value of a
+declared column leaves a client; what such a reply still reveals is that the
+client's values are among the declared ones (else it fails, naming itself, the
+column and the number of offending rows — not the value). The agreed
+:attr:`Schema.categories` of a declared column is the declared list, in its
+order. Undeclared categorical columns behave as above.
+
+**Declared classes** (``run(..., classes=labels)``, classification): the labels
+travel down (``declared_classes``); each client checks that its labels are
+among them (compared as ``str``; else it fails naming itself and the number of
+rows, not the label) and sends an empty label set. The agreed classes are the
+declared ones, sorted as the label type orders them. Without it, each client's
+label set travels (needed to agree on the class order); the label type always
+does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from fedtrees.exceptions import SchemaMismatchError
+from fedtrees.exceptions import SchemaMismatchError, ValidationError
 from fedtrees.federation._checks import InvalidField
 from fedtrees.federation._client import handler
-from fedtrees.federation._data import ClientData, label_strings
+from fedtrees.federation._data import (
+    ClientData,
+    DeclaredCategories,
+    check_categories,
+    check_classes,
+    label_strings,
+)
 from fedtrees.federation._payload import Field, Payload, ReplySpec, payload
 
 __all__ = ["Schema", "SchemaReply", "SchemaRequest", "Task", "agree"]
@@ -35,7 +82,8 @@ class SchemaReply(Payload):
     """A client's schema: columns, kinds, categories and (classification) labels.
 
     ``categories`` concatenates the category lists of the categorical columns;
-    ``n_categories[j]`` is column j's share (0 for numeric columns).
+    ``n_categories[j]`` is column j's share (0 for numeric columns and for the
+    ``declared_columns``, whose categories the request declared).
     """
 
     feature_names: np.ndarray
@@ -44,16 +92,98 @@ class SchemaReply(Payload):
     n_categories: np.ndarray
     labels: np.ndarray
     label_type: str
+    row_bound: int
+    weight_bound: float
+    declared_columns: np.ndarray
+
+
+def _no_strings() -> np.ndarray:
+    return np.zeros(0, dtype="<U1")
+
+
+def _no_counts() -> np.ndarray:
+    return np.zeros(0, dtype=np.int64)
 
 
 @payload("federation.schema")
 class SchemaRequest(Payload):
-    """Ask a client for its schema; ``task`` is "classification" or "regression"."""
+    """Ask a client for its schema; ``task`` is "classification" or "regression".
+
+    ``declared_columns`` name the columns whose categories the run declares,
+    ``declared_categories`` concatenates their lists (``n_declared[k]`` is column
+    k's share): public metadata, sent down (see the module docstring). With
+    ``classes_declared``, ``declared_classes`` are the class labels (as ``str``):
+    clients check theirs against them and send no label set. Build one with
+    :meth:`declaring`.
+    """
 
     task: str
+    declared_columns: np.ndarray = field(default_factory=_no_strings)
+    declared_categories: np.ndarray = field(default_factory=_no_strings)
+    n_declared: np.ndarray = field(default_factory=_no_counts)
+    classes_declared: bool = False
+    declared_classes: np.ndarray = field(default_factory=_no_strings)
+
+    @classmethod
+    def declaring(
+        cls,
+        task: str,
+        categories: Mapping[str, Sequence[str]] | None = None,
+        classes: Sequence[object] | None = None,
+    ) -> SchemaRequest:
+        """Return the request of ``task`` declaring ``categories`` and ``classes``.
+
+        ``categories``: column -> category names; ``classes``: the class labels
+        (classification only).
+
+        Raises
+        ------
+        ValidationError
+            A malformed declaration (naming the column), or classes declared for
+            another task.
+        """
+        declared = check_categories(categories, "run")
+        names = [name for values in declared.values() for name in values]
+        labels = check_classes(classes, "run")
+        if labels is not None and task != "classification":
+            raise ValidationError(f"run: classes are declared for a {task} task.")
+        return cls(
+            task,
+            np.asarray(list(declared), dtype=str).reshape(-1),
+            np.asarray(names, dtype=str).reshape(-1),
+            np.asarray([len(v) for v in declared.values()], dtype=np.int64),
+            labels is not None,
+            np.asarray(labels or (), dtype=str).reshape(-1),
+        )
+
+    def declared_class_labels(self) -> tuple[str, ...] | None:
+        """Return the declared class labels, or None when none are declared."""
+        if not self.classes_declared:
+            return None
+        return tuple(str(v) for v in self.declared_classes.tolist())
+
+    def declared(self) -> DeclaredCategories:
+        """Return the declared categories, column -> names (checking the counts)."""
+        columns = self.declared_columns.tolist()
+        counts = self.n_declared.tolist()
+        wrong = len(counts) != len(columns) or any(c < 0 for c in counts)
+        if wrong or sum(counts) != len(self.declared_categories):
+            raise ValidationError(
+                "SchemaRequest: n_declared must give one count per declared column, "
+                "adding up to the declared categories."
+            )
+        bounds = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
+        flat = self.declared_categories.tolist()
+        return {
+            str(column): tuple(str(v) for v in flat[bounds[k] : bounds[k + 1]])
+            for k, column in enumerate(columns)
+        }
 
     def expected_reply(self) -> ReplySpec:
-        """Names, kinds and category counts of equal length; labels as strings."""
+        """Names, kinds and category counts of equal length; labels as strings.
+
+        The reply must echo ``declared_columns`` and list no category of them.
+        """
         return ReplySpec(
             SchemaReply,
             {
@@ -61,10 +191,40 @@ class SchemaRequest(Payload):
                 "feature_kinds": Field.array("U", (None,)),
                 "categories": Field.array("U", (None,)),
                 "n_categories": Field.array("iu", (None,), nonnegative=True),
-                "labels": Field.array("U", (None,)),
+                "labels": Field.array("U", (0,) if self.classes_declared else (None,)),
+                "row_bound": Field.scalar(low=1),
+                "weight_bound": Field.scalar(low=0.0),
+                "declared_columns": Field.array(
+                    "U", (None,), equals=self.declared_columns
+                ),
             },
-            check=_consistent,
+            check=_check_declared(self.declared_columns.tolist()),
         )
+
+
+def _check_declared(declared: list[str]) -> Callable[[SchemaReply], None]:
+    """Check the reply, and that declared columns are categorical with no values."""
+
+    def check(reply: SchemaReply) -> None:
+        _consistent(reply)
+        names = reply.feature_names.tolist()
+        for column in declared:
+            if column not in names:
+                raise InvalidField(
+                    "feature_names", f"lack the declared column {column!r}"
+                )
+            j = names.index(column)
+            if reply.feature_kinds[j] != "categorical":
+                raise InvalidField(
+                    "feature_kinds", f"say the declared column {column!r} is numeric"
+                )
+            if int(reply.n_categories[j]) != 0:
+                raise InvalidField(
+                    "n_categories",
+                    f"list categories of the declared column {column!r}",
+                )
+
+    return check
 
 
 def _consistent(reply: SchemaReply) -> None:
@@ -77,12 +237,41 @@ def _consistent(reply: SchemaReply) -> None:
         raise InvalidField("n_categories", "must add up to the number of categories")
     if reply.label_type not in _LABEL_TYPES:
         raise InvalidField("label_type", f"must be one of {_LABEL_TYPES}")
+    for name in ("row_bound", "weight_bound"):
+        value = getattr(reply, name)
+        if value != power_of_two_at_least(value):
+            raise InvalidField(name, f"is {value!r}; a power of two was expected")
+
+
+def power_of_two_at_least(x: float) -> float:
+    """Return the smallest power of two >= ``x`` (0.0 for ``x <= 0``), exactly."""
+    if x <= 0:
+        return 0.0
+    mantissa, exponent = math.frexp(x)  # x = mantissa * 2**exponent, 0.5 <= m < 1
+    return math.ldexp(1.0, exponent - 1 if mantissa == 0.5 else exponent)
+
+
+def declared_bounds(data: ClientData) -> tuple[int, float]:
+    """Return a client's ``(row_bound, weight_bound)`` (module docstring)."""
+    n = data.n_rows
+    heaviest = 1.0 if data.weights is None else float(np.max(data.weights))
+    return 1 << max(n - 1, 0).bit_length(), power_of_two_at_least(n * heaviest)
 
 
 @handler("federation.schema")
 def report_schema(request: SchemaRequest, data: ClientData) -> SchemaReply:
-    """Client side: describe the local columns and labels (not the row count)."""
-    categories = data.categories
+    """Client side: describe the columns and labels, and bound the rows (not n).
+
+    First re-codes the declared columns (:meth:`ClientData.declare_categories`,
+    which refuses a numeric column or a value outside the declaration); their
+    categories are not reported.
+    """
+    data.declare_categories(request.declared())
+    declared = set(data.declared_columns)
+    categories = [
+        None if str(column) in declared else entry
+        for column, entry in zip(data.X.columns, data.categories, strict=True)
+    ]
     flat = [c for entry in categories if entry is not None for c in entry]
     counts = [0 if entry is None else len(entry) for entry in categories]
     if request.task != "classification":
@@ -91,6 +280,10 @@ def report_schema(request: SchemaRequest, data: ClientData) -> SchemaReply:
         labels, label_type = np.zeros(0, dtype="<U1"), "float"
     else:
         labels, label_type = label_strings(data.y), _label_type(data.y.to_numpy())
+        declared_classes = request.declared_class_labels()
+        if declared_classes is not None:
+            data.check_declared_classes(declared_classes)
+            labels = np.zeros(0, dtype="<U1")
     return SchemaReply(
         feature_names=np.asarray(list(data.X.columns), dtype=str),
         feature_kinds=np.asarray(data.feature_kinds, dtype=str),
@@ -98,6 +291,9 @@ def report_schema(request: SchemaRequest, data: ClientData) -> SchemaReply:
         n_categories=np.asarray(counts, dtype=np.int64),
         labels=labels.astype(str),
         label_type=label_type,
+        row_bound=declared_bounds(data)[0],
+        weight_bound=declared_bounds(data)[1],
+        declared_columns=np.asarray(data.declared_columns, dtype=str).reshape(-1),
     )
 
 
@@ -114,7 +310,11 @@ def _label_type(values: npt.NDArray[np.generic]) -> str:
 
 @dataclass(frozen=True)
 class Schema:
-    """What every client agreed on: the columns and, for classification, the labels."""
+    """What every client agreed on: the columns and, for classification, the labels.
+
+    ``declared_columns``: the categorical columns whose categories the run
+    declared (their ``categories`` are the declared lists; no client sent them).
+    """
 
     feature_names: tuple[str, ...]
     feature_kinds: tuple[str, ...]
@@ -122,6 +322,7 @@ class Schema:
     task: Task
     classes: tuple[str, ...]
     label_type: str
+    declared_columns: tuple[str, ...] = ()
 
     @property
     def n_features(self) -> int:
@@ -129,43 +330,72 @@ class Schema:
         return len(self.feature_names)
 
 
-def agree(replies: Mapping[str, SchemaReply], task: Task) -> Schema:
+def agree(
+    replies: Mapping[str, SchemaReply],
+    task: Task,
+    categories: Mapping[str, Sequence[str]] | None = None,
+    classes: Sequence[object] | None = None,
+) -> Schema:
     """Server side: check that all schemas match; agree on the sorted label union.
+
+    ``categories`` is the run's declaration (column -> names): those columns get
+    the declared lists (the replies carry none of them). ``classes``, if
+    declared, replace the union of the clients' labels; either way the classes
+    are sorted as the label type orders them (numbers by value).
 
     Raises
     ------
     SchemaMismatchError
         Naming the client and the column (or the label type) that differs from
-        the first client (in client-id order).
+        the first client (in client-id order), or a declared column no client has.
     """
+    declared = check_categories(categories, "agree")
     ordered = sorted(replies)
     reference_client = ordered[0]
-    reference = _columns(replies[reference_client])
+    reference = _columns(replies[reference_client], declared)
     for client in ordered[1:]:
-        _compare(reference_client, reference, client, _columns(replies[client]))
+        _compare(
+            reference_client, reference, client, _columns(replies[client], declared)
+        )
+    missing = sorted(set(declared) - set(reference[0]))
+    if missing:
+        raise SchemaMismatchError(
+            f"Categories are declared for columns {missing}, which client "
+            f"{reference_client!r} does not have."
+        )
     label_types = {replies[c].label_type for c in ordered}
     if task == "classification" and len(label_types) > 1:
         found = {c: replies[c].label_type for c in ordered}
         raise SchemaMismatchError(f"Clients disagree on the label type: {found}.")
     names, kinds, cats = reference
-    labels = _sorted_union(
-        [replies[c].labels for c in ordered], replies[reference_client].label_type
+    labels = _agreed_classes(
+        [replies[c].labels for c in ordered],
+        replies[reference_client].label_type,
+        check_classes(classes, "agree"),
     )
     return Schema(
-        names, kinds, cats, task, labels, replies[reference_client].label_type
+        names,
+        kinds,
+        cats,
+        task,
+        labels,
+        replies[reference_client].label_type,
+        tuple(c for c in names if c in declared),
     )
 
 
 Columns = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...] | None, ...]]
 
 
-def _columns(reply: SchemaReply) -> Columns:
+def _columns(reply: SchemaReply, declared: DeclaredCategories) -> Columns:
     names = tuple(reply.feature_names.tolist())
     kinds = tuple(reply.feature_kinds.tolist())
     bounds = np.concatenate([[0], np.cumsum(reply.n_categories)])
     flat = reply.categories.tolist()
     cats = tuple(
-        tuple(flat[bounds[j] : bounds[j + 1]]) if kinds[j] == "categorical" else None
+        declared.get(names[j], tuple(flat[bounds[j] : bounds[j + 1]]))
+        if kinds[j] == "categorical"
+        else None
         for j in range(len(names))
     )
     return names, kinds, cats
@@ -199,6 +429,21 @@ def _compare(ref_client: str, ref: Columns, client: str, other: Columns) -> None
                 f"{client!r} but {list(ref_cats[j] or ())} at client {ref_client!r}; "
                 "declare the same categories everywhere (a pandas CategoricalDtype)."
             )
+
+
+def _agreed_classes(
+    label_sets: list[np.ndarray], label_type: str, declared: tuple[str, ...] | None
+) -> tuple[str, ...]:
+    """Return the sorted union of the clients' labels, or the declared classes."""
+    if declared is None:
+        return _sorted_union(label_sets, label_type)
+    try:
+        return _sorted_union([np.asarray(declared, dtype=str)], label_type)
+    except ValueError as exc:
+        raise SchemaMismatchError(
+            f"The declared classes {list(declared)} are not all {label_type} labels, "
+            "the clients' label type."
+        ) from exc
 
 
 def _sorted_union(label_sets: list[np.ndarray], label_type: str) -> tuple[str, ...]:

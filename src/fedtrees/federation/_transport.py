@@ -9,6 +9,13 @@ no object reference ever passes from client to server.
 The in-process transport also holds each client's :class:`ClientState` for the
 run (DESIGN.md, "Per-run client state").
 
+Every message is served in a daemon worker thread and the round waits only until
+its deadline (one deadline for the whole round): a client whose handler has not
+returned by then is a ``timeout`` delivery. A running handler cannot be stopped,
+so a late one is fenced off instead: its reply is discarded, and the client is
+given a fresh state (it resyncs if asked again), so a late write into the old
+state object changes nothing the run still uses.
+
 Fault injection (tests only) makes a client drop out, answer after the timeout,
 raise, reply garbage, reply a mutated (hostile) payload, or forget its state (as
 a restarted site would), per client and round.
@@ -16,9 +23,10 @@ a restarted site would), per client and round.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
@@ -112,8 +120,14 @@ class InProcessTransport:
     ----------
     clients : mapping client id -> ClientData
     workers : int
-        1 serves clients one after another; more serves them on a thread pool.
-        Results do not depend on it (replies are keyed by client).
+        How many handlers of one round may run at once: 1 serves the clients one
+        after another (in request order), more serves them side by side. Results
+        do not depend on it (replies are keyed by client, states are per client).
+        With one worker, the clients queued behind a handler that hangs time out
+        too ("not served before the deadline"); more workers isolate them. A
+        handler that outlived its round's deadline may still be running when
+        the next round starts: it cannot be stopped, but its reply is discarded
+        and its client's state replaced, so it cannot affect the run.
     faults : sequence of Fault
         Injected failures, for tests.
     """
@@ -145,34 +159,32 @@ class InProcessTransport:
     def exchange(
         self, round: int, messages: Sequence[Outgoing], timeout: float
     ) -> dict[str, Delivery]:
-        """Serve every message (sequentially or on threads) within ``timeout``."""
+        """Serve every message on worker threads; return by the round's deadline.
+
+        A client whose handler has not returned within ``timeout`` seconds of the
+        start of the round gets a ``timeout`` delivery and a fresh state.
+        """
         unknown = [m.client for m in messages if m.client not in self._clients]
         if unknown:
-            raise ValidationError(f"InProcessTransport: unknown clients {unknown}.")
-        if self._workers == 1:
-            return {m.client: self._deliver(round, m, timeout) for m in messages}
-        return self._exchange_threads(round, messages, timeout)
+            raise ValidationError(
+                f"InProcessTransport: round {round} addresses unknown clients "
+                f"{unknown}; the clients are {list(self.client_ids())}."
+            )
 
-    def _exchange_threads(
-        self, round: int, messages: Sequence[Outgoing], timeout: float
-    ) -> dict[str, Delivery]:
-        pool = ThreadPoolExecutor(max_workers=self._workers)
-        futures = {
-            m.client: pool.submit(self._deliver, round, m, timeout) for m in messages
-        }
-        wait(list(futures.values()), timeout=timeout)
-        pool.shutdown(wait=False, cancel_futures=True)
-        out = {}
-        for client, future in futures.items():
-            if future.done() and not future.cancelled():
-                out[client] = future.result()
-            else:
-                out[client] = Delivery(
-                    client, "timeout", None, timeout, "no reply in time"
-                )
-        return out
+        def serve_one(message: Outgoing, state: ClientState) -> Delivery:
+            return self._deliver(round, message, timeout, state)
 
-    def _deliver(self, round: int, message: Outgoing, timeout: float) -> Delivery:
+        served = _Round(round, messages, timeout, serve_one, self._states)
+        deliveries = served.run(self._workers)
+        for client, delivery in deliveries.items():
+            if delivery.status == "timeout":
+                self._states[client] = ClientState()  # fence off a late handler
+        return deliveries
+
+    def _deliver(
+        self, round: int, message: Outgoing, timeout: float, state: ClientState
+    ) -> Delivery:
+        """Serve one message with the client's ``state`` (runs in a worker)."""
         fault = next(
             (f for f in self._faults if f.applies(message.client, round)), None
         )
@@ -181,7 +193,7 @@ class InProcessTransport:
                 message.client, "unreachable", None, 0.0, "client dropped out"
             )
         start = time.perf_counter()
-        data, state = self._clients[message.client], self._states[message.client]
+        data = self._clients[message.client]
         if fault is not None and fault.action == "forget":
             state.clear()
         handle: Handle = (
@@ -196,6 +208,83 @@ class InProcessTransport:
                 message.client, "timeout", None, seconds, "reply after the timeout"
             )
         return Delivery(message.client, "ok", reply, seconds)
+
+
+class _Round:
+    """One round's messages, served by worker threads until the round's deadline.
+
+    Workers take messages in request order; none starts after the deadline. At
+    the deadline the round is closed: a worker that finishes later finds it
+    closed and drops its delivery.
+    """
+
+    def __init__(
+        self,
+        round: int,
+        messages: Sequence[Outgoing],
+        timeout: float,
+        serve: Callable[[Outgoing, ClientState], Delivery],
+        states: Mapping[str, ClientState],
+    ) -> None:
+        self.round, self.timeout = round, timeout
+        self.serve, self.states = serve, states
+        self.clients = [m.client for m in messages]
+        self.waiting = deque(messages)
+        self.running: set[str] = set()
+        self.done: dict[str, Delivery] = {}
+        self.failure: BaseException | None = None
+        self.closed = False
+        self.changed = threading.Condition()
+
+    def run(self, workers: int) -> dict[str, Delivery]:
+        """Serve the messages; return a delivery per client, in request order."""
+        deadline = time.monotonic() + self.timeout
+        for _ in range(min(workers, len(self.clients))):
+            threading.Thread(
+                target=self._work, name=f"fedtrees-round-{self.round}", daemon=True
+            ).start()
+        with self.changed:
+            self.changed.wait_for(
+                lambda: len(self.done) == len(self.clients) or self.failure is not None,
+                timeout=max(deadline - time.monotonic(), 0.0),
+            )
+            self.closed = True
+            if self.failure is not None:
+                raise self.failure
+            return {client: self._delivery(client) for client in self.clients}
+
+    def _delivery(self, client: str) -> Delivery:
+        if client in self.done:
+            return self.done[client]
+        if client in self.running:
+            where = "its handler was still running"
+        else:
+            where = "it was not served before the deadline"
+        detail = f"no reply within the round's {self.timeout:g} s timeout ({where})"
+        return Delivery(client, "timeout", None, self.timeout, detail)
+
+    def _work(self) -> None:
+        while True:
+            with self.changed:
+                if self.closed or not self.waiting:
+                    return
+                message = self.waiting.popleft()
+                self.running.add(message.client)
+                state = self.states[message.client]
+            try:
+                delivery = self.serve(message, state)
+            except BaseException as exc:  # re-raised by the round, never lost
+                with self.changed:
+                    if not self.closed:
+                        self.failure = exc
+                        self.changed.notify_all()
+                return
+            with self.changed:
+                if self.closed:  # late: the round has ended without it
+                    return
+                self.running.discard(message.client)
+                self.done[message.client] = delivery
+                self.changed.notify_all()
 
 
 def _raising(request: Payload, data: ClientData, state: ClientState) -> Payload:

@@ -9,13 +9,20 @@ answers the hello with its node config ``client-id``, loads its data from
 ``data-path`` (a new process serves every message, so only the per-run client
 state kept in ``context.state`` survives between messages) and serves each
 request with :func:`fedtrees.federation.serve`.
+
+Declared categories (run config ``categories``, a JSON object: column -> list of
+category names) are public metadata of the run: the ServerApp's federation sends
+them at the agreement, and the ClientApp applies them to the data it loads for
+every message (a new process answers each one, so a declaration received in
+round 0 would not survive to the next round otherwise). Declared class labels
+(run config ``classes``, a JSON list) are checked at the agreement only.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from logging import INFO
 from pathlib import Path
 from typing import Any
@@ -28,7 +35,13 @@ from flwr.serverapp import Grid, ServerApp
 
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation._client import refuse, serve
-from fedtrees.federation._data import ClientData
+from fedtrees.federation._codec import MAX_MESSAGE_BYTES
+from fedtrees.federation._data import (
+    ClientData,
+    DeclaredCategories,
+    check_categories,
+    check_classes,
+)
 from fedtrees.federation._driver import RoundCallback, RoundEnv
 from fedtrees.federation._federation import Federation
 from fedtrees.federation._ledger import Ledger
@@ -58,6 +71,9 @@ class ServerConfig:
     round_timeout: float
     registration_timeout: float
     poll_interval: float
+    categories: DeclaredCategories = field(default_factory=dict)
+    classes: tuple[str, ...] | None = None
+    max_message_bytes: int = MAX_MESSAGE_BYTES
 
     @classmethod
     def from_run_config(cls, config: Mapping[str, Any]) -> ServerConfig:
@@ -76,7 +92,46 @@ class ServerConfig:
             round_timeout=float(_get(config, "round-timeout", float)),
             registration_timeout=float(_get(config, "registration-timeout", float)),
             poll_interval=float(_get(config, "poll-interval", float)),
+            categories=declared_categories(config),
+            classes=check_classes(_json(config, "classes"), "Run config 'classes'"),
+            max_message_bytes=max_message_bytes(config),
         )
+
+
+def max_message_bytes(config: Mapping[str, Any]) -> int:
+    """Return the run config's ``max-message-bytes`` (an int >= 1), or the default.
+
+    The longest message either side reads: the server checks every reply, each
+    ClientApp every request, before decoding.
+    """
+    if config.get("max-message-bytes") is None:
+        return MAX_MESSAGE_BYTES
+    value = _get(config, "max-message-bytes", int)
+    if value < 1 or (isinstance(value, float) and not value.is_integer()):
+        raise ValidationError(
+            f"Run config 'max-message-bytes' must be an int >= 1; got {value!r}."
+        )
+    return int(value)
+
+
+def declared_categories(config: Mapping[str, Any]) -> DeclaredCategories:
+    """Return the run config's ``categories`` (JSON: column -> names), or {}."""
+    return check_categories(_json(config, "categories"), "Run config 'categories'")
+
+
+def _json(config: Mapping[str, Any], key: str) -> Any:
+    """Return the run config's JSON value ``key`` parsed, None if absent or ""."""
+    text = config.get(key, "")
+    if text is None or text == "":
+        return None
+    if not isinstance(text, str):
+        raise ValidationError(
+            f"Run config {key!r} must be a JSON string; got {text!r}."
+        )
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValidationError(f"Run config {key!r} is not JSON: {exc}") from exc
 
 
 def _get(config: Mapping[str, Any], key: str, kind: type) -> Any:
@@ -108,7 +163,12 @@ def make_server_app(run_job: JobRunner) -> ServerApp:
         )
         document, ledger = run_job(
             config.job,
-            Federation(transport),
+            Federation(
+                transport,
+                categories=config.categories,
+                classes=config.classes,
+                max_message_bytes=config.max_message_bytes,
+            ),
             config.params,
             config.round_timeout,
             [_log_round],
@@ -157,14 +217,22 @@ def make_client_app(load_data: DataLoader) -> ClientApp:
         request = unpack(message.content)
         client = str(context.node_config.get("client-id", ""))
         try:
+            limit = max_message_bytes(context.run_config)
+        except ValidationError as exc:  # refuse every request, saying why
+            return Message(pack(refuse(request, client, str(exc))), reply_to=message)
+        try:
             data = _load(load_data, client, context.node_config)
+            data.declare_categories(declared_categories(context.run_config))
         except Exception as exc:  # the data itself failed: say so, naming the client
             reply = refuse(
-                request, client, f"cannot load local data: {type(exc).__name__}: {exc}"
+                request,
+                client,
+                f"cannot load local data: {type(exc).__name__}: {exc}",
+                max_message_bytes=limit,
             )
         else:
             state = load_state(context, request)
-            reply = serve(request, data, state=state)
+            reply = serve(request, data, state=state, max_message_bytes=limit)
             save_state(context, state)
         return Message(pack(reply), reply_to=message)
 

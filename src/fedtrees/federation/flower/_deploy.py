@@ -6,6 +6,13 @@ is installed on every host); a distinct ``--port`` per SuperNode on one host;
 ``client-id`` and ``data-path`` in each SuperNode's node config; TLS from a locally
 generated CA unless ``insecure=True`` is asked for explicitly; connections in
 ``$FLWR_HOME/config.toml``; telemetry and update checks off.
+
+SuperNode authentication (Flower's ``--enable-supernode-auth``, over TLS only):
+each site makes an ECDSA P-384 key pair (:func:`make_supernode_keys`, OpenSSH
+format, as Flower reads it), keeps the private key for ``flower-supernode
+--auth-supernode-private-key`` and sends the public key to the server operator,
+who registers it (:func:`register_supernode`, ``flwr supernode register``). The
+SuperLink then refuses every SuperNode whose key was not registered.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import datetime
 import ipaddress
 import json
 import os
+import subprocess
 import sys
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -33,6 +41,9 @@ __all__ = [
     "app_dir",
     "flower_env",
     "make_certificates",
+    "make_supernode_keys",
+    "register_supernode",
+    "register_supernode_command",
     "superlink_command",
     "supernode_command",
     "write_connection",
@@ -158,11 +169,141 @@ def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
     path.chmod(0o600)
 
 
+def make_supernode_keys(folder: str | Path, client_id: str) -> tuple[Path, Path]:
+    """Create one site's SuperNode key pair for SuperNode authentication.
+
+    Writes ``<client_id>.key`` (the private key, mode 0600: it stays at the site,
+    for ``flower-supernode --auth-supernode-private-key``) and ``<client_id>.pub``
+    (the public key, sent to the server operator, who registers it with
+    :func:`register_supernode`). Both are ECDSA P-384 keys in OpenSSH format, the
+    format Flower 1.41 reads. Existing key files are never overwritten.
+
+    Returns
+    -------
+    (private_key_path, public_key_path)
+    """
+    if not client_id or Path(client_id).name != client_id:
+        raise ValidationError(
+            f"make_supernode_keys: 'client_id' must be a non-empty file name, got "
+            f"{client_id!r}."
+        )
+    out = Path(folder)
+    private, public = out / f"{client_id}.key", out / f"{client_id}.pub"
+    existing = [str(path) for path in (private, public) if path.exists()]
+    if existing:
+        raise ValidationError(
+            f"make_supernode_keys: {existing} already exist; a registered key is "
+            "not replaced silently (remove the files to make a new pair)."
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP384R1())
+    private.touch(mode=0o600)
+    private.chmod(0o600)
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.OpenSSH,
+            serialization.NoEncryption(),
+        )
+    )
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+        )
+        + f" fedtrees-supernode-{client_id}\n".encode()
+    )
+    return private, public
+
+
+def register_supernode_command(
+    public_key: str | Path, connection: str, *, name: str | None = None
+) -> list[str]:
+    """Return the ``flwr supernode register`` command line (JSON output).
+
+    ``connection`` is a SuperLink connection of ``$FLWR_HOME/config.toml``
+    (:func:`write_connection`); ``name`` is shown by ``flwr supernode list``.
+    """
+    if not connection:
+        raise ValidationError(
+            "register_supernode_command: 'connection' must name a SuperLink "
+            "connection (see write_connection)."
+        )
+    command = ["flwr", "supernode", "register", str(public_key), connection]
+    if name:
+        command += ["--name", name]
+    return [*command, "--format", "json"]
+
+
+def register_supernode(
+    public_key: str | Path,
+    connection: str,
+    *,
+    name: str | None = None,
+    flwr_home: str | Path | None = None,
+    timeout: float = 60.0,
+) -> int:
+    """Register a site's public key with the SuperLink; return the new node id.
+
+    Run by the server operator (it uses the Control API of ``connection``). Only
+    SuperNodes whose key is registered may join a SuperLink started with
+    ``supernode_auth=True``.
+
+    Raises
+    ------
+    ValidationError
+        The key file is missing, or Flower refused the registration (a key that
+        is not an EC key on a NIST curve, a key registered already, a SuperLink
+        that cannot be reached); Flower's message is included.
+    """
+    path = Path(public_key)
+    if not path.is_file():
+        raise ValidationError(
+            f"register_supernode: public key file {str(path)!r} does not exist."
+        )
+    done = subprocess.run(
+        register_supernode_command(path, connection, name=name),
+        env=flower_env(flwr_home),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    reply = _json_object(done.stdout)
+    node_id = reply.get("node-id")
+    if done.returncode != 0 or not reply.get("success") or not isinstance(node_id, int):
+        detail = reply.get("error-message") or (done.stdout + done.stderr).strip()
+        raise ValidationError(
+            f"register_supernode: Flower refused the public key {path.name!r} at "
+            f"connection {connection!r}: {str(detail)[-1000:]}"
+        )
+    return node_id
+
+
+def _json_object(text: str) -> dict[str, object]:
+    """Return the first JSON object printed in ``text`` ({} when there is none)."""
+    start = text.find("{")
+    if start < 0:
+        return {}
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def _tls_choice(certs: object, insecure: bool, owner: str) -> None:
     if (certs is None) == (not insecure):
         raise ValidationError(
             f"{owner}: pass the certificates for TLS, or insecure=True explicitly "
             "(exactly one of them)."
+        )
+
+
+def _auth_needs_tls(auth: object, insecure: bool, owner: str, name: str) -> None:
+    if auth and insecure:
+        raise ValidationError(
+            f"{owner}: {name!r} (SuperNode authentication) needs TLS; Flower "
+            "refuses it with insecure=True."
         )
 
 
@@ -172,9 +313,15 @@ def superlink_command(
     insecure: bool = False,
     host: str = "0.0.0.0",
     port: int = 9095,
+    supernode_auth: bool = False,
 ) -> list[str]:
-    """Return the ``flower-superlink`` command line (TLS with ``certs``)."""
+    """Return the ``flower-superlink`` command line (TLS with ``certs``).
+
+    ``supernode_auth=True`` adds ``--enable-supernode-auth``: only SuperNodes whose
+    public key was registered (:func:`register_supernode`) may join. It needs TLS.
+    """
     _tls_choice(certs, insecure, "superlink_command")
+    _auth_needs_tls(supernode_auth, insecure, "superlink_command", "supernode_auth")
     command = [
         "flower-superlink",
         "--host",
@@ -186,6 +333,8 @@ def superlink_command(
     if insecure:
         return [*command, "--insecure"]
     folder = Path(str(certs))
+    if supernode_auth:
+        command.append("--enable-supernode-auth")
     return [
         *command,
         "--ssl-ca-certfile",
@@ -207,13 +356,17 @@ def supernode_command(
     port: int = 9094,
     target: str | None = None,
     node_config: Mapping[str, str] | None = None,
+    auth_private_key: str | Path | None = None,
 ) -> list[str]:
     """Return the ``flower-supernode`` command line of one site.
 
     ``client-id`` and ``data-path`` (and ``target`` for CSV files, and any
     ``node_config`` entries) go into the node config, quoted as TOML strings.
+    ``auth_private_key`` (from :func:`make_supernode_keys`) authenticates the
+    SuperNode to a SuperLink started with ``supernode_auth=True``; it needs TLS.
     """
     _tls_choice(root_certificates, insecure, "supernode_command")
+    _auth_needs_tls(auth_private_key, insecure, "supernode_command", "auth_private_key")
     if not client_id:
         raise ValidationError(
             "supernode_command: 'client_id' must be a non-empty string."
@@ -236,6 +389,8 @@ def supernode_command(
     ]
     if insecure:
         return [*command, "--insecure"]
+    if auth_private_key is not None:
+        command += ["--auth-supernode-private-key", str(auth_private_key)]
     return [*command, "--root-certificates", str(root_certificates)]
 
 
