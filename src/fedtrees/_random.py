@@ -15,9 +15,30 @@ import numpy as np
 from fedtrees._typing import RandomState
 from fedtrees._validation import invalid
 
-__all__ = ["check_random_state", "client_key", "keyed_rng", "resolve_seed"]
+__all__ = [
+    "check_random_state",
+    "client_key",
+    "keyed_rng",
+    "resolve_seed",
+    "sklearn_seed",
+]
 
 _SEED_BOUND = 2**63 - 1
+
+
+def sklearn_seed(seed: int) -> int:
+    """Fold a seed of up to 63 bits into scikit-learn's ``random_state`` range.
+
+    scikit-learn (numpy's legacy ``RandomState``) takes seeds below 2**32;
+    :func:`resolve_seed` gives up to 63 bits. Seeds below 2**32 are kept as
+    they are, so fixed small seeds give the same trees as before.
+
+    Examples
+    --------
+    >>> sklearn_seed(7), sklearn_seed(2**32 + 7)
+    (7, 7)
+    """
+    return int(seed) % 2**32
 
 
 def check_random_state(random_state: RandomState, owner: str) -> np.random.Generator:
@@ -55,11 +76,11 @@ def resolve_seed(random_state: RandomState, owner: str) -> int:
             "an int >= 0, a numpy Generator or None",
             random_state,
         )
-    if random_state < 0:
+    if not 0 <= random_state <= _SEED_BOUND:  # seeds travel as signed 64-bit ints
         raise invalid(
             "random_state",
             owner,
-            "an int >= 0, a numpy Generator or None",
+            f"an int in [0, {_SEED_BOUND}], a numpy Generator or None",
             random_state,
         )
     return int(random_state)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -23,13 +23,25 @@ from fedtrees._typing import FloatArray
 from fedtrees.exceptions import ValidationError
 
 __all__ = [
+    "MAX_ABS_TARGET",
+    "MAX_TOTAL_WEIGHT",
     "check_choice",
+    "check_class_labels",
     "check_float",
     "check_int",
     "check_matrix",
+    "check_regression_target",
     "check_sample_weight",
+    "check_total_weight",
     "invalid",
 ]
+
+MAX_ABS_TARGET: Final = 1e100
+"""Largest |y| of a regression target. With the total weight at most
+:data:`MAX_TOTAL_WEIGHT`, every node's moments stay finite in float64:
+``Σw·y² <= 1e200`` and ``(Σw·y)² <= 1e300``."""
+MAX_TOTAL_WEIGHT: Final = 1e50
+"""Largest sum of sample weights (weighted counts and their squares stay finite)."""
 
 
 def invalid(name: str, owner: str, constraint: str, value: object) -> ValidationError:
@@ -118,6 +130,22 @@ def check_float(
     return result
 
 
+def check_epsilon(value: object, owner: str, *, allow_inf: bool = False) -> float:
+    """Return a privacy budget ``epsilon`` as a ``float > 0``.
+
+    ``allow_inf`` admits ``inf`` (noise switched off, for tests) where a method
+    documents it.
+
+    Examples
+    --------
+    >>> check_epsilon(0.5, "Laplace")
+    0.5
+    """
+    return check_float(
+        value, "epsilon", owner, min_value=0.0, min_inclusive=False, allow_inf=allow_inf
+    )
+
+
 def check_choice(value: object, name: str, owner: str, choices: Sequence[str]) -> str:
     """Return ``value`` if it is one of ``choices``.
 
@@ -144,14 +172,153 @@ def check_sample_weight(weights: object, n: int, owner: str) -> FloatArray:
         values = np.asarray(weights, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise invalid("sample_weight", owner, f"{n} numbers", weights) from exc
-    if values.shape != (n,) or not np.all(np.isfinite(values)) or np.any(values < 0):
+    if values.shape != (n,):
         raise invalid(
             "sample_weight",
             owner,
             f"{n} finite values >= 0",
             f"an array of shape {values.shape}",
         )
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise invalid(
+            "sample_weight",
+            owner,
+            f"{n} finite values >= 0",
+            f"{float(values[row])!r} at row {row}",
+        )
     return values
+
+
+def check_total_weight(weights: FloatArray, owner: str) -> FloatArray:
+    """Refuse all-zero weights or a total above :data:`MAX_TOTAL_WEIGHT`.
+
+    Examples
+    --------
+    >>> check_total_weight(np.array([0.0, 0.0]), "f")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: The 'sample_weight' parameter of f must ...
+    """
+    with np.errstate(over="ignore"):
+        total = float(np.sum(weights))
+    if not weights.any():
+        raise invalid(
+            "sample_weight",
+            owner,
+            "weights with at least one non-zero number",
+            "all zeros",
+        )
+    if not total <= MAX_TOTAL_WEIGHT:
+        raise invalid(
+            "sample_weight",
+            owner,
+            f"weights summing to at most {MAX_TOTAL_WEIGHT:g} (weighted counts, "
+            "sums and squares travel as float64 statistics and must stay finite; "
+            "rescale the weights)",
+            f"a sum of {total:g}",
+        )
+    return weights
+
+
+def check_class_labels(y: npt.NDArray[Any], owner: str) -> None:
+    """Refuse classification labels that mix types or look continuous.
+
+    Labels must all be numbers, all strings or all booleans (``[1, '1']`` would
+    make two classes that print alike). Floats with a fractional part are a
+    regression target: the message says "Unknown label type" as scikit-learn
+    does and points to a regressor.
+
+    Examples
+    --------
+    >>> check_class_labels(np.array([1, "1"], dtype=object), "f")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: f: y mixes label types (int and str...
+    """
+    kinds = _label_kinds(y)
+    if len(kinds) > 1:
+        examples = ", ".join(
+            f"{kind} (e.g. {value!r})" for kind, value in kinds.items()
+        )
+        raise ValidationError(
+            f"{owner}: y mixes label types ({' and '.join(kinds)}): {examples}. "
+            "Labels must be all numbers or all strings; convert them to one type."
+        )
+    if y.dtype.kind == "f" or set(kinds) == {"float"}:
+        values = np.asarray(y, dtype=np.float64)
+        finite = np.isfinite(values)
+        if not finite.all() or np.any(values != np.round(values)):
+            raise ValidationError(
+                f"{owner}: y holds continuous values (Unknown label type: "
+                "'continuous'); a classifier needs discrete class labels. For a "
+                "numeric target use a regressor (e.g. FedForestRegressor)."
+            )
+
+
+def check_regression_target(y: npt.NDArray[Any], owner: str) -> FloatArray:
+    """Return a regression target as float64: finite numbers, ``|y| <= 1e100``.
+
+    Examples
+    --------
+    >>> check_regression_target(np.array(["a", "b"]), "f")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: The 'y' parameter of f must be numbers ...
+    """
+    if y.dtype.kind in "USO" and not all(_is_number(v) for v in y.tolist()):
+        first = next(v for v in y.tolist() if not _is_number(v))
+        raise invalid(
+            "y", owner, "numbers (a regression target)", f"the non-numeric {first!r}"
+        )
+    if y.dtype.kind == "b":
+        raise invalid("y", owner, "numbers (a regression target)", "booleans")
+    try:
+        values = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise invalid("y", owner, "numbers (a regression target)", y) from exc
+    if not np.all(np.isfinite(values)):
+        raise invalid("y", owner, "finite numbers for regression", "NaN or inf")
+    largest = float(np.max(np.abs(values), initial=0.0))
+    if largest > MAX_ABS_TARGET:
+        raise invalid(
+            "y",
+            owner,
+            f"numbers with |y| <= {MAX_ABS_TARGET:g} (node statistics carry sums "
+            "of w*y and w*y^2 and their products, which must stay finite float64 "
+            f"for any client's rows and weights, total weight <= "
+            f"{MAX_TOTAL_WEIGHT:g}; rescale y)",
+            f"max |y| = {largest:g}",
+        )
+    return values
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _label_kinds(y: npt.NDArray[Any]) -> dict[str, object]:
+    """Each kind of label present (number types, str, bool) with one example."""
+    if y.dtype.kind != "O":
+        return {}
+    kinds: dict[str, object] = {}
+    for value in y.tolist():
+        if isinstance(value, bool):
+            kind = "bool"
+        elif isinstance(value, numbers.Integral):
+            kind = "int"
+        elif isinstance(value, numbers.Real):
+            kind = "float"
+        elif isinstance(value, str):
+            kind = "str"
+        else:
+            kind = type(value).__name__
+        kinds.setdefault(kind, value)
+    if set(kinds) == {"int", "float"}:  # numbers alike: 1 and 2.0
+        return {"float": kinds["float"]}
+    return kinds
 
 
 def check_matrix(

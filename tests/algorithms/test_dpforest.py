@@ -19,8 +19,15 @@ from fedtrees.exceptions import (
     RemoteProtocolError,
     ValidationError,
 )
-from fedtrees.federation import Fault, Federation, Ledger, audit_messages
+from fedtrees.federation import (
+    Fault,
+    Federation,
+    Ledger,
+    audit_row_scaling,
+    find_client_values,
+)
 from fedtrees.learners import planned_queries
+from tests.audit_helpers import estimator_fit, leveled
 
 RANGES = {"a": (-4.0, 4.0), "b": (-4.0, 4.0), "c": (0.0, 10.0)}
 
@@ -110,7 +117,22 @@ def test_messages_hold_no_row_level_array() -> None:
         task="classification",
         ledger=ledger,
     )
-    assert audit_messages(ledger, fed.row_counts()) == len(ledger.captured) == 12
+    assert find_client_values(ledger, fed).messages == len(ledger.captured) == 12
+
+
+def test_no_message_grows_with_the_rows() -> None:
+    # A large epsilon: the noise still drawn, too small to change a split, so
+    # the trees have the same shape on n and 2n + 1 rows.
+    X, y, groups = leveled()
+    ranges = [(0, 7), (10, 17), (20, 27)]
+    report = audit_row_scaling(
+        estimator_fit(lambda: DPForestClassifier(1e4, 3, ranges, random_state=0)),
+        X,
+        y,
+        groups,
+    )
+    assert report.messages > 0
+    assert report.per_row_by_design == ()
 
 
 def test_a_tree_outside_the_ranges_or_overspending_is_refused() -> None:

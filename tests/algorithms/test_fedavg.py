@@ -14,7 +14,15 @@ from fedtrees._random import keyed_rng
 from fedtrees.algorithms.fedavg import FedAvgStrategy
 from fedtrees.algorithms.fedavg._network import Layout
 from fedtrees.exceptions import ClientDropoutWarning, ValidationError
-from fedtrees.federation import Fault, Federation, Ledger, audit_messages
+from fedtrees.federation import (
+    ClientData,
+    Fault,
+    Federation,
+    Ledger,
+    audit_row_scaling,
+    find_client_values,
+)
+from tests.audit_helpers import estimator_fit, leveled
 
 FULL_BATCH = {"local_steps": 1, "batch_size": 10_000, "standardize": "global"}
 
@@ -133,7 +141,19 @@ def test_messages_hold_no_row_level_array() -> None:
 
     fed.run(FedAvgStrategy(config), task="classification", ledger=ledger)
 
-    assert audit_messages(ledger, fed.row_counts()) == 2 * 3 * 4
+    assert find_client_values(ledger, fed).messages == 2 * 3 * 4
+
+
+def test_no_message_grows_with_the_rows() -> None:
+    X, y, groups = leveled()
+    report = audit_row_scaling(
+        estimator_fit(lambda: FedAvgClassifier(n_rounds=2, random_state=0)),
+        X,
+        y,
+        groups,
+    )
+    assert report.messages == 3 * 2 * 3 * 4  # size audit, then each run's values
+    assert report.per_row_by_design == ()
 
 
 def test_a_client_dropping_out_is_left_out_of_that_rounds_average() -> None:
@@ -257,7 +277,10 @@ def test_the_eval_set_never_reaches_a_client() -> None:
 
     fed.run(FedAvgStrategy(config, evaluator), task="classification", ledger=ledger)
 
-    assert audit_messages(ledger, {**fed.row_counts(), "eval": 233}) == 2 * 3 * 4
+    sites = fed.on_each_site(lambda data: data)
+    evaluation = ClientData.build("eval", X_eval, y_eval)  # searched like a client
+    report = find_client_values(ledger, {**sites, "eval": evaluation})
+    assert report.messages == 2 * 3 * 4
 
 
 def test_no_message_depends_on_the_eval_set() -> None:

@@ -14,13 +14,21 @@ from fedtrees.algorithms.fedforest import diagnose
 from fedtrees.datasets.synthetic import make_disjoint_supports, make_fedforest
 from fedtrees.exceptions import (
     ClientDropoutWarning,
+    PrivacyAuditError,
     RemoteProtocolError,
     SchemaMismatchError,
     ValidationError,
 )
-from fedtrees.federation import Fault, Federation, Ledger, audit_messages
+from fedtrees.federation import (
+    Fault,
+    Federation,
+    Ledger,
+    audit_row_scaling,
+    find_client_values,
+)
 from fedtrees.tree import NodeKind
 from tests.algorithms.ledger_helpers import exchanges
+from tests.audit_helpers import estimator_fit, leveled
 
 RF = {"n_estimators": 50, "max_depth": 10, "min_samples_leaf": 5, "max_features": 1 / 3}
 
@@ -182,7 +190,7 @@ def test_bytes_per_node_and_client_follow_section_1_5() -> None:
             assert np.array_equal(per_pair.sum(axis=1), np.repeat(r, count.shape[1]))
             checked += 1
     assert checked >= 2 * 3
-    assert audit_messages(ledger, fed.row_counts()) == len(ledger.captured)
+    assert find_client_values(ledger, fed).messages == len(ledger.captured)
 
 
 def test_avgimp_sends_one_gain_per_candidate() -> None:
@@ -209,6 +217,72 @@ def test_avgimp_sends_one_gain_per_candidate() -> None:
             assert candidates <= request.n_open * 2 * (8 - 1)  # type: ignore[attr-defined]
             checked += 1
     assert checked
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        {"candidates": "quantile"},
+        {"candidates": "hist"},  # 5 distinct values: a complete grid of 5
+        {"candidates": "uniform"},
+        {"gain": "avgimp"},
+    ],
+    ids=str,
+)
+def test_no_message_grows_with_the_rows(mode: dict[str, str]) -> None:
+    # Nodes larger than the sketch (n_quantiles=4), the best split the same on
+    # every copy of the data: the protocol must not change with n.
+    X, y, groups = leveled()
+    params = {"n_estimators": 2, "max_depth": 2, "bootstrap": False, **mode}
+    params |= {"n_quantiles": 4, "min_samples_leaf": 5, "max_features": None}
+    report = audit_row_scaling(
+        estimator_fit(lambda: FedForestClassifier(random_state=0, **params)),
+        X,
+        y,
+        groups,
+    )
+    assert report.messages > 0
+    assert report.per_row_by_design == ()
+
+
+def test_no_regression_message_grows_with_the_rows() -> None:
+    X, _, groups = leveled()
+    params = {"n_estimators": 2, "max_depth": 2, "bootstrap": False}
+    params |= {"n_quantiles": 4, "min_samples_leaf": 5, "max_features": None}
+    report = audit_row_scaling(
+        estimator_fit(
+            lambda: FedForestRegressor(random_state=0, **params), "regression"
+        ),
+        X,
+        2.0 * X[:, 0],  # the levels of feature 0: node moments, same splits
+        groups,
+    )
+    assert report.messages > 0
+    assert report.per_row_by_design == ()
+
+
+@pytest.mark.parametrize(
+    ("candidates", "kind"),
+    [("exact", "fedforest.sketch_reply"), ("hist", "fedforest.grid_reply")],
+)
+def test_distinct_values_are_sent_by_design(candidates: str, kind: str) -> None:
+    # Distinct values, fewer rows than max_bins: exact mode sketches every value,
+    # hist mode's root grid is complete. Both are declared and reported.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(135, 3))
+    y = (X[:, 0] > 0).astype(int)
+    X[:, 0] += 3 * y
+    groups = np.repeat(["a", "b", "c"], [40, 45, 50])
+    params = {"n_estimators": 2, "max_depth": 2, "bootstrap": False}
+    fit = estimator_fit(
+        lambda: FedForestClassifier(
+            candidates=candidates, max_features=None, random_state=0, **params
+        )
+    )
+    with pytest.raises(PrivacyAuditError, match="'points' holds column 'x1' of client"):
+        audit_row_scaling(fit, X, y, groups)
+    report = audit_row_scaling(fit, X, y, groups, per_row={kind: ["points"]})
+    assert report.per_row_by_design == (f"{kind}.points",)
 
 
 def test_same_seed_same_forest_threads_and_lost_state_do_not_matter() -> None:

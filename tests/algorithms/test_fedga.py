@@ -13,7 +13,15 @@ from sklearn.tree import DecisionTreeClassifier
 from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
 from fedtrees.algorithms.fedga._protocol import FitnessReply, JoinReply
 from fedtrees.exceptions import ClientDropoutWarning, ValidationError
-from fedtrees.federation import Fault, Federation, Ledger, audit_messages, decode
+from fedtrees.federation import (
+    Fault,
+    Federation,
+    Ledger,
+    audit_row_scaling,
+    decode,
+    find_client_values,
+)
+from tests.audit_helpers import estimator_fit, leveled
 
 QUICK = {"n_generations": 8, "depth_range": (2, 6), "random_state": 0}
 
@@ -79,7 +87,7 @@ def test_messages_hold_structures_and_scores_only_and_epsilon_is_spent() -> None
         strategy, task="classification", ledger=ledger
     )
     model.fit_federation(federation)
-    assert audit_messages(ledger, federation.row_counts()) == len(ledger.captured)
+    assert find_client_values(ledger, federation).messages == len(ledger.captured)
     for message in ledger.captured:
         payload = decode(message.data).payload
         floats = [
@@ -93,6 +101,24 @@ def test_messages_hold_structures_and_scores_only_and_epsilon_is_spent() -> None
             assert message.direction == "up"
             assert isinstance(payload, FitnessReply | JoinReply)
     assert model.epsilon_spent_ == {"a": 0.5, "b": 0.5, "c": 0.5}
+
+
+@pytest.mark.parametrize("regression", [False, True])
+def test_no_message_grows_with_the_rows(regression: bool) -> None:
+    X, y, groups = leveled()
+    small = {"population_size": 6, "n_generations": 3, "depth_range": (1, 3)}
+    model = FedGARegressor if regression else FedGAClassifier
+    report = audit_row_scaling(
+        estimator_fit(
+            lambda: model(random_state=0, **small),
+            "regression" if regression else "classification",
+        ),
+        X,
+        2.0 * X[:, 0] if regression else y,
+        groups,
+    )
+    assert report.messages > 0
+    assert report.per_row_by_design == ()
 
 
 def test_a_client_dropping_out_and_one_joining_late_both_get_trees() -> None:
@@ -169,3 +195,16 @@ def test_a_single_class_client_and_a_constant_target_are_documented() -> None:
     constant = FedGARegressor(population_size=6, **QUICK)
     constant.fit(X, np.full(600, 3.0), groups=sites)
     np.testing.assert_allclose(constant.predict(X[:5], client="0"), 3.0)
+
+
+@pytest.mark.parametrize("random_state", [None, 2**40 + 3])
+def test_any_seed_fits_although_scikit_learn_takes_32_bits(
+    random_state: int | None,
+) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = (X[:, 0] > 0).astype(int)
+    model = FedGAClassifier(
+        n_generations=1, depth_range=(2, 3), random_state=random_state
+    ).fit(X, y, groups=np.repeat(["a", "b", "c"], 40))
+    assert model.score(X, y, client="a") > 0.5

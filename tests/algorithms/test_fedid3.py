@@ -18,7 +18,12 @@ from fedtrees.exceptions import (
     SchemaMismatchError,
     ValidationError,
 )
-from fedtrees.federation import Fault, Federation, audit_messages
+from fedtrees.federation import (
+    Fault,
+    Federation,
+    audit_row_scaling,
+    find_client_values,
+)
 from fedtrees.learners import fit_id3
 from fedtrees.tree import Tree
 from tests.algorithms.ledger_helpers import (
@@ -27,6 +32,7 @@ from tests.algorithms.ledger_helpers import (
     fit_with_ledger,
     packed_bytes,
 )
+from tests.audit_helpers import estimator_fit, leveled
 
 
 def _frame(X: np.ndarray, arity: np.ndarray) -> pd.DataFrame:
@@ -172,7 +178,7 @@ def test_messages_hold_no_rows_and_the_ledger_follows_the_formula() -> None:
 
     ledger = fit_with_ledger(model, federation)
 
-    assert audit_messages(ledger, federation.row_counts()) == 2 * 3 * ledger.rounds
+    assert find_client_values(ledger, federation).messages == 2 * 3 * ledger.rounds
     assert ledger.rounds == 1 + model.levels_  # the agreement, then one per level
     binning = 4 + 16 * 4 + 8  # binned flags, pointers, arity; no edges (categories)
     for _, request, reply in exchanges(ledger):
@@ -184,6 +190,19 @@ def test_messages_hold_no_rows_and_the_ledger_follows_the_formula() -> None:
             structure = packed_bytes([request.structure()], 2)
             expected = structure + 8 * s + s * f + binning + request.classes.nbytes
             assert array_bytes(request) == expected
+
+
+def test_no_message_grows_with_the_rows() -> None:
+    X, y, groups = leveled()
+    report = audit_row_scaling(
+        estimator_fit(lambda: FederatedID3Classifier(max_depth=2, random_state=0)),
+        X,
+        y,
+        groups,
+        per_row={"discretize.sketch_reply": ["points"]},  # exact below 256 rows
+    )
+    assert report.messages > 0
+    assert report.per_row_by_design == ("discretize.sketch_reply.points",)
 
 
 def test_a_hostile_spend_or_negative_exact_counts_are_refused() -> None:

@@ -26,13 +26,20 @@ from fedtrees.exceptions import (
     SchemaMismatchError,
     ValidationError,
 )
-from fedtrees.federation import Fault, Federation, Ledger, audit_messages
+from fedtrees.federation import (
+    Fault,
+    Federation,
+    Ledger,
+    audit_row_scaling,
+    find_client_values,
+)
 from tests.algorithms.ledger_helpers import (
     array_bytes,
     exchanges,
     fit_with_ledger,
     packed_bytes,
 )
+from tests.audit_helpers import estimator_fit, leveled
 
 
 def _random_sites(n: int, k: int, seed: int = 0) -> np.ndarray:
@@ -122,7 +129,12 @@ def test_messages_hold_no_rows_and_bytes_follow_the_formula() -> None:
     sites = np.repeat(["a", "b", "c"], sizes)
     model, ledger, federation = _fit_with_ledger(X, y, sites)
 
-    assert audit_messages(ledger, federation.row_counts()) == 2 * 3 * 5
+    # The sketch of a client with at most SKETCH_POINTS rows (client 'a', 211) is
+    # exact: every value of each numeric column, sorted. Declared, and listed.
+    sketch = {"discretize.sketch_reply": ["points"]}
+    report = find_client_values(ledger, federation, per_row=sketch)
+    assert report.messages == 2 * 3 * 5
+    assert report.per_row_by_design == ("discretize.sketch_reply.points",)
     assert ledger.rounds == 1 + 1 + 3  # agreement, sketch, fit, evaluate, global
     assert ledger.messages == 3 * 5
     trees = list(model.client_trees_.values())
@@ -146,6 +158,19 @@ def test_messages_hold_no_rows_and_bytes_follow_the_formula() -> None:
     frame = ledger.to_frame()
     sent = [len(m.data) for m in ledger.captured]
     assert frame.bytes_up.sum() + frame.bytes_down.sum() == sum(sent)
+
+
+def test_no_message_grows_with_the_rows() -> None:
+    X, y, groups = leveled()
+    report = audit_row_scaling(
+        estimator_fit(lambda: ICDTAClassifier(max_depth=2, random_state=0)),
+        X,
+        y,
+        groups,
+        per_row={"discretize.sketch_reply": ["points"]},  # exact below 256 rows
+    )
+    assert report.messages > 0
+    assert report.per_row_by_design == ("discretize.sketch_reply.points",)
 
 
 def test_filters_keep_the_trees_at_or_above_their_threshold() -> None:

@@ -18,7 +18,14 @@ from fedtrees import (
 from fedtrees._random import client_key, keyed_rng
 from fedtrees.algorithms.local import LocalForestStrategy
 from fedtrees.exceptions import RemoteProtocolError, ValidationError
-from fedtrees.federation import Fault, Federation, Ledger, audit_messages
+from fedtrees.federation import (
+    Fault,
+    Federation,
+    Ledger,
+    audit_row_scaling,
+    find_client_values,
+)
+from tests.audit_helpers import estimator_fit, leveled
 
 PARAMS = {"n_estimators": 7, "max_depth": 4, "random_state": 3}
 
@@ -170,7 +177,18 @@ def test_messages_hold_no_row_level_array() -> None:
 
     fed.run(LocalForestStrategy(params, 0), task="classification", ledger=ledger)
 
-    assert audit_messages(ledger, fed.row_counts()) == len(ledger.captured) == 12
+    assert find_client_values(ledger, fed).messages == len(ledger.captured) == 12
+
+
+@pytest.mark.parametrize("model", [LocalEnsembleClassifier, LocalModelsClassifier])
+def test_no_message_grows_with_the_rows(model: type) -> None:
+    X, y, groups = leveled()
+    params = {"n_estimators": 2, "max_depth": 2, "bootstrap": False}
+    report = audit_row_scaling(
+        estimator_fit(lambda: model(random_state=0, **params)), X, y, groups
+    )
+    assert report.messages == 3 * 2 * 3 * 2  # size audit, then each run's values
+    assert report.per_row_by_design == ()
 
 
 def test_a_malformed_forest_is_refused_before_the_server_keeps_it() -> None:

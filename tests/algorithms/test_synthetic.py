@@ -21,7 +21,12 @@ from fedtrees.algorithms.synthetic import (
 )
 from fedtrees.algorithms.synthetic._protocol import TreeReply
 from fedtrees.exceptions import RemoteProtocolError, ValidationError
-from fedtrees.federation import Fault, Federation, audit_messages
+from fedtrees.federation import (
+    Fault,
+    Federation,
+    audit_row_scaling,
+    find_client_values,
+)
 from fedtrees.learners import fit_cart
 from fedtrees.tree import NodeKind, vote_shares
 from tests.algorithms.ledger_helpers import (
@@ -30,6 +35,7 @@ from tests.algorithms.ledger_helpers import (
     fit_with_ledger,
     packed_bytes,
 )
+from tests.audit_helpers import estimator_fit, leveled
 
 RANGES = np.array([[0.0, 10.0], [-5.0, 5.0], [0.0, 1.0]])
 
@@ -259,7 +265,7 @@ def test_messages_are_trees_only_and_bytes_are_the_packed_tree() -> None:
     federation = Federation.from_groups(X, y, sites)
     ledger = fit_with_ledger(model, federation)
 
-    assert audit_messages(ledger, federation.row_counts()) == 2 * 3 * 2
+    assert find_client_values(ledger, federation).messages == 2 * 3 * 2
     assert ledger.rounds == 2  # the agreement, then one round of trees
     replies = [(m, r) for m, _, r in exchanges(ledger) if isinstance(r, TreeReply)]
     assert sorted(m.client for m, _ in replies) == ["a", "b", "c"]
@@ -278,6 +284,20 @@ def test_messages_are_trees_only_and_bytes_are_the_packed_tree() -> None:
         "colour=red",
         "size",
     ]
+
+
+def test_no_message_grows_with_the_rows() -> None:
+    X, y, groups = leveled()
+    report = audit_row_scaling(
+        estimator_fit(
+            lambda: SyntheticDataClassifier(client_max_depth=2, random_state=0)
+        ),
+        X,
+        y,
+        groups,
+    )
+    assert report.messages == 3 * 2 * 3 * 2  # size audit, then each run's values
+    assert report.per_row_by_design == ()
 
 
 def test_frames_string_labels_text_pickle_and_the_same_seed() -> None:

@@ -23,7 +23,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._typing import FloatArray
-from fedtrees._validation import check_matrix, check_sample_weight
+from fedtrees._validation import (
+    check_class_labels,
+    check_matrix,
+    check_regression_target,
+    check_sample_weight,
+    check_total_weight,
+)
 from fedtrees.algorithms._progress import round_progress
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
@@ -102,7 +108,14 @@ class FederatedEstimator:
         sample_weight: npt.ArrayLike | None,
         workers: int = 1,
     ) -> tuple[Federation, npt.NDArray[Any] | None]:
-        """Validate ``fit``'s inputs; return the in-process federation and classes."""
+        """Validate ``fit``'s inputs; return the in-process federation and classes.
+
+        **Decision:** the estimator holds every row, so the categories of every
+        categorical column are known here: it declares them (the frame's
+        categories, in order) and, for classification, the classes (the labels
+        of ``y``), so the agreement sends no category value and no label set up
+        (``fit_federation`` declares only what its federation declares).
+        """
         owner = type(self).__name__
         frame = _checked_frame(X, owner)
         target = _checked_target(y, frame.shape[0], self._task, owner)
@@ -117,10 +130,22 @@ class FederatedEstimator:
                 f"{frame.shape[0]} rows."
             )
         weights = _checked_weights(sample_weight, frame.shape[0], owner)
+        declared = {
+            str(column): [str(v) for v in frame[column].cat.categories]
+            for column in frame.columns
+            if isinstance(frame[column].dtype, pd.CategoricalDtype)
+        }
         federation = Federation.from_groups(
-            frame, target, keys, sample_weight=weights, workers=workers
+            frame,
+            target,
+            keys,
+            sample_weight=weights,
+            workers=workers,
+            categories=declared,
         )
         classes = np.unique(target) if self._task == "classification" else None
+        if classes is not None:
+            federation = federation.with_classes(classes.tolist())
         self._input_names = list(frame.columns) if isinstance(X, pd.DataFrame) else None
         return federation, classes
 
@@ -227,13 +252,13 @@ def _checked_frame(X: object, owner: str) -> pd.DataFrame:
     frame = as_frame(X, owner)
     if frame.shape[0] == 0:
         raise ValidationError(
-            f"{owner}.fit: found array with 0 sample(s) (shape={frame.shape}) while a "
-            "minimum of 1 is required."
+            f"{owner}.fit: X: found array with 0 sample(s) (shape={frame.shape}) "
+            "while a minimum of 1 is required."
         )
     if frame.shape[1] == 0:
         raise ValidationError(
-            f"{owner}.fit: found array with 0 feature(s) (shape={frame.shape}) while a "
-            "minimum of 1 is required."
+            f"{owner}.fit: X: found array with 0 feature(s) (shape={frame.shape}) "
+            "while a minimum of 1 is required."
         )
     for column in frame.columns:
         series = frame[column]
@@ -257,11 +282,7 @@ def _checked_weights(
     if sample_weight is None:
         return None
     weights = check_sample_weight(sample_weight, n, f"{owner}.fit")
-    if not weights.any():
-        raise ValidationError(
-            f"{owner}.fit: Sample weights must contain at least one non-zero number."
-        )
-    return weights
+    return check_total_weight(weights, f"{owner}.fit")
 
 
 def _checked_target(
@@ -287,12 +308,10 @@ def _checked_target(
     if task == "classification":
         if pd.isna(target).any():
             raise ValidationError(f"{owner}.fit: y holds missing values.")
+        check_class_labels(target, f"{owner}.fit")
         check_classification_targets(target)
         return target
-    values = np.asarray(target, dtype=np.float64)
-    if not np.all(np.isfinite(values)):
-        raise ValidationError(f"{owner}.fit: y must be finite numbers for regression.")
-    return values
+    return check_regression_target(target, f"{owner}.fit")
 
 
 def _native_classes(

@@ -29,6 +29,13 @@ import numpy as np
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees._validation import check_int, invalid
+from fedtrees.algorithms._params import MAX_GRID
+from fedtrees.algorithms._requests import (
+    check_column_sizes,
+    check_request_size,
+    local_category_counts,
+    request_error,
+)
 from fedtrees.federation import (
     ClientData,
     Field,
@@ -138,12 +145,77 @@ class BinnedFields(Payload):
     arity: np.ndarray
 
     def codes(self, data: ClientData) -> FloatArray:
-        """Return the client's rows as codes (numeric columns binned), float64."""
+        """Return the client's rows as codes (numeric columns binned), float64.
+
+        Checks the binning against this client's columns first
+        (:meth:`check_sizes`).
+        """
+        self.check_sizes(data)
         edges = [
             self.bin_edges[self.bin_ptr[f] : self.bin_ptr[f + 1]] if binned else None
             for f, binned in enumerate(self.binned.tolist())
         ]
         return _bin_columns(data.finite_matrix(), edges)
+
+    def check_sizes(self, data: ClientData) -> None:
+        """Refuse a binning that does not fit this client's columns, by field.
+
+        ``binned``, ``arity`` have one entry per column, ``bin_ptr`` one more,
+        rising from 0 to the number of ``bin_edges``; only numeric columns are
+        binned; ``arity`` (which sizes every count table) is, per column, its
+        number of categories or its bins (edges + 1) — or 0 everywhere when
+        nothing is binned (a CART base). Checked before anything is allocated.
+
+        Raises
+        ------
+        ValidationError
+            Naming the request kind and the field (:mod:`._requests`).
+        """
+        kind, n = self.kind, len(data.feature_kinds)
+        _check_vector(kind, "binned", self.binned, n, "b")
+        ptr = _check_vector(kind, "bin_ptr", self.bin_ptr, n + 1, "iu")
+        if ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] != self.bin_edges.size:
+            raise request_error(
+                kind,
+                "bin_ptr",
+                f"pointers rising from 0 to the {self.bin_edges.size} bin edges",
+                f"{ptr[0]}..{ptr[-1]}",
+            )
+        binned = np.asarray(self.binned, dtype=bool)
+        categorical = local_category_counts(data)
+        numeric = np.asarray([k == "numeric" for k in data.feature_kinds])
+        if np.any(binned & ~numeric):
+            column = data.X.columns[int(np.flatnonzero(binned & ~numeric)[0])]
+            raise request_error(
+                kind, "binned", "False for categorical columns", f"{column!r}: True"
+            )
+        expected = np.where(binned, np.diff(ptr) + 1, categorical)
+        arity = np.asarray(self.arity)
+        if not binned.any() and arity.shape == (n,) and not np.any(arity):
+            return  # nothing binned: arity is not used
+        check_column_sizes(
+            kind,
+            "arity",
+            arity,
+            expected.astype(np.int64),
+            "the column's categories here, or its bin edges + 1",
+            [str(c) for c in data.X.columns],
+        )
+
+
+def _check_vector(
+    kind: str, name: str, values: np.ndarray, n: int, dtypes: str
+) -> IntArray:
+    """Return a request's per-column vector as int64 (``n`` entries of ``dtypes``)."""
+    if values.shape != (n,) or values.dtype.kind not in dtypes:
+        raise request_error(
+            kind,
+            name,
+            f"{n} values of kind {dtypes!r}",
+            f"shape {values.shape}, dtype {values.dtype}",
+        )
+    out: IntArray = values.astype(np.int64)
+    return out
 
 
 def unbinned_fields(n_features: int) -> dict[str, np.ndarray]:
@@ -186,17 +258,39 @@ class BinSketchRequest(Payload):
         return ReplySpec(
             BinSketchReply,
             {
-                "counts": Field.array("f", (k,), nonnegative=True),
+                "counts": Field.array("f", (k,), nonnegative=True, rows=True),
                 "points": Field.array(
                     "f", (k, self.q + 1), nan_padding=True, nondecreasing=True
                 ),
             },
-            check=_points_match_counts,
+            check=self._check,
         )
+
+    def _check(self, reply: BinSketchReply) -> None:
+        _points_match_counts(reply)
+        rows = np.asarray(reply.counts, dtype=np.float64)
+        n_points = (~np.isnan(reply.points)).sum(axis=1)
+        wanted = np.where(rows > 0, np.minimum(self.q, rows) + 1, 0)
+        if np.any(n_points != wanted):
+            raise InvalidField(
+                "points",
+                f"holds {n_points.tolist()} points per column; min(q, rows) + 1 = "
+                f"{wanted.astype(int).tolist()} expected",
+            )
 
 
 def _points_match_counts(reply: BinSketchReply) -> None:
-    """Refuse a column with rows but < 2 points, or points but no rows."""
+    """Refuse a column with rows but < 2 points, or points but no rows.
+
+    Counts are whole row counts, at most the client's declared row bound; every
+    requested column counts the same rows (missing values are refused before).
+    """
+    if np.any(reply.counts != np.floor(reply.counts)) or np.any(
+        reply.counts != reply.counts[:1]
+    ):
+        raise InvalidField(
+            "counts", "must be the same whole row count for every column"
+        )
     n_points = (~np.isnan(reply.points)).sum(axis=1)
     if np.any((reply.counts > 0) & (n_points < 2)) or np.any(
         (reply.counts == 0) & (n_points > 0)
@@ -208,8 +302,23 @@ def _points_match_counts(reply: BinSketchReply) -> None:
 
 @handler("discretize.sketch")
 def sketch_columns(request: BinSketchRequest, data: ClientData) -> BinSketchReply:
-    """Client: counts and quantile points of the requested columns (no values)."""
-    matrix = data.finite_matrix()[:, request.columns.astype(np.int64)]
+    """Client: counts and quantile points of the requested columns (no values).
+
+    ``columns`` must be distinct columns of this client and ``q`` within the
+    grid limit the server validates (checked before allocating).
+    """
+    kind, n = request.kind, len(data.feature_kinds)
+    columns = request.columns
+    if (
+        columns.ndim != 1
+        or columns.dtype.kind not in "iu"
+        or np.any(columns < 0)
+        or np.any(columns >= n)
+        or np.unique(columns).size != columns.size
+    ):
+        raise request_error(kind, "columns", f"distinct columns in [0, {n})", columns)
+    check_request_size(kind, "q", request.q, MAX_GRID, "the grid limit", low=1)
+    matrix = data.finite_matrix()[:, columns.astype(np.int64)]
     counts, points = bin_sketches(matrix, request.q)
     return BinSketchReply(counts=counts, points=points)
 

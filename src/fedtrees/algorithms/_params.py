@@ -3,23 +3,102 @@
 scikit-learn's conventions, checked with fedtrees' one message template:
 ``min_samples_*`` as a row count or a fraction, ``max_features`` as a name, a
 count, a fraction or None.
+
+**Decision (resource bounds):** a parameter that sizes an allocation before any
+useful work (a table per tree, a grid per feature, a population, a layer) has an
+upper bound, checked at ``fit`` before any round, so a typo such as
+``n_quantiles=10**7`` is refused by name instead of ending in a memory error
+minutes later. The bounds are far above any setting of the papers.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
+from typing import Final
 
 from fedtrees._validation import check_float, check_int, invalid
 
 __all__ = [
+    "MAX_GRID",
+    "MAX_HIDDEN_UNITS",
+    "MAX_HIDDEN_WEIGHTS",
+    "MAX_N_ESTIMATORS",
+    "MAX_POPULATION",
+    "MAX_SAMPLES_PER_PATH",
     "Amount",
     "check_bool",
+    "check_hidden_sizes",
     "check_max_depth",
     "check_max_features",
+    "check_size",
     "count_or_fraction",
     "resolve_max_features",
 ]
+
+
+MAX_N_ESTIMATORS: Final = 100_000
+"""Most trees of a forest (per-tree seeds and tables are allocated up front)."""
+MAX_GRID: Final = 4096
+"""Most quantiles, bins or shortlisted features per feature or node
+(``n_quantiles``, ``n_bins``, ``top_k``): every message and table has that width."""
+MAX_POPULATION: Final = 10_000
+"""Most trees of a genetic population (allocated at initialisation)."""
+MAX_SAMPLES_PER_PATH: Final = 100_000
+"""Most synthetic rows per tree path (rows are allocated for every path)."""
+MAX_HIDDEN_UNITS: Final = 4096
+"""Most units of one hidden layer."""
+MAX_HIDDEN_WEIGHTS: Final = 2**24
+"""Most weights between consecutive hidden layers, summed over the network."""
+
+
+def check_size(value: object, name: str, owner: str, smallest: int, cap: int) -> int:
+    """Return an int in ``[smallest, cap]`` for a parameter that sizes memory.
+
+    Examples
+    --------
+    >>> check_size(10**7, "n_quantiles", "f", 2, MAX_GRID)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: The 'n_quantiles' parameter of f must be \
+an int in [2, 4096] ...
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value > cap:
+        raise invalid(
+            name,
+            owner,
+            f"an int in [{smallest}, {cap}] (it sizes memory allocated before any "
+            "work; the bound guards against typos)",
+            value,
+        )
+    return check_int(value, name, owner, min_value=smallest)
+
+
+def check_hidden_sizes(value: object, owner: str) -> tuple[int, ...]:
+    """Check ``hidden_layer_sizes``: ints in [1, 4096], at most 2^24 weights between.
+
+    Examples
+    --------
+    >>> check_hidden_sizes((8, 4), "f")
+    (8, 4)
+    """
+    if not isinstance(value, tuple | list) or not all(
+        isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in value
+    ):
+        raise invalid("hidden_layer_sizes", owner, "a tuple of ints >= 1", value)
+    sizes = tuple(int(h) for h in value)
+    between = sum(a * b for a, b in itertools.pairwise(sizes))
+    if any(h > MAX_HIDDEN_UNITS for h in sizes) or between > MAX_HIDDEN_WEIGHTS:
+        raise invalid(
+            "hidden_layer_sizes",
+            owner,
+            f"layers of at most {MAX_HIDDEN_UNITS} units with at most "
+            f"{MAX_HIDDEN_WEIGHTS} weights between consecutive hidden layers "
+            "(the network is allocated on every client)",
+            value,
+        )
+    return sizes
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,13 @@ import numpy as np
 
 from fedtrees._typing import FloatArray
 from fedtrees._validation import check_int
+from fedtrees.algorithms._requests import check_reply_cells, check_request_size
 from fedtrees.federation import (
     ClientData,
     Federation,
     FederationInfo,
     Field,
+    InvalidField,
     Ledger,
     Payload,
     ReplySpec,
@@ -72,10 +74,12 @@ class ToyCountsRequest(Payload):
     classes: np.ndarray
 
     def expected_reply(self) -> ReplySpec:
-        """One non-negative count per agreed class."""
+        """One non-negative count per agreed class, within the declared rows."""
         shape = (self.classes.shape[0],)
         return ReplySpec(
-            ToyCountsReply, {"counts": Field.array("f", shape, nonnegative=True)}
+            ToyCountsReply,
+            {"counts": Field.array("f", shape, nonnegative=True, rows=True)},
+            check=_whole_counts,
         )
 
 
@@ -95,11 +99,23 @@ class HistogramRequest(Payload):
     classes: np.ndarray
 
     def expected_reply(self) -> ReplySpec:
-        """Non-negative counts for every bin and class."""
+        """Non-negative whole counts for every bin and class, within the rows."""
         shape = (self.thresholds.shape[0] + 1, self.classes.shape[0])
         return ReplySpec(
-            HistogramReply, {"counts": Field.array("f", shape, nonnegative=True)}
+            HistogramReply,
+            {"counts": Field.array("f", shape, nonnegative=True, rows=True)},
+            check=_whole_counts,
         )
+
+
+def _whole_counts(reply: ToyCountsReply | HistogramReply) -> None:
+    """Row counts are whole numbers (the toy protocol has no sample weights).
+
+    A buggy client's inflated counts are refused by the declared row bound
+    (field ``rows``); this is not a Byzantine defence.
+    """
+    if np.any(reply.counts != np.floor(reply.counts)):
+        raise InvalidField("counts", "holds fractions; whole row counts expected")
 
 
 @handler("toy.counts")
@@ -113,7 +129,17 @@ def count_classes(request: ToyCountsRequest, data: ClientData) -> ToyCountsReply
 
 @handler("toy.histogram")
 def histogram(request: HistogramRequest, data: ClientData) -> HistogramReply:
-    """Client: class counts per bin of one feature (bin b: t_{b-1} < x <= t_b)."""
+    """Client: class counts per bin of one feature (bin b: t_{b-1} < x <= t_b).
+
+    ``feature`` must be a column of this client, and the (bins x classes)
+    counts must fit one reply (checked before allocating).
+    """
+    n_features = len(data.feature_kinds)
+    check_request_size(
+        request.kind, "feature", request.feature, n_features - 1, "a column index"
+    )
+    shape = (request.thresholds.shape[0] + 1, request.classes.shape[0])
+    check_reply_cells(request.kind, "thresholds", shape, "counts")
     x = data.finite_matrix()[:, request.feature]
     bins = np.searchsorted(request.thresholds, x, side="left")
     codes = data.label_codes(request.classes)

@@ -27,16 +27,34 @@ Algorithms 1–3 of the paper (001), grown level by level over all open nodes:
 **Decision (charging the plan):** the plan's queries are fixed before training
 (Theorem 1 composes them all). Every query actually made is released through the
 client's accountant; when growth stops early (noisy-pure nodes), the unused share
-of the plan is recorded as one last spend, so ``epsilon_spent`` equals ε exactly
-and ``n_queries`` still counts the queries made.
+of the plan is recorded as one last spend, so ``epsilon_spent`` equals ε and
+``n_queries`` still counts the queries made. The per-query ``ε'`` is the largest
+float whose plan, summed exactly, is at most ε (:func:`query_epsilon`), so the
+tree never spends more than ε: ``epsilon_spent`` is ε or, when no equal float
+share adds up to ε, one ulp below it.
 
-Thresholds and noise come from two generators, and thresholds are drawn for
-every heap position of a level (:func:`random_thresholds`), so a node's
-thresholds do not depend on the noise or on which other nodes split.
+Thresholds and noise come from two generators. The thresholds of a level are
+one block of ``2^depth × F`` uniforms of the thresholds stream, row ``p`` for heap
+position ``p`` (:func:`random_thresholds`), so a node's thresholds do not depend
+on the noise or on which other nodes split. Only the rows of the nodes actually
+open are drawn: the bit generator jumps to a row (``advance``), so the cost is
+proportional to the open nodes, not to ``2^depth``, and the numbers are those of
+drawing the whole block.
+
+**Decision (resource bounds):** ``max_depth <= 62`` (:data:`MAX_DEPTH`: heap
+positions are int64 and jumps must stay exact); the per-query budget must be at
+least :data:`MIN_QUERY_EPSILON` (a Laplace scale of at most ``1e100``, so every
+noisy count stays finite); and a level may hold at most :data:`MAX_LEVEL_CELLS`
+noisy counts (open nodes × features × classes) and a tree at most
+:data:`MAX_TREE_NODES` nodes. Noise can keep nodes open
+whatever the data (an empty node splits unless its noisy counts are pure), so the
+open nodes of a level may double at every depth; a tree that outgrows the bound
+is refused by name (``max_depth``) instead of exhausting memory.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -46,12 +64,23 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees._validation import check_choice, check_float, check_int, invalid
+from fedtrees._validation import (
+    check_choice,
+    check_epsilon,
+    check_int,
+    invalid,
+)
+from fedtrees.exceptions import ValidationError
 from fedtrees.privacy import ClippedLaplace, PrivacyAccountant, Sampler
+from fedtrees.privacy._accountant import even_share
 from fedtrees.tree import NodeStats, Tree, TreeBuilder
 
 __all__ = [
     "BUDGETS",
+    "MAX_DEPTH",
+    "MAX_LEVEL_CELLS",
+    "MAX_TREE_NODES",
+    "MIN_QUERY_EPSILON",
     "SCORES",
     "DPTree",
     "fit_dp_tree",
@@ -60,6 +89,7 @@ __all__ = [
     "query_epsilon",
     "random_thresholds",
     "split_scores",
+    "validate_plan",
 ]
 
 Budget = Literal["paper", "parallel"]
@@ -67,6 +97,18 @@ BUDGETS: Final = ("paper", "parallel")
 Score = Literal["average", "weighted"]
 SCORES: Final = ("average", "weighted")
 UNUSED: Final = "unused share of the plan"
+MAX_DEPTH: Final = 62
+"""Deepest plan: heap positions (< 2^depth) must fit int64."""
+MIN_QUERY_EPSILON: Final = 1e-100
+"""Smallest per-query ε': the Laplace scale 1/ε' stays <= 1e100, counts finite."""
+MAX_LEVEL_CELLS: Final = 2**24
+"""Most noisy counts (open nodes * features * classes) one level may hold."""
+MAX_TREE_NODES: Final = 2**18
+"""Most nodes of one DP tree (it travels in one message)."""
+_JUMPING_BIT_GENERATORS: Final = (np.random.PCG64, np.random.PCG64DXSM)
+"""Bit generators whose ``advance(n)`` skips exactly n doubles."""
+_WHOLE_BLOCK_LIMIT: Final = 2**22
+"""Largest level block drawn whole for other bit generators (no exact jump)."""
 
 
 @dataclass(frozen=True)
@@ -92,21 +134,93 @@ def planned_queries(max_depth: int, n_features: int, budget: Budget) -> int:
 def query_epsilon(
     epsilon: float, max_depth: int, n_features: int, budget: Budget
 ) -> float:
-    """Per-query budget ``ε'`` (inf when ε is inf: noise switched off)."""
-    return epsilon / planned_queries(max_depth, n_features, budget)
+    """Per-query budget ``ε'`` (inf when ε is inf: noise switched off).
+
+    The largest float ``ε'`` whose plan, ``N × ε'`` summed exactly, is at most ε
+    (:func:`fedtrees.privacy._accountant.even_share`): the tree never spends more
+    than ε, and less only by a rounding error (the float total is ε or one ulp
+    below it).
+    """
+    if math.isinf(epsilon):
+        return math.inf
+    return even_share(epsilon, planned_queries(max_depth, n_features, budget))
+
+
+def validate_plan(
+    epsilon: float, max_depth: int, n_features: int, budget: Budget, owner: str
+) -> float:
+    """Check the plan's bounds (module docstring); return the per-query ``ε'``.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``max_depth`` (above :data:`MAX_DEPTH`) or ``epsilon`` (a per-query
+        ``ε'`` below :data:`MIN_QUERY_EPSILON`: the noise would not be finite).
+    """
+    check_int(max_depth, "max_depth", owner, min_value=1, max_value=MAX_DEPTH)
+    eps_q = query_epsilon(epsilon, max_depth, n_features, budget)
+    if eps_q < MIN_QUERY_EPSILON:
+        queries = planned_queries(max_depth, n_features, budget)
+        raise ValidationError(
+            f"The 'epsilon' parameter of {owner} is too small for the plan: "
+            f"epsilon={epsilon!r} over {queries} queries (budget={budget!r}, "
+            f"max_depth={max_depth}, {n_features} features) gives a per-query "
+            f"epsilon of {eps_q:g}; it must be >= {MIN_QUERY_EPSILON:g} so the "
+            "Laplace noise scale (1/epsilon per query) stays finite. Raise epsilon "
+            "or lower max_depth."
+        )
+    return eps_q
 
 
 def random_thresholds(
-    rng: np.random.Generator, ranges: FloatArray, depth: int
+    rng: np.random.Generator,
+    ranges: FloatArray,
+    depth: int,
+    positions: IntArray | None = None,
 ) -> FloatArray:
-    """One threshold per (position, feature) of a level: ``(2^depth, F)``.
+    """Thresholds of a level's heap positions: row i for ``positions[i]``.
 
-    Drawn for every heap position ``p`` of the level (children of ``p`` are
-    ``2p`` and ``2p+1``), uniform in each feature's public range, so a node's
-    thresholds do not depend on which other nodes of its level split.
+    The level is one block of ``2^depth × F`` uniforms (each feature's public
+    range) from ``rng``'s current state, row ``p`` for heap position ``p``
+    (children of ``p`` are ``2p`` and ``2p+1``), so a node's thresholds do not
+    depend on which other nodes of its level split. ``positions=None`` draws
+    the whole block; otherwise only the given rows are drawn, by jumping the bit
+    generator (PCG64 or PCG64DXSM: cost proportional to ``len(positions)``).
+    Either way ``rng`` ends past the whole block.
     """
-    size = (2**depth, ranges.shape[0])
-    return rng.uniform(ranges[:, 0], ranges[:, 1], size=size)
+    F = ranges.shape[0]
+    if positions is None:
+        return rng.uniform(ranges[:, 0], ranges[:, 1], size=(2**depth, F))
+    wanted = np.asarray(positions, dtype=np.int64)
+    if not isinstance(rng.bit_generator, _JUMPING_BIT_GENERATORS):
+        if 2**depth * F > _WHOLE_BLOCK_LIMIT:
+            raise invalid(
+                "thresholds_rng",
+                "random_thresholds",
+                "a Generator on PCG64 (numpy.random.default_rng) for a level of "
+                f"more than {_WHOLE_BLOCK_LIMIT} thresholds",
+                rng.bit_generator,
+            )
+        block: FloatArray = rng.uniform(ranges[:, 0], ranges[:, 1], size=(2**depth, F))
+        return block[wanted]
+    out = np.empty((wanted.shape[0], F))
+    start_state = rng.bit_generator.state
+    for first, stop in _runs(wanted):
+        jumper = type(rng.bit_generator)()
+        jumper.state = start_state
+        jumper.advance(int(wanted[first]) * F)
+        out[first:stop] = np.random.Generator(jumper).uniform(
+            ranges[:, 0], ranges[:, 1], size=(stop - first, F)
+        )
+    rng.bit_generator.advance(2**depth * F)
+    return out
+
+
+def _runs(positions: IntArray) -> list[tuple[int, int]]:
+    """Index ranges ``[first, stop)`` of consecutive positions (drawn together)."""
+    breaks = np.flatnonzero(np.diff(positions) != 1) + 1
+    edges = [0, *breaks.tolist(), int(positions.shape[0])]
+    return [(a, b) for a, b in itertools.pairwise(edges) if b > a]
 
 
 def gini_of_counts(counts: FloatArray) -> FloatArray:
@@ -155,18 +269,24 @@ def fit_dp_tree(
     accountant : PrivacyAccountant
         The client's; every query is released through it.
     thresholds_rng, noise_rng : numpy Generators
-        Keyed by the caller (seed, client).
+        Keyed by the caller (seed, client). ``thresholds_rng`` should run on
+        PCG64 (``numpy.random.default_rng``) so deep levels jump to their open
+        nodes (:func:`random_thresholds`).
+
+    Raises
+    ------
+    ValidationError
+        For a bad argument, a plan out of bounds (:func:`validate_plan`) or a
+        tree that outgrows :data:`MAX_LEVEL_CELLS` / :data:`MAX_TREE_NODES`.
     """
     owner = "fit_dp_tree"
     Xa, codes, bounds = _inputs(X, y, n_classes, ranges, owner)
-    eps = check_float(
-        epsilon, "epsilon", owner, min_value=0.0, min_inclusive=False, allow_inf=True
-    )
+    eps = check_epsilon(epsilon, owner, allow_inf=True)
     depth_limit = check_int(max_depth, "max_depth", owner, min_value=1)
     check_choice(budget, "budget", owner, BUDGETS)
     check_choice(score, "score", owner, SCORES)
     F = Xa.shape[1]
-    eps_q = query_epsilon(eps, depth_limit, F, budget)
+    eps_q = validate_plan(eps, depth_limit, F, budget, owner)
     mechanism = ClippedLaplace(epsilon=eps_q, sampler=sampler)
     builder = TreeBuilder(n_features=F, classes=np.arange(n_classes))
     root_counts = accountant.release(
@@ -177,14 +297,17 @@ def fit_dp_tree(
     position = np.zeros(1, dtype=np.int64)  # heap position of every open node
     open_counts = root_counts[None, :]
     slot = np.zeros(Xa.shape[0], dtype=np.int64)  # each row's open node (-1: none)
+    n_nodes = 1
     for depth in range(depth_limit):
         split = gini_of_counts(open_counts) > 0
         if not split.any():
             break
         k = int(split.sum())
+        n_nodes = _check_level_size(
+            k, F, n_classes, n_nodes, (depth, depth_limit), owner
+        )
         slot = _keep_split_rows(slot, split)
-        level = random_thresholds(thresholds_rng, bounds, depth)
-        thresholds = level[position[split]]
+        thresholds = random_thresholds(thresholds_rng, bounds, depth, position[split])
         left_true = _left_counts(Xa, codes, slot, thresholds, n_classes)
         queries = k * F if budget == "paper" else F
         left = accountant.release(
@@ -228,6 +351,32 @@ def split_scores(left: FloatArray, right: FloatArray, score: Score) -> FloatArra
     weighted = (n_left * g_left + n_right * g_right) / np.where(total > 0, total, 1.0)
     out: FloatArray = np.where(total > 0, weighted, average)
     return out
+
+
+def _check_level_size(
+    k: int,
+    F: int,
+    n_classes: int,
+    n_nodes: int,
+    depths: tuple[int, int],
+    owner: str,
+) -> int:
+    """Refuse a level over the bounds (module docstring); return the nodes after it.
+
+    ``depths`` is (this level's depth, max_depth); ``k`` nodes split into 2k.
+    """
+    cells, after = k * F * n_classes, n_nodes + 2 * k
+    if cells <= MAX_LEVEL_CELLS and after <= MAX_TREE_NODES:
+        return after
+    depth, max_depth = depths
+    raise ValidationError(
+        f"The 'max_depth' parameter of {owner} ({max_depth}) grows too large a "
+        f"tree: depth {depth} splits {k} open nodes ({F} features, {n_classes} "
+        f"classes: {cells} noisy counts; bound {MAX_LEVEL_CELLS}) into a tree of "
+        f"{after} nodes (bound {MAX_TREE_NODES}). Empty nodes stay open unless "
+        "their noisy counts are pure, so open nodes may double at every level; "
+        "lower max_depth."
+    )
 
 
 def _plan_cost(eps_q: float, plan: int) -> float:

@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 from sklearn.tree import DecisionTreeClassifier
 
+from fedtrees._random import sklearn_seed
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.exceptions import ValidationError
 from fedtrees.tree import Tree
@@ -121,7 +122,10 @@ def fit_cart(
     ([0, 1, 2], 1.5)
     """
     estimator = DecisionTreeClassifier(
-        criterion=criterion, max_depth=max_depth, random_state=seed, **params
+        criterion=criterion,
+        max_depth=max_depth,
+        random_state=sklearn_seed(seed),
+        **params,
     ).fit(X, y)
     present = np.asarray(estimator.classes_, dtype=np.int64)
     return _agreed_columns(estimator, present, n_classes)

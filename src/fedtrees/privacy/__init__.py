@@ -11,7 +11,7 @@ Examples
 0.5
 """
 
-from fedtrees.privacy._accountant import PrivacyAccountant, Spend
+from fedtrees.privacy._accountant import PrivacyAccountant, Spend, even_share
 from fedtrees.privacy._mechanisms import SAMPLERS, ClippedLaplace, Laplace, Sampler
 
 __all__ = [
@@ -21,4 +21,5 @@ __all__ = [
     "PrivacyAccountant",
     "Sampler",
     "Spend",
+    "even_share",
 ]

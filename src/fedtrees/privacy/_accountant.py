@@ -5,6 +5,13 @@ global. Composition is sequential (basic): the ε and δ of the spends add up.
 A spend that would exceed the budget raises :class:`PrivacyBudgetExceeded` before
 anything is released — :meth:`PrivacyAccountant.release` checks, records, and only
 then draws the noise.
+
+Spent ε is summed exactly (the ``Fraction`` of every float spend). With
+``strict=True`` a spend fits only if that exact sum stays within the budget, so
+``epsilon_spent <= epsilon`` holds exactly; split a budget over ``n`` queries with
+:func:`even_share` (the largest float share whose ``n``-fold exact sum fits). The
+default (``strict=False``) keeps a relative slack of ``1e-9`` for callers that
+split budgets by float division (``n`` spends of ``ε/n`` may exceed ε by ulps).
 """
 
 from __future__ import annotations
@@ -22,10 +29,33 @@ from fedtrees._validation import check_float, check_int, invalid
 from fedtrees.exceptions import PrivacyBudgetExceeded
 from fedtrees.privacy._mechanisms import Laplace
 
-__all__ = ["PrivacyAccountant", "Spend"]
+__all__ = ["PrivacyAccountant", "Spend", "even_share"]
 
 _RELATIVE_SLACK: Final = 1e-9
-"""Floating-point slack: ``N`` spends of ``ε/N`` may sum to ``ε(1 + N·2^-53)``."""
+"""Floating-point slack (``strict=False``): ``N`` spends of ``ε/N`` may sum to
+``ε(1 + N·2^-53)``."""
+
+
+def even_share(epsilon: float, n: int) -> float:
+    """Return the largest float ``s`` with ``n × s <= epsilon`` exactly.
+
+    ``epsilon / n`` rounded to nearest may be one ulp above the exact quotient,
+    and then ``n`` spends of it exceed ``epsilon``; this share never does, and
+    ``n × s`` falls short of ``epsilon`` by less than two ulps of ``epsilon``.
+
+    Examples
+    --------
+    >>> s = even_share(0.1, 113)
+    >>> from fractions import Fraction
+    >>> 113 * Fraction(s) <= Fraction(0.1), s == 0.1 / 113
+    (True, False)
+    """
+    eps = check_float(epsilon, "epsilon", "even_share", min_value=0.0)
+    count = check_int(n, "n", "even_share", min_value=1)
+    share = eps / count
+    if count * Fraction(share) > Fraction(eps):
+        share = math.nextafter(share, 0.0)
+    return share
 
 
 @dataclass(frozen=True)
@@ -49,6 +79,9 @@ class PrivacyAccountant:
         Total δ budget.
     owner : str
         Who holds it (used in messages), e.g. ``"client 'Cleveland'"``.
+    strict : bool, default False
+        Exact budget check: a spend fits only if the exact sum of all spends is
+        at most the budget (no floating-point slack); see the module docstring.
 
     Examples
     --------
@@ -63,7 +96,12 @@ class PrivacyAccountant:
     """
 
     def __init__(
-        self, epsilon: float, delta: float = 0.0, *, owner: str = "party"
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        owner: str = "party",
+        strict: bool = False,
     ) -> None:
         self.epsilon_budget = check_float(
             epsilon,
@@ -79,6 +117,7 @@ class PrivacyAccountant:
         if self.delta_budget >= 1.0:
             raise invalid("delta", "PrivacyAccountant", "a float in [0, 1)", delta)
         self.owner = owner
+        self.strict = bool(strict)
         self._spends: list[Spend] = []
         # Exact running totals: floats are dyadic rationals, so a Fraction sum is
         # exact and float() of it is correctly rounded (as math.fsum), in O(1).
@@ -127,6 +166,8 @@ class PrivacyAccountant:
         )
         dlt = check_float(delta, "delta", "PrivacyAccountant.spend", min_value=0.0)
         n = check_int(queries, "queries", "PrivacyAccountant.spend", min_value=1)
+        if self.strict and not math.isinf(eps):
+            self._check_exact(eps, n, label)
         eps, dlt = eps * n, dlt * n
         if not _fits(self.epsilon_spent, eps, self.epsilon_budget):
             raise PrivacyBudgetExceeded(
@@ -139,6 +180,18 @@ class PrivacyAccountant:
                 f"{self.owner} cannot spend delta={dlt:g} on {label!r}: "
                 f"{self.delta_spent:g} of its delta budget {self.delta_budget:g} "
                 "is spent."
+            )
+
+    def _check_exact(self, epsilon: float, queries: int, label: str) -> None:
+        """Strict mode: the exact sum after this spend must fit the budget."""
+        if math.isinf(self.epsilon_budget):
+            return
+        total = self._epsilon_total + queries * Fraction(epsilon)
+        if self._unbounded or total > Fraction(self.epsilon_budget):
+            raise PrivacyBudgetExceeded(
+                f"{self.owner} cannot spend {queries} * epsilon={epsilon!r} on "
+                f"{label!r}: the exact total would exceed its epsilon budget "
+                f"{self.epsilon_budget!r} ({self.epsilon_spent!r} spent)."
             )
 
     def spend(

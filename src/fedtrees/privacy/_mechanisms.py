@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import FloatArray
-from fedtrees._validation import check_choice, check_float, invalid
+from fedtrees._validation import check_choice, check_epsilon, check_float, invalid
 
 __all__ = ["SAMPLERS", "ClippedLaplace", "Laplace", "Sampler"]
 
@@ -72,14 +72,7 @@ class Laplace:
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        eps = check_float(
-            self.epsilon,
-            "epsilon",
-            owner,
-            min_value=0.0,
-            min_inclusive=False,
-            allow_inf=True,
-        )
+        eps = check_epsilon(self.epsilon, owner, allow_inf=True)
         sens = check_float(
             self.sensitivity, "sensitivity", owner, min_value=0.0, min_inclusive=False
         )

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
-from fedtrees._validation import check_choice, check_float, check_int
+from fedtrees._validation import check_choice, check_epsilon, check_int
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms._packed import rebuild_packed
 from fedtrees.algorithms.dpforest._protocol import DPTrees, DPTreeStrategy
@@ -21,6 +21,7 @@ from fedtrees.exceptions import PrivacyLeakWarning, ValidationError
 from fedtrees.federation import Federation, RoundCallback
 from fedtrees.federation._data import as_frame
 from fedtrees.learners import BUDGETS, SCORES
+from fedtrees.learners._dp_tree import MAX_DEPTH, validate_plan
 from fedtrees.privacy import SAMPLERS
 from fedtrees.tree import vote_shares
 
@@ -31,16 +32,19 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
     """Federated forest of ε-differentially-private client trees (ALGORITHMS.md §2).
 
     One round: every client grows one random-threshold tree on its own rows,
-    spending exactly ``epsilon`` (its own budget: clients hold disjoint rows),
-    and sends it; the forest predicts by majority vote.
+    spending ``epsilon`` — never more, checked exactly (its own budget: clients
+    hold disjoint rows) — and sends it; the forest predicts by majority vote.
 
     Parameters
     ----------
     epsilon : float > 0, default 1.0
         Each client's privacy budget (``inf`` switches the noise off: no
         guarantee, for tests).
-    max_depth : int >= 1, default 5
-        The fixed depth d the budget is planned for.
+    max_depth : int in [1, 62], default 5
+        The fixed depth d the budget is planned for. The per-query budget
+        (ε over the plan's queries) must be at least 1e-100 so the noise stays
+        finite, and a level may hold at most 2^24 noisy counts (open nodes ×
+        features × classes; see :mod:`fedtrees.learners._dp_tree`).
     feature_ranges : dict, array of shape (n_features, 2) or "from-data"
         Public (min, max) of every numeric feature, declared by the user; thresholds
         are drawn uniformly from them. Required: never computed from private data
@@ -71,7 +75,8 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
     client_trees_ : dict
         The same trees by client id.
     epsilon_spent_ : dict
-        ε each client spent (equals ``epsilon``).
+        ε each client spent: ``epsilon``, or less by a rounding error (under two
+        ulps), never more.
     n_queries_ : dict
         Counting queries each client answered.
     feature_ranges_ : array of shape (n_features, 2)
@@ -175,21 +180,7 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
         callbacks: Sequence[RoundCallback] = (),
     ) -> Any:
         owner = type(self).__name__
-        settings = {
-            "epsilon": check_float(
-                self.epsilon,
-                "epsilon",
-                owner,
-                min_value=0.0,
-                min_inclusive=False,
-                allow_inf=True,
-            ),
-            "max_depth": check_int(self.max_depth, "max_depth", owner, min_value=1),
-            "budget": check_choice(self.budget, "budget", owner, BUDGETS),
-            "score": check_choice(self.split_score, "split_score", owner, SCORES),
-            "sampler": check_choice(self.sampler, "sampler", owner, SAMPLERS),
-            "seed": resolve_seed(self.random_state, owner),
-        }
+        settings = self._settings(owner)
         strategy = DPTreeStrategy(settings, self._declared, owner)
         outcome = self._run(federation, strategy, callbacks)
         self._remember(outcome.info, classes)
@@ -205,6 +196,25 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
         self.feature_ranges_ = received.request.ranges
         self.communication_ = outcome.ledger
         return self
+
+    def _settings(self, owner: str) -> dict[str, Any]:
+        """Return the round's validated public settings (the plan's bounds checked)."""
+        epsilon = check_epsilon(self.epsilon, owner, allow_inf=True)
+        depth = check_int(
+            self.max_depth, "max_depth", owner, min_value=1, max_value=MAX_DEPTH
+        )
+        budget = check_choice(self.budget, "budget", owner, BUDGETS)
+        # Up front with one feature (the fewest queries); the strategy checks the
+        # plan again once the agreed schema gives the number of features.
+        validate_plan(epsilon, depth, 1, budget, owner)  # type: ignore[arg-type]
+        return {
+            "epsilon": epsilon,
+            "max_depth": depth,
+            "budget": budget,
+            "score": check_choice(self.split_score, "split_score", owner, SCORES),
+            "sampler": check_choice(self.sampler, "sampler", owner, SAMPLERS),
+            "seed": resolve_seed(self.random_state, owner),
+        }
 
     def predict_proba(self, X: object) -> FloatArray:
         """Share of the trees voting for each class."""

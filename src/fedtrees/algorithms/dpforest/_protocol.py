@@ -6,7 +6,11 @@ ranges, agreed labels); every client grows one DP tree on its own rows with
 replies with the packed tree, the ε it spent and the queries it made. Before a
 reply is kept the server checks it: the tree rebuilds, has only numeric splits
 within the declared ranges, is no deeper than ``max_depth``, and the client
-spent exactly its ε. Client ``k`` keys its generators by
+spent its ε (within rounding, never more). Its node counts are noisy (clipped
+Laplace; right = parent − left, clipped at 0): they may legitimately exceed
+the client's declared row bound, and children may hold more than their node,
+so neither is checked (the noise that protects the rows also hides an inflated
+count; only its non-negativity is). Client ``k`` keys its generators by
 ``[seed, 5, crc32(k)]`` (thresholds) and ``[seed, 6, crc32(k)]`` (noise).
 """
 
@@ -40,6 +44,7 @@ from fedtrees.federation import (
     payload,
 )
 from fedtrees.learners import fit_dp_tree
+from fedtrees.learners._dp_tree import validate_plan
 from fedtrees.privacy import PrivacyAccountant
 from fedtrees.tree import NodeKind, Tree, pack_trees
 
@@ -98,16 +103,19 @@ class DPTreeRequest(Payload):
 
 
 def _same_epsilon(spent: float, epsilon: float) -> bool:
+    """Return whether the whole plan was charged: ε within rounding, never above."""
     if math.isinf(epsilon):
         return math.isinf(spent)
-    return math.isclose(spent, epsilon, rel_tol=1e-9, abs_tol=0.0)
+    return spent <= epsilon and math.isclose(spent, epsilon, rel_tol=1e-9, abs_tol=0.0)
 
 
 @handler("dpforest.tree")
 def grow_tree(request: DPTreeRequest, data: ClientData) -> DPTreeReply:
     """Client: grow the DP tree on the local rows, spending its own ε."""
     key = client_key(data.client_id)
-    accountant = PrivacyAccountant(request.epsilon, owner=f"client {data.client_id!r}")
+    accountant = PrivacyAccountant(
+        request.epsilon, owner=f"client {data.client_id!r}", strict=True
+    )
     grown = fit_dp_tree(
         data.finite_matrix(),
         data.label_codes(request.classes),
@@ -155,10 +163,13 @@ class DPTreeStrategy(OneRoundStrategy):
     def start(self, info: FederationInfo) -> None:
         """Resolve the declared ranges on the agreed schema; build the request."""
         super().start(info)
+        ranges = resolve_ranges(self.declared, info, self.owner)
+        s = self.settings
+        validate_plan(
+            s["epsilon"], s["max_depth"], ranges.shape[0], s["budget"], self.owner
+        )
         self.request = DPTreeRequest(
-            ranges=resolve_ranges(self.declared, info, self.owner),
-            classes=np.asarray(info.schema.classes, dtype=str),
-            **self.settings,
+            ranges=ranges, classes=np.asarray(info.schema.classes, dtype=str), **s
         )
 
     def finish(self) -> DPTrees:

@@ -24,6 +24,7 @@ from fedtrees._typing import FloatArray, RandomState
 from fedtrees._validation import check_choice, check_float, check_int, invalid
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms._onehot import expand_features
+from fedtrees.algorithms._params import check_hidden_sizes
 from fedtrees.algorithms.fedavg._protocol import (
     AvgConfig,
     Evaluate,
@@ -78,7 +79,9 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
         ones, or raw features. ``predict(X, client=k)`` uses client k's
         standardization; without ``client`` the pooled one.
     on_dropout : {"fail", "continue"}, default "fail"
-        A failing client ends the fit, or is left out of that round's average.
+        A failing client ends the fit, or is left out of that round's average
+        (asked again the next round); one that fails the moments round is left
+        out of the whole fit (it has no weight in the average).
     timeout : float, default 60.0
     workers : int, default 1
     stop_at_score : float in [0, 1] or None, default None
@@ -165,11 +168,7 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
 
     def _config(self) -> AvgConfig:
         owner = type(self).__name__
-        hidden = self.hidden_layer_sizes
-        if not isinstance(hidden, tuple | list) or not all(
-            isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in hidden
-        ):
-            raise invalid("hidden_layer_sizes", owner, "a tuple of ints >= 1", hidden)
+        hidden = check_hidden_sizes(self.hidden_layer_sizes, owner)
         epochs = self.local_epochs
         return AvgConfig(
             hidden=tuple(hidden),

@@ -16,7 +16,7 @@ never enters a message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
@@ -26,20 +26,29 @@ import numpy.typing as npt
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import FloatArray
 from fedtrees.algorithms._onehot import category_counts, expand_features
+from fedtrees.algorithms._requests import (
+    check_category_counts,
+    check_request_size,
+    request_error,
+)
 from fedtrees.algorithms.fedavg._network import Layout, standardize
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
     ClientData,
     FederationInfo,
     Field,
+    InvalidField,
     Payload,
     ReplySpec,
     RoundPlan,
     handler,
     payload,
 )
+from fedtrees.federation._checks import check_at_most, check_moments, check_same_stats
 
 __all__ = [
+    "MAX_LOCAL_EPOCHS",
+    "MAX_LOCAL_STEPS",
     "AvgConfig",
     "Evaluate",
     "EvaluatorFactory",
@@ -52,6 +61,15 @@ __all__ = [
 ]
 
 INIT_STREAM, BATCH_STREAM = 5, 6
+MAX_LOCAL_STEPS: Final = 2**24
+"""Most SGD steps a client runs in one round (``local_steps``)."""
+MAX_LOCAL_EPOCHS: Final = 2**16
+"""Most local epochs a client runs in one round (``local_epochs``).
+
+**Decision (resource bounds):** a client refuses a training request above these
+(a damaged count would keep it busy for days); they are far above any setting
+of the papers (FLamby: 10 epochs, 100 steps).
+"""
 Standardize = Literal["client", "global", "none"]
 
 
@@ -76,14 +94,38 @@ class MomentsRequest(Payload):
         return int(np.maximum(self.n_categories, 1).sum())
 
     def expected_reply(self) -> ReplySpec:
-        """Finite sums; non-negative squares; a positive weight."""
+        """Finite sums; non-negative squares; a weight within the declared bound.
+
+        Each feature's (weight, sum, sum of squares) are consistent moments (a
+        non-negative variance); a one-hot column's sum lies in [0, weight] and
+        equals its sum of squares. This bounds a buggy client, not a hostile one.
+        """
         return ReplySpec(
             MomentsReply,
             {
                 "total": Field.array("f", (self.width,)),
                 "squares": Field.array("f", (self.width,), nonnegative=True),
-                "weight": Field.scalar(low=0.0),
+                "weight": Field.scalar(low=0.0, weights=True),
             },
+            check=self._check_moments,
+        )
+
+    def _check_moments(self, reply: MomentsReply) -> None:
+        weight = np.full(self.width, reply.weight)
+        check_moments("total", np.stack([weight, reply.total, reply.squares], 1))
+        onehot = np.repeat(self.n_categories > 0, np.maximum(self.n_categories, 1))
+        if not onehot.any():
+            return
+        total = np.asarray(reply.total, dtype=np.float64)[onehot]
+        if np.any(total < 0):
+            raise InvalidField("total", "holds a negative sum of a one-hot column")
+        check_at_most("total", total, weight[onehot], "a one-hot column's sum")
+        check_same_stats(
+            "squares",
+            np.asarray(reply.squares, dtype=np.float64)[onehot],
+            total,
+            "a one-hot column's sum of squares (its sum)",
+            False,
         )
 
 
@@ -134,6 +176,7 @@ def _row_weights(data: ClientData) -> FloatArray:
 @handler("fedavg.moments")
 def moments(request: MomentsRequest, data: ClientData) -> MomentsReply:
     """Client: weighted feature sums and sums of squares."""
+    check_category_counts(request.kind, "n_categories", request.n_categories, data)
     X, w = _expanded(data, request.n_categories), _row_weights(data)
     return MomentsReply(w @ X, w @ (X * X), float(w.sum()))
 
@@ -141,7 +184,7 @@ def moments(request: MomentsRequest, data: ClientData) -> MomentsReply:
 @handler("fedavg.train")
 def train(request: TrainRequest, data: ClientData) -> TrainReply:
     """Client: minibatch SGD from the server's parameters on the local rows."""
-    layout = Layout(tuple(int(w) for w in request.widths))
+    layout = _checked_layout(request, data)
     X = standardize(_expanded(data, request.n_categories), request.mean, request.scale)
     y = data.label_codes(request.classes)
     w = _row_weights(data)
@@ -157,10 +200,62 @@ def train(request: TrainRequest, data: ClientData) -> TrainReply:
     return TrainReply(theta, float(np.mean(losses)))
 
 
+def _checked_layout(request: TrainRequest, data: ClientData) -> Layout:
+    """Check the request's sizes against this client's columns, before allocating.
+
+    ``n_categories`` must be this client's category counts; ``widths`` a layout
+    whose input width is the one-hot width, whose parameter count is
+    ``theta``'s; ``mean``/``scale`` one value per one-hot column; a batch of at
+    least one row and at least one step.
+    """
+    kind = request.kind
+    counts = check_category_counts(kind, "n_categories", request.n_categories, data)
+    width = int(np.maximum(counts, 1).sum())
+    widths = np.asarray(request.widths)
+    if widths.ndim != 1 or widths.shape[0] < 2 or widths.dtype.kind not in "iu":
+        raise request_error(kind, "widths", ">= 2 layer widths", widths.shape)
+    sizes = [
+        check_request_size(kind, "widths", w, request.theta.size, "theta's size", low=1)
+        for w in widths.tolist()
+    ]
+    if sizes[0] != width:
+        raise request_error(kind, "widths", f"input width {width} (one-hot)", sizes[0])
+    layout = Layout(tuple(sizes))
+    if request.theta.shape != (layout.size,):
+        wanted = f"{layout.size} parameters (widths {sizes})"
+        raise request_error(kind, "theta", wanted, request.theta.shape)
+    for name, values in (("mean", request.mean), ("scale", request.scale)):
+        if values.shape != (width,):
+            raise request_error(kind, name, f"shape ({width},)", values.shape)
+    _check_steps(request)
+    return layout
+
+
+def _check_steps(request: TrainRequest) -> None:
+    """Check the batch (>= 1 row) and the steps or epochs against the limits."""
+    kind = request.kind
+    check_request_size(kind, "batch_size", request.batch_size, 2**62, "rows", low=1)
+    check_request_size(
+        kind,
+        "local_steps",
+        request.local_steps,
+        MAX_LOCAL_STEPS,
+        "SGD steps a round; >= 1 unless local_epochs is set",
+        low=0 if request.local_epochs else 1,
+    )
+    check_request_size(
+        kind, "local_epochs", request.local_epochs, MAX_LOCAL_EPOCHS, "epochs a round"
+    )
+
+
 def _batches(
     rng: np.random.Generator, n: int, request: TrainRequest
-) -> list[np.ndarray]:
-    """Minibatches of shuffled epochs (the last batch of an epoch may be short)."""
+) -> Iterator[np.ndarray]:
+    """Minibatches of shuffled epochs (the last batch of an epoch may be short).
+
+    Drawn lazily, one epoch's order at a time: memory stays one epoch's,
+    whatever the number of steps (the same batches as drawing them all first).
+    """
     size = min(request.batch_size, n)
     per_epoch = -(-n // size)
     steps = (
@@ -168,11 +263,14 @@ def _batches(
         if request.local_epochs
         else request.local_steps
     )
-    batches: list[np.ndarray] = []
-    while len(batches) < steps:
+    done = 0
+    while done < steps:
         order = rng.permutation(n)
-        batches.extend(order[i : i + size] for i in range(0, n, size))
-    return batches[:steps]
+        for i in range(0, n, size):
+            if done == steps:
+                return
+            yield order[i : i + size]
+            done += 1
 
 
 @dataclass(frozen=True)
@@ -301,7 +399,9 @@ class FedAvgStrategy:
     def plan_round(self, round: int) -> RoundPlan | None:
         """Round 1: moments; then training while rounds remain and no target is met."""
         if round == 1:
-            return RoundPlan.broadcast(MomentsRequest(self.n_categories), self.clients)
+            return RoundPlan.broadcast(
+                MomentsRequest(self.n_categories), self.clients, self.config.on_dropout
+            )
         if round > 1 + self.config.n_rounds or self.reached_target():
             return None
         model = self.finish()

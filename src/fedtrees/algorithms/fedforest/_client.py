@@ -25,6 +25,13 @@ import numpy as np
 
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import BoolArray, FloatArray, IntArray
+from fedtrees.algorithms._params import MAX_GRID, MAX_N_ESTIMATORS
+from fedtrees.algorithms._requests import (
+    check_reply_cells,
+    check_request_size,
+    local_category_counts,
+    request_error,
+)
 from fedtrees.algorithms.fedforest import _hist
 from fedtrees.algorithms.fedforest import _kernels as kernels
 from fedtrees.algorithms.fedforest._forest import (
@@ -63,7 +70,13 @@ from fedtrees.exceptions import ValidationError
 from fedtrees.federation import ClientData, ClientState, Payload, Resync, handler
 from fedtrees.stats import split_gains
 
-__all__ = ["STATE_KEY", "check_open", "forest_handler", "refine_points"]
+__all__ = [
+    "STATE_KEY",
+    "check_open",
+    "check_sizes",
+    "forest_handler",
+    "refine_points",
+]
 
 STATE_KEY: Final = "fedforest"
 BOOTSTRAP, HOLDOUT = 0, 3
@@ -132,13 +145,89 @@ def _forest(
 
 def _keep_forest(request: LevelFields, data: ClientData, state: ClientState) -> None:
     """Keep the request's forest for later rounds (a first request needs no rows)."""
+    check_sizes(request, data)
     _forest(request, state, len(data.feature_kinds))
+
+
+def check_sizes(request: Any, data: ClientData) -> None:
+    """Refuse a request whose size fields do not fit this client, before allocating.
+
+    At most :data:`MAX_N_ESTIMATORS` trees; each feature at most once per open
+    node (``pair_feature``); ``q``, ``k`` within the grid limit
+    and ``max_bins`` within the hist grid's (the server validates both);
+    ``max_categories`` 0 or this client's largest number of categories; the
+    statistics asked (nodes and categorical pairs x categories x classes) fit
+    one reply.
+
+    Raises
+    ------
+    ValidationError
+        Naming the request kind and the field (:mod:`fedtrees.algorithms._requests`).
+    """
+    kind = request.kind
+    trees = int(request.participation.size)
+    check_request_size(
+        kind, "participation", trees, MAX_N_ESTIMATORS, "one flag per tree"
+    )
+    for name in ("q", "k"):
+        if hasattr(request, name):
+            value = getattr(request, name)
+            check_request_size(kind, name, value, MAX_GRID, "the grid limit", low=1)
+    if hasattr(request, "max_bins"):
+        check_request_size(
+            kind, "max_bins", request.max_bins, _hist.MAX_BINS, "the grid", low=1
+        )
+    _check_pairs(request, len(data.feature_kinds))
+    width = request.width
+    check_reply_cells(kind, "classes", (request.n_open, width), "node_stats")
+    if hasattr(request, "max_categories"):
+        _check_categories(request, data, width)
+
+
+def _check_pairs(request: Any, n_features: int) -> None:
+    """Refuse a node that considers a feature twice or more than F (-1: padding)."""
+    pairs = np.asarray(request.pair_feature)
+    if pairs.ndim != 2 or pairs.shape[1] > n_features:
+        raise request_error(
+            request.kind,
+            "pair_feature",
+            f"a matrix of at most {n_features} features per open node",
+            f"shape {pairs.shape}",
+        )
+    ordered = np.sort(pairs, axis=1)
+    if np.any((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)):
+        raise request_error(
+            request.kind,
+            "pair_feature",
+            "each feature at most once per open node",
+            "a repeated feature",
+        )
+
+
+def _check_categories(request: Any, data: ClientData, width: int) -> None:
+    """``max_categories``: 0 or this client's most categories; a reply that fits."""
+    kind, counts = request.kind, local_category_counts(data)
+    most = int(counts.max(initial=0))
+    if request.max_categories not in (0, most):
+        raise request_error(
+            kind,
+            "max_categories",
+            f"0 or {most} (this client's largest number of categories)",
+            request.max_categories,
+        )
+    pairs = np.asarray(request.pair_feature)
+    if counts.size and pairs.size:
+        asked = pairs[pairs >= 0]
+        n_pairs = int((counts[np.clip(asked, 0, counts.size - 1)] > 0).sum())
+        shape = (n_pairs, most, width)
+        check_reply_cells(kind, "max_categories", shape, "cat_stats")
 
 
 def _prepare(
     request: LevelFields, data: ClientData, state: ClientState
 ) -> tuple[_Fit, ForestState] | Resync:
     """Return the client's fit state routed to the request's forest, or a resync."""
+    check_sizes(request, data)
     n_features = len(data.feature_kinds)
     forest = _forest(request, state, n_features)
     if forest is None:
@@ -551,6 +640,7 @@ def score(
     request: ScoreRequest, fit: _Fit, forest: ForestState, state: ClientState
 ) -> ScoreReply:
     """Score the forest on this client's held-out rows (diagnostics, §1.4)."""
+    _check_node_values(request, forest)
     held = np.flatnonzero(fit.held_out)
     trees = forest.participation.shape[0]
     node = np.repeat(np.arange(trees, dtype=np.int64)[:, None], held.shape[0], axis=1)
@@ -572,3 +662,17 @@ def score(
     return ScoreReply(
         hist.astype(np.float64), np.array([held.shape[0], correct, 0.0, 0.0, 0.0])
     )
+
+
+def _check_node_values(request: ScoreRequest, forest: ForestState) -> None:
+    """One row of values per node of the forest; a histogram that fits a reply."""
+    values, n_nodes = request.node_values, forest.node_feature.shape[0]
+    if values.ndim != 2 or values.shape[0] != n_nodes or values.shape[1] < 1:
+        raise request_error(
+            request.kind,
+            "node_values",
+            f"one row of values per node of the kept forest ({n_nodes})",
+            f"shape {values.shape}",
+        )
+    c = values.shape[1]
+    check_reply_cells(request.kind, "node_values", (c, c, SCORE_BINS), "hist")

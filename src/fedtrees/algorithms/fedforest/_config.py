@@ -12,9 +12,12 @@ from typing import Any, Final, Literal
 
 from fedtrees._validation import check_choice, check_float, check_int
 from fedtrees.algorithms._params import (
+    MAX_GRID,
+    MAX_N_ESTIMATORS,
     Amount,
     check_bool,
     check_max_features,
+    check_size,
     count_or_fraction,
     resolve_max_features,
 )
@@ -83,8 +86,8 @@ def make_config(
         )
     return ForestConfig(
         task=task,  # type: ignore[arg-type]
-        n_estimators=check_int(
-            params["n_estimators"], "n_estimators", owner, min_value=1
+        n_estimators=check_size(
+            params["n_estimators"], "n_estimators", owner, 1, MAX_N_ESTIMATORS
         ),
         max_depth=MAX_DEPTH_CAP
         if depth is None
@@ -110,9 +113,11 @@ def make_config(
             owner,
             ("quantile", "exact", "uniform", "hist"),
         ),
-        n_quantiles=check_int(params["n_quantiles"], "n_quantiles", owner, min_value=2),
+        n_quantiles=check_size(
+            params["n_quantiles"], "n_quantiles", owner, 2, MAX_GRID
+        ),
         gain="exact" if gain == "auto" else gain,  # type: ignore[arg-type]
-        top_k=None if top_k is None else check_int(top_k, "top_k", owner, min_value=1),
+        top_k=None if top_k is None else check_size(top_k, "top_k", owner, 1, MAX_GRID),
         split_on_client=check_bool(params["split_on_client"], "split_on_client", owner),
         client_fraction=check_float(
             params["client_fraction"],

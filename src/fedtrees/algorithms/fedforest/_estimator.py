@@ -117,7 +117,10 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
         covariate shift it changes the mixture each tree sees.
     on_dropout : {"fail", "continue"}, default "fail"
         A client that fails mid-fit ends the fit, or is left out from then on
-        (which changes the mixture).
+        (which changes the mixture). **Decision**: after a dropout every
+        statistic comes from the clients still active, as if the client's data
+        had vanished at the start of that level; a dropout after a level's first
+        round repeats that level's rounds without it.
     timeout : float, default 60.0
         Seconds per round.
     workers : int, default 1

@@ -15,6 +15,15 @@ client's row count (§1.5): a sketch holds ``min(q, rows) + 1`` points per pair
 bins only (``bin_index`` into the level's ragged bin layout), categorical
 statistics only for categorical pairs, and counts in the smallest dtype that
 holds them exactly (:func:`compact`).
+
+Every reply is checked against the invariants of its kind before the strategy
+sees it: statistics within the bounds the client declared at the agreement,
+node weights equal to the sum of the class counts (or the moment Σw), each
+numeric pair's bins adding up to the same node totals, consistent regression
+moments, held-out scores adding up. :mod:`._consistency` adds the checks across
+rounds (a node's totals never change; children never exceed their parent).
+This bounds what a buggy client can do to the forest; it is not a Byzantine
+defence (consistent lies within the declared bounds pass).
 """
 
 from __future__ import annotations
@@ -26,6 +35,11 @@ import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
+from fedtrees.federation._checks import (
+    check_at_most,
+    check_moments,
+    check_same_stats,
+)
 
 __all__ = [
     "AvgImpReply",
@@ -125,9 +139,19 @@ class LevelFields(Payload):
 
     def _stats(self, shape: tuple[int | None, ...], width: int) -> Field:
         # Class counts are non-negative; regression moments carry signed sums.
+        # Both are bounded by the client's declared weight bound (bootstrap
+        # counts x sample weights).
         if self.task == "regression":
-            return Field.array("f", (*shape, 3))
-        return Field.array(COUNTS, (*shape, width), nonnegative=True)
+            return Field.array("f", (*shape, 3), moments=True, weights=True)
+        return Field.array(COUNTS, (*shape, width), nonnegative=True, weights=True)
+
+    def _check_node_counts(self, counts: np.ndarray, node_stats: np.ndarray) -> None:
+        """Node weights must be the sum of the class counts (or the moment Σw)."""
+        stats = np.asarray(node_stats, dtype=np.float64)
+        total = stats[:, 0] if self.task == "regression" else stats.sum(axis=1)
+        check_same_stats(
+            "counts", counts, total, "the node weight vs its statistics", False
+        )
 
 
 @payload("fedforest.state")
@@ -191,7 +215,9 @@ class SketchRequest(LevelFields):
         return ReplySpec(
             SketchReply,
             {
-                "counts": Field.array(COUNTS, (self.n_open,), nonnegative=True),
+                "counts": Field.array(
+                    COUNTS, (self.n_open,), nonnegative=True, weights=True
+                ),
                 "node_stats": self._stats((self.n_open,), self.width),
                 "n_points": Field.array("iu", (self.n_open, fp), low=0, high=high),
                 "points": Field.array("f", (None,)),
@@ -199,8 +225,20 @@ class SketchRequest(LevelFields):
                     (self.n_categorical_pairs, self.max_categories), self.width
                 ),
             },
-            check=_check_ragged_points,
+            check=self._check_sketch,
         )
+
+    def _check_sketch(self, reply: Any) -> None:
+        """Ragged points; node weights matching the statistics."""
+        _check_ragged_points(reply)
+        self._check_node_counts(reply.counts, reply.node_stats)
+        if reply.cat_stats.size and self.task != "regression":
+            # A categorical pair's categories hold at most the rows of its node.
+            per_pair = np.asarray(reply.cat_stats, dtype=np.float64).sum(axis=1)
+            top = np.asarray(reply.counts, dtype=np.float64).max(initial=0.0)
+            check_at_most(
+                "cat_stats", per_pair, np.asarray(top), "a pair's categories hold"
+            )
 
 
 def rises_within(values: np.ndarray, starts: np.ndarray) -> bool:
@@ -281,7 +319,43 @@ class EvaluateRequest(LevelFields):
                     (self.n_open if self.with_stats else 0,), self.width
                 ),
             },
-            check=_check_bin_index,
+            check=self._check_bins,
+        )
+
+    def pair_totals(self, reply: Any) -> FloatArray:
+        """Sum of every pair's bins, shape ``(n_open, F', S)`` (a checked reply)."""
+        count = np.asarray(self.thr_count, dtype=np.int64).ravel()
+        starts = np.concatenate([[0], np.cumsum(count)])[:-1] + np.arange(count.size)
+        pair = np.searchsorted(starts, reply.bin_index.astype(np.int64), "right") - 1
+        totals = np.zeros((count.size, self.width))
+        np.add.at(totals, pair, np.asarray(reply.bin_stats, dtype=np.float64))
+        out: FloatArray = totals.reshape(*self.thr_count.shape, self.width)
+        return out
+
+    def _check_bins(self, reply: Any) -> None:
+        """Each numeric pair's bins add up to its node's totals (the same for all).
+
+        Categorical and unused pairs have one empty bin: pairs whose bins are
+        all zero are not compared.
+        """
+        _check_bin_index(reply)
+        totals = self.pair_totals(reply)
+        regression = self.task == "regression"
+        if regression:
+            check_moments("bin_stats", totals)
+        used = np.any(totals != 0, axis=2)  # (n_open, F')
+        first = np.argmax(used, axis=1)
+        node = np.asarray(reply.node_stats, dtype=np.float64)
+        want = node if self.with_stats else totals[np.arange(totals.shape[0]), first]
+        want = np.broadcast_to(want[:, None, :], totals.shape)
+        check_same_stats(
+            "bin_stats",
+            np.where(used[..., None], totals, want),
+            want,
+            "a pair's bins sum (vs the node's statistics)"
+            if self.with_stats
+            else "a pair's bins sum (vs the node's other pairs)",
+            regression,
         )
 
 
@@ -309,8 +383,15 @@ class RangesRequest(LevelFields):
     def expected_reply(self) -> ReplySpec:
         """Finite (min, max) per feature."""
         return ReplySpec(
-            RangesReply, {"ranges": Field.array("f", (self.n_features, 2))}
+            RangesReply,
+            {"ranges": Field.array("f", (self.n_features, 2))},
+            check=_check_ranges,
         )
+
+
+def _check_ranges(reply: Any) -> None:
+    if np.any(reply.ranges[:, 0] > reply.ranges[:, 1]):
+        raise InvalidField("ranges", "holds a minimum above its maximum")
 
 
 @payload("fedforest.leaf_stats_reply")
@@ -383,10 +464,33 @@ class ScoreRequest(LevelFields):
         return ReplySpec(
             ScoreReply,
             {
-                "hist": Field.array("f", (c, c, SCORE_BINS), nonnegative=True),
+                "hist": Field.array(
+                    "f", (c, c, SCORE_BINS), nonnegative=True, rows=True
+                ),
                 "sums": Field.array("f", (5,)),
             },
+            check=self._check_score,
         )
+
+    def _check_score(self, reply: Any) -> None:
+        """Whole held-out counts that add up; consistent regression moments."""
+        rows, correct, err, sy, syy = (float(v) for v in reply.sums)
+        if rows < 0 or rows != np.floor(rows) or not 0 <= correct <= rows:
+            raise InvalidField(
+                "sums", f"holds {rows!r} rows and {correct!r} correct ones"
+            )
+        if self.task == "regression":
+            if err < 0:
+                raise InvalidField("sums", f"holds a squared error of {err!r}")
+            check_moments("sums", np.array([rows, sy, syy]))
+            return
+        per_class = reply.hist.sum(axis=2)  # (true, k): held-out rows of class t
+        if per_class.size and (
+            np.any(per_class != per_class[:, :1]) or per_class[:, 0].sum() != rows
+        ):
+            raise InvalidField(
+                "hist", f"does not hold every one of the {rows:g} held-out rows once"
+            )
 
 
 def pair_pointers(counts: np.ndarray) -> IntArray:
@@ -426,11 +530,29 @@ class GridRequest(LevelFields):
             GridReply,
             {
                 "points": Field.array("f", shape, nan_padding=True, nondecreasing=True),
-                "weights": Field.array("f", shape, finite=False),
-                "counts": Field.array(COUNTS, (self.n_features,), nonnegative=True),
+                "weights": Field.array("f", shape, finite=False, weights=True),
+                "counts": Field.array(
+                    COUNTS, (self.n_features,), nonnegative=True, weights=True
+                ),
                 "complete": Field.array("b", (self.n_features,)),
             },
+            check=_check_grid,
         )
+
+
+def _check_grid(reply: Any) -> None:
+    """Require a complete feature's value weights to be >= 0 and add up to its count."""
+    complete = np.asarray(reply.complete, dtype=bool)
+    weights = np.asarray(reply.weights, dtype=np.float64)[complete]
+    if np.any(weights < 0) or np.any(np.isinf(weights)):
+        raise InvalidField("weights", "holds negative or infinite value weights")
+    check_same_stats(
+        "weights",
+        np.nansum(weights, axis=1),
+        np.asarray(reply.counts, dtype=np.float64)[complete],
+        "a complete feature's value weights sum",
+        False,
+    )
 
 
 @payload("fedforest.grid_state")
@@ -480,7 +602,9 @@ class HistogramRequest(LevelFields):
         return ReplySpec(
             HistogramReply,
             {
-                "counts": Field.array(COUNTS, (self.n_open,), nonnegative=True),
+                "counts": Field.array(
+                    COUNTS, (self.n_open,), nonnegative=True, weights=True
+                ),
                 "node_stats": self._stats((self.n_open,), self.width),
                 "bin_index": Field.array(
                     "iu", (None,), low=0, high=max(self.n_bins - 1, 0)
@@ -490,5 +614,15 @@ class HistogramRequest(LevelFields):
                     (self.n_categorical_pairs, self.max_categories), self.width
                 ),
             },
-            check=_check_bin_index,
+            check=self._check_histogram,
         )
+
+    def _check_histogram(self, reply: Any) -> None:
+        """Sparse bins in order; node weights matching the statistics.
+
+        (Each pair's bins adding up to its node's totals needs the agreed grid,
+        which later requests do not carry; :mod:`._consistency` checks the node
+        totals across rounds.)
+        """
+        _check_bin_index(reply)
+        self._check_node_counts(reply.counts, reply.node_stats)

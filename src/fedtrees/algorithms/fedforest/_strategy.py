@@ -36,6 +36,7 @@ import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._config import ForestConfig
+from fedtrees.algorithms.fedforest._consistency import NodeTotals
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._hist import (
     MAX_BINS,
@@ -125,6 +126,7 @@ class FedForestStrategy:
         self.index: dict[str, int] = {}  # a client's position in ``clients``
         self.asked: dict[str, IntArray] = {}
         self.reach = Reach(np.zeros(0, np.int64), ())
+        self.totals = NodeTotals()  # per client, its open nodes' totals (checks)
 
     # -- the ServerStrategy protocol ------------------------------------------------
     def start(self, info: FederationInfo) -> None:
@@ -200,14 +202,45 @@ class FedForestStrategy:
             # Requests are built: a resync (rebuilt later) then sends every
             # candidate, and its layout is recorded again. Frees K x nodes x F'.
             self.client_range = {}
-        return RoundPlan(requests, self.config.on_dropout, full)
+        check = self.totals.checker(g.parents)
+        return RoundPlan(requests, self.config.on_dropout, full, check)
 
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
-        """Fold the validated replies of the current phase into the growth state."""
-        if self.config.on_dropout == "continue":
-            self.active = [c for c in self.active if c in replies]
+        """Fold the validated replies of the current phase into the growth state.
+
+        After a dropout the level is rebuilt from the clients still active
+        (:meth:`_after_dropout`) before anything is folded.
+        """
+        dropped = [c for c in self.active if c not in replies]
+        self.active = [c for c in self.active if c in replies]
+        if dropped and self._after_dropout():
+            return
         got = [_Got(self.index[c], self.asked[c], replies[c]) for c in sorted(replies)]
         getattr(self, f"_absorb_{self.phase}")(got)
+
+    def _after_dropout(self) -> bool:
+        """Make every statistic from now on come from the active clients only.
+
+        **Decision** (``on_dropout="continue"``): the dropped client's rows are
+        absent from the level of its dropout on, as if its data had vanished
+        then. The open nodes' statistics are pooled at every level from the
+        clients answering its first round (never parent − left, which would
+        keep the dropped rows as phantoms). A dropout in a later round of a
+        level (evaluate, refine, or the sketch after AvgImp's shortlist) finds
+        candidates, shortlist and totals that still hold its rows, so the level
+        starts again: its rounds are repeated without the client. Returns
+        whether the current replies are discarded. Nodes closed before the
+        dropout keep their statistics: they were decided then.
+        """
+        if self.phase in ("ranges", "grid", "leaf_stats", "score"):
+            return False  # no level is under way: the replies are all there is
+        g = self._g()
+        g.table.stats[g.open] = np.nan
+        if self.phase == self._level_phase():
+            return False
+        self.pending, self.shortlist, self.client_range = None, None, {}
+        self.phase = self._level_phase()
+        return True
 
     def _rows_for(self, nodes: IntArray) -> tuple[IntArray, ...]:
         """Per client, the positions in ``nodes`` it is asked about."""
@@ -228,6 +261,14 @@ class FedForestStrategy:
             return "ranges"
         if self.config.candidates == "hist":
             return "grid"
+        return self._level_phase()
+
+    def _level_phase(self) -> str:
+        """Return the phase of the first round of every level."""
+        if self.config.candidates == "uniform":
+            return "evaluate"
+        if self.config.candidates == "hist":
+            return "histogram"
         return (
             "top_k" if self.config.gain == "avgimp" and self.config.top_k else "sketch"
         )
@@ -235,15 +276,7 @@ class FedForestStrategy:
     def _after_level(self) -> None:
         g = self._g()
         if g.open.shape[0]:
-            self.phase = (
-                "top_k"
-                if self.config.gain == "avgimp" and self.config.top_k
-                else "sketch"
-            )
-            if self.config.candidates == "uniform":
-                self.phase = "evaluate"
-            if self.config.candidates == "hist":
-                self.phase = "histogram"
+            self.phase = self._level_phase()
             return
         self.phase = (
             "leaf_stats" if g.unknown_leaves().shape[0] else self._final_phase()
@@ -344,8 +377,7 @@ class FedForestStrategy:
         pooled = np.zeros((g.open.shape[0], g.width))
         for _, asked, reply in replies:
             pooled[asked] += reply.node_stats.astype(np.float64)
-        unknown = np.isnan(g.table.stats[g.open, 0])
-        g.set_stats(g.open[unknown], pooled[unknown])
+        g.set_stats(g.open, pooled)  # from the clients answering now: no phantoms
         self._learn_reach(g.open, [(k, a, r.counts) for k, a, r in replies])
         todo: IntArray = np.flatnonzero(g.splittable(g.open))
         return todo
@@ -540,8 +572,7 @@ class FedForestStrategy:
             p.nodes,
             [(k, a, _weights_of(e.node_stats, c.task)) for k, a, e in evaluated],
         )
-        unknown = np.isnan(g.table.stats[p.nodes, 0])
-        g.set_stats(p.nodes[unknown], pooled[unknown])
+        g.set_stats(p.nodes, pooled)
         keep = np.flatnonzero(g.splittable(p.nodes))
         nodes = p.nodes[keep]
         other = Best.none(keep.shape[0], g.width)

@@ -15,8 +15,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
-from fedtrees._validation import check_float, check_int, invalid
+from fedtrees._validation import check_epsilon, check_float, check_int, invalid
 from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms._params import MAX_POPULATION, check_size
 from fedtrees.algorithms.fedga._protocol import personal_tree
 from fedtrees.algorithms.fedga._strategy import (
     FedGAResult,
@@ -229,11 +230,11 @@ class _FedGA(FederatedEstimator):
             )
         return FedGASettings(
             task=self._task,
-            population_size=check_int(size, "population_size", owner, min_value=2),
-            n_generations=generations,
-            epsilon=check_float(
-                self.epsilon, "epsilon", owner, min_value=0.0, min_inclusive=False
+            population_size=check_size(
+                size, "population_size", owner, 2, MAX_POPULATION
             ),
+            n_generations=generations,
+            epsilon=check_epsilon(self.epsilon, owner),
             train_ratio=check_float(
                 self.train_ratio,
                 "train_ratio",

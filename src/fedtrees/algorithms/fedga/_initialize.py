@@ -36,6 +36,7 @@ from sklearn.metrics import f1_score, r2_score
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
+from fedtrees._random import sklearn_seed
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import check_int, check_matrix, invalid
 from fedtrees.algorithms.fedga._encoding import MAX_DEPTH, encode
@@ -171,8 +172,10 @@ def _splitter(
     if task == "classification":
         _, counts = np.unique(y, return_counts=True)
         if counts.min() >= folds:
-            return StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    return KFold(n_splits=folds, shuffle=True, random_state=seed)
+            return StratifiedKFold(
+                n_splits=folds, shuffle=True, random_state=sklearn_seed(seed)
+            )
+    return KFold(n_splits=folds, shuffle=True, random_state=sklearn_seed(seed))
 
 
 def _fold_score(
@@ -185,10 +188,10 @@ def _fold_score(
     seed: int,
 ) -> float:
     if task == "classification":
-        clf = DecisionTreeClassifier(max_depth=depth, random_state=seed)
+        clf = DecisionTreeClassifier(max_depth=depth, random_state=sklearn_seed(seed))
         pred = clf.fit(X[train], y[train]).predict(X[valid])
         return float(f1_score(y[valid], pred, average="macro", zero_division=0.0))
-    reg = DecisionTreeRegressor(max_depth=depth, random_state=seed)
+    reg = DecisionTreeRegressor(max_depth=depth, random_state=sklearn_seed(seed))
     return float(r2_score(y[valid], reg.fit(X[train], y[train]).predict(X[valid])))
 
 
@@ -281,7 +284,7 @@ def local_structure(
             seed=seed,
         )
     else:
-        reg = DecisionTreeRegressor(max_depth=depth, random_state=seed)
+        reg = DecisionTreeRegressor(max_depth=depth, random_state=sklearn_seed(seed))
         tree = Tree.from_sklearn(reg.fit(X_arr, np.asarray(y_arr, dtype=np.float64)))
     return encode(tree, depth)
 

@@ -27,6 +27,12 @@ import numpy as np
 
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms._params import MAX_POPULATION
+from fedtrees.algorithms._requests import (
+    MAX_REPLY_CELLS,
+    check_request_size,
+    request_error,
+)
 from fedtrees.algorithms.fedga._evaluate import (
     Task,
     TrainingRows,
@@ -87,8 +93,41 @@ def _split(
     return np.sort(order[:cut]), np.sort(order[cut:])
 
 
+def _check_depth(request: Any) -> int:
+    """Return the request's depth if its structures (2**depth - 1 ids) fit a reply."""
+    return check_request_size(
+        request.kind,
+        "depth",
+        request.depth,
+        MAX_REPLY_CELLS.bit_length() - 1,
+        "a depth whose structure of 2**depth - 1 node ids fits one message",
+        low=1,
+    )
+
+
+def _check_structures(request: Any, structures: np.ndarray) -> None:
+    """Candidate structures: a matrix of 2**depth - 1 node ids per row."""
+    width = 2 ** _check_depth(request) - 1
+    check_request_size(
+        request.kind,
+        "structures",
+        structures.shape[0] if structures.ndim else -1,
+        MAX_POPULATION + 1,
+        "candidates: the population limit, and a joining client's own",
+        low=1,
+    )
+    if structures.ndim != 2 or structures.shape[1] != width:
+        raise request_error(
+            request.kind,
+            "structures",
+            f"one row of {width} node ids (depth {request.depth}) per candidate",
+            f"shape {structures.shape}",
+        )
+
+
 def _fitness(request: Any, data: ClientData, structures: np.ndarray) -> FloatArray:
     """Score ``structures`` on the client's validation part (step 28)."""
+    _check_structures(request, structures)
     X, y = data.finite_matrix(), _labels(request, data)
     train, val = _split(data, request.seed, request.train_ratio)
     n_classes = (
@@ -102,6 +141,18 @@ def _size(request: Any, data: ClientData) -> tuple[float, float]:
     accountant = PrivacyAccountant(request.epsilon, owner=f"client {data.client_id!r}")
     rng = keyed_rng(request.seed, SIZE_STREAM, client_key(data.client_id))
     return noisy_size(data.n_rows, request.epsilon, rng, accountant=accountant)
+
+
+def _fitness_field(task: str, shape: tuple[int, ...] | None) -> Field:
+    """Return the check of fitness values: macro-F1 in [0, 1], or an MSE >= 0.
+
+    The noisy sizes (Laplace, ε-DP) are not checkable beyond finiteness: noise
+    can take them anywhere, including beyond the client's declared row bound.
+    """
+    high = 1.0 if task == "classification" else None
+    if shape is None:
+        return Field.scalar(low=0.0, high=high)
+    return Field.array("f", shape, nonnegative=True, high=high)
 
 
 def _structure_field(depth: int, n_features: int) -> Field:
@@ -199,6 +250,7 @@ class LocalRequest(Payload):
 @handler("fedga.local")
 def send_local_structure(request: LocalRequest, data: ClientData) -> LocalReply:
     """Client: the local structure; regression votes from the CV scores at d."""
+    _check_depth(request)
     X, y, task = data.finite_matrix(), _labels(request, data), _task(request)
     n_classes = int(request.classes.shape[0]) if task == "classification" else 0
     structure = local_structure(
@@ -245,11 +297,9 @@ class EvaluateRequest(Payload):
     seed: int
 
     def expected_reply(self) -> ReplySpec:
-        """One finite, non-negative fitness per candidate."""
+        """One finite, non-negative fitness per candidate (F1 <= 1)."""
         n = int(self.structures.shape[0])
-        return ReplySpec(
-            FitnessReply, {"fitness": Field.array("f", (n,), nonnegative=True)}
-        )
+        return ReplySpec(FitnessReply, {"fitness": _fitness_field(self.task, (n,))})
 
 
 @handler("fedga.evaluate")
@@ -288,9 +338,9 @@ class JoinRequest(Payload):
         return ReplySpec(
             JoinReply,
             {
-                "fitness": Field.array("f", (n,), nonnegative=True),
+                "fitness": _fitness_field(self.task, (n,)),
                 "structure": _structure_field(self.depth, self.n_features),
-                "local_fitness": Field.scalar(low=0.0),
+                "local_fitness": _fitness_field(self.task, None),
                 "noisy_size": Field.scalar(),
                 "epsilon_spent": Field.scalar(low=self.epsilon, high=self.epsilon),
             },
@@ -300,6 +350,7 @@ class JoinRequest(Payload):
 @handler("fedga.join")
 def join(request: JoinRequest, data: ClientData) -> JoinReply:
     """Client: as evaluate, plus the local structure, its fitness, the size."""
+    _check_structures(request, request.structures)
     X, y, task = data.finite_matrix(), _labels(request, data), _task(request)
     n_classes = int(request.classes.shape[0]) if task == "classification" else 0
     structure = local_structure(
@@ -333,7 +384,7 @@ class FinalRequest(EvaluateRequest):
             ChoiceReply,
             {
                 "choice": Field.scalar(low=0, high=n - 1),
-                "fitness": Field.scalar(low=0.0),
+                "fitness": _fitness_field(self.task, None),
             },
         )
 

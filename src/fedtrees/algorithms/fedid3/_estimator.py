@@ -6,9 +6,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import RandomState
-from fedtrees._validation import check_float, check_int
+from fedtrees._validation import check_epsilon
 from fedtrees.algorithms._discretize import Binning
-from fedtrees.algorithms._params import check_bool, check_max_depth
+from fedtrees.algorithms._params import (
+    MAX_GRID,
+    check_bool,
+    check_max_depth,
+    check_size,
+)
 from fedtrees.algorithms._tree_estimator import SingleTreeClassifier
 from fedtrees.algorithms.fedid3._protocol import (
     FedID3Result,
@@ -118,15 +123,13 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         owner = type(self).__name__
         epsilon = None
         if self.epsilon is not None:
-            epsilon = check_float(
-                self.epsilon, "epsilon", owner, min_value=0.0, min_inclusive=False
-            )
+            epsilon = check_epsilon(self.epsilon, owner)
         return FedID3Settings(
             epsilon=epsilon,
             max_depth=check_max_depth(self.max_depth, owner),
             binary=check_bool(self.binary, "binary", owner),
             seed=resolve_seed(self.random_state, owner),
-            n_bins=check_int(self.n_bins, "n_bins", owner, min_value=2),
+            n_bins=check_size(self.n_bins, "n_bins", owner, 2, MAX_GRID),
             bin_edges=self.bin_edges,
             owner=owner,
         )

@@ -53,6 +53,7 @@ from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import FloatArray
 from fedtrees.algorithms._discretize import BinnedFields, Binning, BinningRound
 from fedtrees.algorithms._packed import PackedTrees, class_codes, rebuild_packed
+from fedtrees.algorithms._requests import request_error
 from fedtrees.federation import (
     ClientData,
     FederationInfo,
@@ -65,8 +66,9 @@ from fedtrees.federation import (
     handler,
     payload,
 )
+from fedtrees.federation._checks import check_same_stats
 from fedtrees.learners import Id3Growth, Layout, default_max_depth, value_class_counts
-from fedtrees.privacy import Laplace, PrivacyAccountant
+from fedtrees.privacy import Laplace, PrivacyAccountant, even_share
 from fedtrees.tree import Tree, pack_trees
 
 __all__ = [
@@ -122,9 +124,14 @@ class LevelRequest(PackedTrees, BinnedFields):
         return int(self.allowed.sum(axis=1).max(initial=1))
 
     @property
+    def level_epsilon(self) -> float:
+        """A level's budget: the largest float share with d shares within ε."""
+        return even_share(self.epsilon, self.n_levels)
+
+    @property
     def query_epsilon(self) -> float:
-        """ε' of one (node, feature) table: ε / (d · q)."""
-        return self.epsilon / (self.n_levels * self.tables_per_node)
+        """ε' of one (node, feature) table: ε / (d · q), never summing above ε."""
+        return even_share(self.level_epsilon, self.tables_per_node)
 
     def spent_after(self) -> float:
         """Return the cumulative ε a client has spent after answering this level."""
@@ -142,11 +149,39 @@ class LevelRequest(PackedTrees, BinnedFields):
         return tree
 
     def expected_reply(self) -> ReplySpec:
-        """One count per cell of the layout; the spend of ``level + 1`` levels."""
-        counts = Field.array("f", (self.layout.size,), nonnegative=self.exact)
+        """One count per cell of the layout; the spend of ``level + 1`` levels.
+
+        Exact counts are row counts: each at most the client's declared row
+        bound, and every considered feature's table of a node adds up to the
+        same class counts (each row has one value). Noisy counts (Laplace) are
+        unbounded and need not add up, so only their finiteness is checkable.
+        """
+        counts = Field.array(
+            "f", (self.layout.size,), nonnegative=self.exact, rows=self.exact
+        )
         spent = Field.scalar(low=0.0, finite=False)
         return ReplySpec(
-            LevelReply, {"counts": counts, "epsilon_spent": spent}, check=self._spend
+            LevelReply, {"counts": counts, "epsilon_spent": spent}, check=self._check
+        )
+
+    def _check(self, reply: LevelReply) -> None:
+        self._spend(reply)
+        if self.exact:
+            self._check_tables(reply)
+
+    def _check_tables(self, reply: LevelReply) -> None:
+        """Every considered feature's table of a node holds the same class counts."""
+        per_value = self.layout.dense(reply.counts).sum(axis=2)  # (n_open, F, C)
+        allowed = np.asarray(self.allowed, dtype=bool)
+        first = np.argmax(allowed, axis=1)
+        want = per_value[np.arange(per_value.shape[0]), first][:, None, :]
+        want = np.broadcast_to(want, per_value.shape)
+        check_same_stats(
+            "counts",
+            np.where(allowed[..., None], per_value, want),
+            want,
+            "a feature's table of a node sums (per class)",
+            False,
         )
 
     def _spend(self, reply: LevelReply) -> None:
@@ -164,10 +199,16 @@ class LevelRequest(PackedTrees, BinnedFields):
 
 @handler("fedid3.level")
 def count_level(request: LevelRequest, data: ClientData) -> LevelReply:
-    """Client: count the local rows per (open node, feature, value, class)."""
+    """Client: count the local rows per (open node, feature, value, class).
+
+    The binning (which sizes every count table) is checked against this
+    client's columns, and the open nodes against the structure, before any
+    table is allocated.
+    """
     codes = request.codes(data)
-    layout = request.layout
     tree = request.structure()
+    _check_open(request, tree.n_nodes, codes.shape[1])
+    layout = request.layout
     slot = layout.slots(tree.apply(codes), tree.n_nodes)
     labels = data.label_codes(request.classes)
     counts = value_class_counts(codes.astype(np.int64), labels, slot, layout)
@@ -176,12 +217,34 @@ def count_level(request: LevelRequest, data: ClientData) -> LevelReply:
     return _noisy(request, data, counts)
 
 
+def _check_open(request: LevelRequest, n_nodes: int, n_features: int) -> None:
+    """Open nodes of the structure, one row of ``allowed`` flags (F) each."""
+    kind, nodes = request.kind, request.open_nodes
+    if (
+        nodes.ndim != 1
+        or nodes.dtype.kind not in "iu"
+        or np.any(nodes < 0)
+        or np.any(nodes >= n_nodes)
+    ):
+        raise request_error(
+            kind, "open_nodes", f"node ids of the structure, in [0, {n_nodes})", nodes
+        )
+    shape = (nodes.shape[0], n_features)
+    if request.allowed.shape != shape or request.allowed.dtype.kind != "b":
+        raise request_error(
+            kind, "allowed", f"flags of shape {shape}", request.allowed.shape
+        )
+
+
 def _noisy(request: LevelRequest, data: ClientData, counts: FloatArray) -> LevelReply:
     """Release the level's tables through the client's accountant (see module)."""
-    accountant = PrivacyAccountant(request.epsilon, owner=f"client {data.client_id!r}")
+    accountant = PrivacyAccountant(
+        request.epsilon, owner=f"client {data.client_id!r}", strict=True
+    )
     if request.level:  # the levels answered before (the handler keeps no state)
-        level_budget = request.epsilon / request.n_levels
-        accountant.spend(level_budget, label="earlier levels", queries=request.level)
+        accountant.spend(
+            request.level_epsilon, label="earlier levels", queries=request.level
+        )
     rng = keyed_rng(
         request.seed, NOISE_STREAM, client_key(data.client_id), request.level
     )

@@ -11,7 +11,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from fedtrees._random import resolve_seed
 from fedtrees._typing import RandomState
 from fedtrees._validation import check_choice, check_int, invalid
-from fedtrees.algorithms._params import check_max_depth
+from fedtrees.algorithms._params import MAX_GRID, check_max_depth, check_size
 from fedtrees.algorithms._tree_estimator import SingleTreeClassifier
 from fedtrees.algorithms.icdta._filter import parse_filters, tree_scores
 from fedtrees.algorithms.icdta._global import GAINS, Gain
@@ -190,7 +190,7 @@ class ICDTAClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # 
             max_rules=check_int(self.max_rules, "max_rules", owner, min_value=1),
             max_depth=check_max_depth(self.max_depth, owner),
             seed=resolve_seed(self.random_state, owner),
-            n_bins=check_int(self.n_bins, "n_bins", owner, min_value=2),
+            n_bins=check_size(self.n_bins, "n_bins", owner, 2, MAX_GRID),
             bin_edges=self.bin_edges,
             owner=owner,
         )

@@ -43,6 +43,7 @@ from fedtrees.algorithms._discretize import BinnedFields
 from fedtrees.algorithms._metrics import client_scores
 from fedtrees.algorithms._packed import (
     PackedTrees,
+    check_tree_counts,
     class_codes,
     packed_fields,
     rebuild_packed,
@@ -106,12 +107,18 @@ class FitRequest(_Common):
     seed: int
 
     def expected_reply(self) -> ReplySpec:
-        """One packed tree of the base's kind, within max_depth and the codes."""
-        fields = packed_fields(1, int(self.classes.shape[0]))
+        """One packed tree of the base's kind, within max_depth and the codes.
+
+        The local tree is fit without sample weights: its node counts are row
+        counts, at most the client's declared row bound, and a node's children
+        never hold more than the node (not a Byzantine defence).
+        """
+        fields = packed_fields(1, int(self.classes.shape[0]), rows=True)
         return ReplySpec(TreeReply, fields, check=self._check_tree)
 
     def _check_tree(self, reply: TreeReply) -> None:
         (tree,) = self.trees(reply)
+        check_tree_counts(tree)
         if tree.max_depth > self.max_depth:
             raise InvalidField("trees", f"deeper than max_depth={self.max_depth}")
         split = tree.kind != NodeKind.LEAF

@@ -26,12 +26,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
-from fedtrees._validation import check_choice, check_int
+from fedtrees._validation import check_choice
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms._params import (
+    MAX_N_ESTIMATORS,
     check_bool,
     check_max_depth,
     check_max_features,
+    check_size,
     count_or_fraction,
 )
 from fedtrees.algorithms.local._protocol import LocalForests, LocalForestStrategy
@@ -73,8 +75,8 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
     def _forest_params(self) -> dict[str, Any]:
         owner = type(self).__name__
         return {
-            "n_estimators": check_int(
-                self.n_estimators, "n_estimators", owner, min_value=1
+            "n_estimators": check_size(
+                self.n_estimators, "n_estimators", owner, 1, MAX_N_ESTIMATORS
             ),
             "criterion": check_choice(
                 self.criterion, "criterion", owner, self._criteria

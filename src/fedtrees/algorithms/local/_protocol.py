@@ -10,6 +10,7 @@ it. Client ``k``'s forest is seeded by ``[seed, 4, crc32(k)]`` (STYLE habit 8).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -20,10 +21,13 @@ from fedtrees._random import client_key, keyed_rng
 from fedtrees.algorithms._one_round import OneRoundStrategy
 from fedtrees.algorithms._packed import (
     PackedTrees,
+    check_tree_counts,
     class_codes,
     packed_fields,
     rebuild_packed,
 )
+from fedtrees.algorithms._params import MAX_N_ESTIMATORS
+from fedtrees.algorithms._requests import check_request_size, request_error
 from fedtrees.federation import (
     ClientData,
     FederationInfo,
@@ -75,21 +79,50 @@ class ForestRequest(Payload):
         return int(json.loads(self.params).get("n_estimators", 100))
 
     def expected_reply(self) -> ReplySpec:
-        """Packed trees that rebuild into valid trees; a positive weight."""
+        """Packed trees that rebuild into valid trees; a weight within the bound.
+
+        Node counts are weighted (sample weights x bootstrap counts): at most
+        the client's declared weight bound, unless ``params`` sets a
+        ``class_weight`` (which scales them by an amount the server cannot
+        bound); a node's children never hold more than the node. The weight is
+        the total sample weight, also within the bound. Not a Byzantine defence.
+        """
         n_outputs = max(int(self.classes.shape[0]), 1)
-        fields = packed_fields(self.n_estimators, n_outputs)
-        fields["weight"] = Field.scalar(low=0.0)
+        weighted = json.loads(self.params).get("class_weight") is None
+        fields = packed_fields(
+            self.n_estimators,
+            n_outputs,
+            weights=True,
+            bound_scale=1.0 if weighted else math.inf,
+        )
+        fields["weight"] = Field.scalar(low=0.0, weights=True)
         return ReplySpec(ForestReply, fields, check=self._rebuilds)
 
     def _rebuilds(self, reply: ForestReply) -> None:
-        rebuild_packed(
+        for tree in rebuild_packed(
             reply, n_features=self.n_features, classes=class_codes(self.classes)
-        )
+        ):
+            check_tree_counts(tree)
 
 
 @handler("local.forest")
 def fit_forest(request: ForestRequest, data: ClientData) -> ForestReply:
-    """Client: fit a forest on the local rows; reply with its trees."""
+    """Client: fit a forest on the local rows; reply with its trees.
+
+    ``params``' ``n_estimators`` (the trees fitted and sent) is checked within
+    the estimator's limit first.
+    """
+    params = json.loads(request.params)
+    if not isinstance(params, dict):
+        raise request_error(request.kind, "params", "a JSON object", type(params))
+    check_request_size(
+        request.kind,
+        "params",
+        params.get("n_estimators", 100),
+        MAX_N_ESTIMATORS,
+        "its n_estimators: the trees to fit",
+        low=1,
+    )
     X = data.finite_matrix()
     regression = request.classes.size == 0
     y = data.targets() if regression else data.label_codes(request.classes)
@@ -99,7 +132,7 @@ def fit_forest(request: ForestRequest, data: ClientData) -> ForestReply:
         X,
         y,
         n_classes=None if regression else int(request.classes.shape[0]),
-        params=json.loads(request.params),
+        params=params,
         seed=seed,
         sample_weight=data.weights,
     )

@@ -13,6 +13,7 @@ from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
 from fedtrees._validation import check_float, check_int, invalid
 from fedtrees.algorithms._onehot import expand_features
+from fedtrees.algorithms._params import MAX_SAMPLES_PER_PATH, check_size
 from fedtrees.algorithms._tree_estimator import SingleTreeClassifier
 from fedtrees.algorithms.synthetic._generate import FillSpec, GenerationSpec
 from fedtrees.algorithms.synthetic._strategy import (
@@ -184,8 +185,12 @@ class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimat
         owner = type(self).__name__
         depth = self.global_max_depth
         generation = GenerationSpec(
-            samples_per_path=check_int(
-                self.samples_per_path, "samples_per_path", owner, min_value=1
+            samples_per_path=check_size(
+                self.samples_per_path,
+                "samples_per_path",
+                owner,
+                1,
+                MAX_SAMPLES_PER_PATH,
             ),
             alpha=check_float(
                 self.alpha, "alpha", owner, min_value=0.0, min_inclusive=False

@@ -32,9 +32,16 @@ from fedtrees.algorithms._onehot import expand_features
 from fedtrees.algorithms._packed import (
     PackedTrees,
     check_numeric_tree,
+    check_tree_counts,
     class_codes,
     packed_fields,
     rebuild_packed,
+)
+from fedtrees.algorithms._requests import (
+    MAX_ROWS,
+    check_category_counts,
+    check_request_size,
+    request_error,
 )
 from fedtrees.federation import (
     ClientData,
@@ -84,8 +91,18 @@ class TreeRequest(Payload):
     seed: int
 
     def expected_reply(self) -> ReplySpec:
-        """One packed numeric tree within the depth and the ranges; a fit time."""
-        fields = packed_fields(1, int(self.classes.shape[0]))
+        """One packed numeric tree within the depth and the ranges; a fit time.
+
+        Node counts are class-weighted row counts: at most the declared row
+        bound times the largest given class weight ("balanced" weights keep the
+        total at the row count), and a node's children never hold more than the
+        node. Not a Byzantine defence.
+        """
+        given = self.class_weight == "given" and self.class_weights.size
+        scale = max(float(self.class_weights.max()), 1.0) if given else 1.0
+        fields = packed_fields(
+            1, int(self.classes.shape[0]), rows=True, bound_scale=scale
+        )
         fields["fit_seconds"] = Field.scalar(low=0.0)
         return ReplySpec(TreeReply, fields, check=self._check_tree)
 
@@ -106,6 +123,7 @@ class TreeRequest(Payload):
     def _check_tree(self, reply: TreeReply) -> None:
         tree = self.tree(reply)
         check_numeric_tree(tree, self.max_depth, "CART of the one-hot matrix")
+        check_tree_counts(tree)
         split = tree.kind != NodeKind.LEAF
         self._check_thresholds(tree.feature[split], tree.threshold[split])
 
@@ -153,10 +171,34 @@ def cart_params(request: TreeRequest, present: np.ndarray) -> dict[str, Any]:
     }
 
 
+def _check_sizes(request: TreeRequest, data: ClientData) -> None:
+    """Check the fields that size the fit against this client, before allocating.
+
+    ``n_categories`` must be this client's category counts; ``class_weights``
+    one weight per class when given; the leaf sizes row counts scikit-learn
+    can hold.
+    """
+    kind = request.kind
+    check_category_counts(kind, "n_categories", request.n_categories, data)
+    n_classes = int(request.classes.shape[0])
+    if request.class_weight == "given" and request.class_weights.shape != (n_classes,):
+        raise request_error(
+            kind,
+            "class_weights",
+            f"one weight per class, shape ({n_classes},)",
+            request.class_weights.shape,
+        )
+    for name, low in (("min_samples_split", 2), ("min_samples_leaf", 1)):
+        check_request_size(
+            kind, name, getattr(request, name), MAX_ROWS, "a row count", low=low
+        )
+
+
 @handler("synthetic.tree")
 def grow_tree(request: TreeRequest, data: ClientData) -> TreeReply:
     """Client: fit the entropy CART on the one-hot encoded local rows."""
     start = time.perf_counter()
+    _check_sizes(request, data)
     X = expand_features(data.finite_matrix(), request.n_categories)
     y = data.label_codes(request.classes)
     key = client_key(data.client_id)
