@@ -1,7 +1,7 @@
-"""The heart demo's FedForest over a real Flower deployment on 127.0.0.1.
+"""Heart FedForest (unlimited depth) over a real Flower deployment on 127.0.0.1.
 
 One SuperNode per hospital of ``heart_disease`` (FLamby split, the training rows
-that ``fedtrees demo`` fits on, so the bytes match the in-process fit), a
+that ``fedtrees demo`` trains on, so the bytes match the in-process fit), a
 SuperLink with TLS, and the shipped Flower App run through ``flwr run``. The
 processes are the integration tests' :class:`tests.integration.deployment.Deployment`.
 
@@ -28,7 +28,7 @@ from fedtrees._random import keyed_rng
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/
 from tests.integration.deployment import CONNECTION, Deployment
 
-N_TREES, N_QUANTILES = 50, 32  # fedtrees demo: HeartConfig(n_estimators=50)
+N_TREES, N_QUANTILES = 50, 32  # fedforest-heart: HeartConfig(n_estimators=50)
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,10 @@ class FlowerRun:
 
 
 def demo_params() -> dict[str, Any]:
-    """The FedForest keyword arguments ``fedtrees demo`` fits (its first repeat)."""
+    """FedForest keyword arguments of the fedforest-heart experiment's first repeat.
+
+    Unlimited depth, as measured before; ``fedtrees demo`` now fits depth 6.
+    """
     seed = int(keyed_rng(0, 0).integers(2**31 - 1))
     return {"n_estimators": N_TREES, "n_quantiles": N_QUANTILES, "random_state": seed}
 

@@ -3,7 +3,7 @@
     python benchmarks/bench_fedforest.py                    # 100k and 1M rows
     python benchmarks/bench_fedforest.py --skip-1m          # 100k rows only
     python benchmarks/bench_fedforest.py --rows 100000 --clients 100
-    python benchmarks/bench_fedforest.py --flower           # + heart demo on Flower
+    python benchmarks/bench_fedforest.py --flower           # + heart forest on Flower
     python benchmarks/bench_fedforest.py --profile          # + cProfile of one fit
 
 Setting (issues 4 and 14): ``make_classification`` with 20 features, 50 trees,
@@ -26,9 +26,10 @@ Targets (the "target" and "met" columns; issue 14):
 - 100 clients at 100k rows: fit time <= 2x the same method's 10-client time;
 - 1000 clients x 1M rows: peak memory <= 24 GiB.
 
-``--flower`` adds the heart demo (``fedtrees demo``'s FedForest: 50 trees, 32
-quantiles) in process and over a Flower deployment on 127.0.0.1 (TLS, a
-SuperLink and one SuperNode per hospital; needs ``fedtrees[flower]``). Its
+``--flower`` adds heart FedForest (the fedforest-heart experiment's forest: 50
+trees, 32 quantiles, unlimited depth; the demo now uses depth 6) in process and
+over a Flower deployment on 127.0.0.1 (TLS, a SuperLink and one SuperNode per
+hospital; needs ``fedtrees[flower]``). Its
 "fit s" is Flower's own elapsed run time; its peak memory is not measured (the
 ServerApp and ClientApps are Flower's processes).
 

@@ -27,6 +27,7 @@ __all__ = [
     "MAX_TOTAL_WEIGHT",
     "check_choice",
     "check_class_labels",
+    "check_discrete_labels",
     "check_float",
     "check_int",
     "check_matrix",
@@ -248,14 +249,32 @@ def check_class_labels(y: npt.NDArray[Any], owner: str) -> None:
             "Labels must be all numbers or all strings; convert them to one type."
         )
     if y.dtype.kind == "f" or set(kinds) == {"float"}:
-        values = np.asarray(y, dtype=np.float64)
-        finite = np.isfinite(values)
-        if not finite.all() or np.any(values != np.round(values)):
-            raise ValidationError(
-                f"{owner}: y holds continuous values (Unknown label type: "
-                "'continuous'); a classifier needs discrete class labels. For a "
-                "numeric target use a regressor (e.g. FedForestRegressor)."
-            )
+        check_discrete_labels(y, owner)
+
+
+def check_discrete_labels(y: npt.NDArray[Any], owner: str) -> None:
+    """Refuse float labels with a fractional part (or NaN/inf): a regression target.
+
+    The message names no value, so a client may send it to the server.
+
+    Examples
+    --------
+    >>> check_discrete_labels(np.array([0.5, 1.0]), "f")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: f: y holds continuous values ...
+    """
+    if y.dtype.kind == "O" and not all(_is_number(v) for v in y.tolist()):
+        return  # strings (even "1.5") or mixed labels: not a continuous target
+    if y.dtype.kind not in "fO":
+        return
+    values = np.asarray(y, dtype=np.float64)
+    if not np.isfinite(values).all() or np.any(values != np.round(values)):
+        raise ValidationError(
+            f"{owner}: y holds continuous values (Unknown label type: "
+            "'continuous'); a classifier needs discrete class labels. For a "
+            "numeric target use a regressor (e.g. FedForestRegressor)."
+        )
 
 
 def check_regression_target(y: npt.NDArray[Any], owner: str) -> FloatArray:

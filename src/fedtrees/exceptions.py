@@ -9,6 +9,7 @@ wrong, what was expected, and what was received.
 from __future__ import annotations
 
 __all__ = [
+    "CentralizedFitWarning",
     "ClientDropoutWarning",
     "CodecError",
     "DataNotFoundError",
@@ -127,3 +128,12 @@ class ClientDropoutWarning(UserWarning):
 
 class PrivacyLeakWarning(UserWarning):
     """A setting releases information about the private data (e.g. data ranges)."""
+
+
+class CentralizedFitWarning(UserWarning):
+    """``fit(X, y)`` was called without ``groups``: one client holds every row.
+
+    That is centralized training on one client (id ``"0"``), which scikit-learn's
+    checks, pipelines and cross-validation rely on; pass ``groups=`` (the site of
+    every row) to simulate a federation. Issued once per fit.
+    """

@@ -286,7 +286,7 @@ def test_distinct_values_are_sent_by_design(candidates: str, kind: str) -> None:
 
 
 def test_same_seed_same_forest_threads_and_lost_state_do_not_matter() -> None:
-    a, _ = _fit_depth(4)
+    a, federation = _fit_depth(4)
     b, _ = _fit_depth(4)
     assert a.trees_ == b.trees_
     rows = {"a": 211, "b": 223, "c": 227}
@@ -297,7 +297,7 @@ def test_same_seed_same_forest_threads_and_lost_state_do_not_matter() -> None:
     groups = np.repeat(list(rows), list(rows.values()))
     c = FedForestClassifier(n_estimators=4, max_depth=4, n_quantiles=8, random_state=2)
     assert c.fit(X, y, groups=groups).trees_ != a.trees_
-    threaded = clone(a).set_params(workers=3).fit(X, y, groups=groups)
+    threaded = clone(a).set_params(workers=3).fit_federation(federation)
     assert threaded.trees_ == a.trees_
 
 

@@ -270,7 +270,7 @@ def test_clients_with_other_categories_or_one_class_and_unseen_categories() -> N
     sites = np.array([0, 0, 1, 1] * 5)
     y[sites == 0] = "no"  # client 0 holds a single class: it simply counts it
     model = FederatedID3Classifier().fit(X, y, groups=sites)
-    unseen = pd.DataFrame({"c": ["w"]})  # documented: stops at the split on c
+    unseen = pd.DataFrame({"c": pd.Categorical(["w"])})  # documented: stops there
     np.testing.assert_allclose(
         model.predict_proba(unseen), [model.tree_.value[0]], atol=1e-12
     )

@@ -248,7 +248,9 @@ def test_single_class_clients_other_categories_and_unseen_categories() -> None:
     y[sites == 0] = "no"  # client 0 holds one class: its tree is a single leaf
     model = ICDTAClassifier(filter="threshold:0").fit(X, y, groups=sites)
     assert model.client_trees_["0"].n_nodes == 1
-    unseen = pd.DataFrame({"c": ["w"], "d": ["p"]})  # documented: stops at the split
+    unseen = pd.DataFrame(  # documented: stops at the split
+        {"c": pd.Categorical(["w"]), "d": pd.Categorical(["p"])}
+    )
     assert model.predict(unseen).shape == (1,)
 
     a = pd.DataFrame({"c": pd.Categorical(["x", "y", "x"])})

@@ -15,7 +15,7 @@ from fedtrees.experiments import DPForestConfig, run_dpforest
 
 
 def test_hugadb_quick_run_writes_tables_and_plots(
-    tmp_path: Path, hugadb_path: Path
+    tmp_path: Path, hugadb_path: Path, readable_plots: list[str]
 ) -> None:
     out = CliRunner().invoke(
         app,
@@ -53,6 +53,7 @@ def test_heart_and_hotel_runs_report_every_setting() -> None:
             epsilons=(100.0,),
             depths=(3,),
             budgets=("paper", "parallel"),
+            split_scores=("average", "weighted"),
             memorization_n=(10,),
         )
         report = run_dpforest(config)

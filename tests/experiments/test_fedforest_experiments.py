@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from fedtrees.experiments.fedforest_synthetic import fisher_codes
 
 
 def test_synthetic_quick_run_writes_tables_csv_markdown_and_plots(
-    tmp_path: Path,
+    tmp_path: Path, readable_plots: list[str]
 ) -> None:
     out = CliRunner().invoke(
         app, ["experiment", "fedforest-synthetic", "--quick", "--out", str(tmp_path)]
@@ -80,7 +81,9 @@ def test_fisher_codes_rank_clients_by_mean_response() -> None:
     assert fisher_codes(groups, y).tolist() == [2.0, 0.0, 1.0]
 
 
-def test_heart_quick_run_reports_sites_mean_pooled_and_flamby(tmp_path: Path) -> None:
+def test_heart_quick_run_reports_sites_mean_pooled_and_flamby(
+    tmp_path: Path, readable_plots: list[str]
+) -> None:
     out = CliRunner().invoke(
         app, ["experiment", "fedforest-heart", "--quick", "--out", str(tmp_path)]
     )
@@ -102,6 +105,20 @@ def test_heart_quick_run_reports_sites_mean_pooled_and_flamby(tmp_path: Path) ->
     assert {"fedforest_heart_accuracy.png", "fedforest_heart_sites.png"} <= {
         p.name for p in tmp_path.iterdir()
     }
+    assert readable_plots == ["accuracy", "sites"]  # both checked for overlaps
+    # One repeat: no column of sd zeros, no NaN rows, rounds as integers.
+    assert "sd over repeats" not in out.output
+    assert "nan" not in out.output.lower()
+    cost = pd.read_csv(
+        tmp_path / "fedforest_heart_communication_mean_rounds_kib.csv", index_col=0
+    )
+    assert cost.loc["FedForest quantiles", "rounds"] == 35
+    assert "Centralized RF (pooled rows)" not in cost.index
+    assert re.search(r"FedForest quantiles +│ +35 │", out.output), out.output
+    assert "35.0" not in out.output
+    markdown = (tmp_path / "fedforest_heart.md").read_text()
+    assert "| FedForest quantiles | 35 |" in markdown
+    assert "No messages, so no communication row: Local learning" in markdown
 
 
 def test_heart_mean_of_sites_is_the_mean_of_the_four_sites() -> None:

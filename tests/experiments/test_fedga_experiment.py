@@ -23,7 +23,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     return run_fedga(FedGAConfig.quick(str(empty)))
 
 
-def test_quick_cli_run_writes_tables_and_plots(tmp_path: Path) -> None:
+def test_quick_cli_run_writes_tables_and_plots(
+    tmp_path: Path, readable_plots: list[str]
+) -> None:
     empty = tmp_path / "data"
     empty.mkdir()
     out = tmp_path / "out"

@@ -35,7 +35,9 @@ def _small(**change: object) -> ICDTAConfig:
     return dataclasses.replace(base, **change)
 
 
-def test_quick_run_writes_tables_raw_csv_markdown_and_plots(tmp_path: Path) -> None:
+def test_quick_run_writes_tables_raw_csv_markdown_and_plots(
+    tmp_path: Path, readable_plots: list[str]
+) -> None:
     out = CliRunner().invoke(
         app, ["experiment", "icdta", "--quick", "--out", str(tmp_path)]
     )

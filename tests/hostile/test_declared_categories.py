@@ -198,11 +198,12 @@ def test_the_declaration_does_not_change_the_model(runs: dict[str, Any]) -> None
     """Sites with different local categories, re-coded: the model of the pooled data."""
     _, model, _ = runs["declared"]
     _, plain, _ = runs["undeclared"]
-    pooled = _forest().fit(runs["X"], runs["y"], runs["groups"])
+    X = runs["X"].astype({"name": "category"})  # fit and predict: category dtype
+    pooled = _forest().fit(X, runs["y"], runs["groups"])
     assert any(tree.n_nodes > 1 for tree in model.trees_)
     assert _trees(model) == _trees(plain) == _trees(pooled)
     assert model.categories_[0] == PATIENTS
-    np.testing.assert_array_equal(model.predict(runs["X"]), plain.predict(runs["X"]))
+    np.testing.assert_array_equal(model.predict(X), plain.predict(X))
 
 
 @pytest.mark.hostile("correct")
@@ -341,6 +342,7 @@ def _shared_patients(seed: int = 4) -> tuple[pd.DataFrame, np.ndarray, np.ndarra
 @pytest.mark.parametrize("method", sorted(ESTIMATORS))
 def test_an_in_process_fit_sends_no_category_value(method: str) -> None:
     X, y, groups = _shared_patients()
+    X = X.astype({"name": "category"})
     model, ledger = _fit_keeping(ESTIMATORS[method](), None, X, y, groups)
     leaked = [
         (client, kind)

@@ -57,7 +57,7 @@ X = pd.DataFrame(
 )
 Y = (X["a"] + 0.3 * RNG.normal(size=N) > 0).astype(int).to_numpy()
 GROUPS = np.repeat(["c0", "c1", "c2"], N // 3)
-RANGES = [(-5.0, 5.0), (-5.0, 5.0), (0.0, 2.0)]
+RANGES = [(-5.0, 5.0), (-5.0, 5.0), (np.nan, np.nan)]  # ward: categorical, no range
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

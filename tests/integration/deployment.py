@@ -244,16 +244,24 @@ class Deployment:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        processes = [*self.nodes.values(), *([self.link] if self.link else [])]
-        for process in processes:
-            # The whole group: a refused SuperNode exits but leaves its SuperExec.
-            _signal_group(process, signal.SIGTERM)
-        for process in processes:
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                _signal_group(process, signal.SIGKILL)
-                process.wait(5)
+        stop([*self.nodes.values(), *([self.link] if self.link else [])])
+
+
+def stop(processes: Iterable[subprocess.Popen[bytes]]) -> None:
+    """Stop the process groups ``processes`` lead: SIGTERM, then SIGKILL after 15 s.
+
+    The whole group: a refused SuperNode exits but leaves its SuperExec, and a
+    command started through a shell leaves its children.
+    """
+    processes = list(processes)
+    for process in processes:
+        _signal_group(process, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+            process.wait(5)
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:

@@ -110,6 +110,7 @@ def test_an_unregistered_supernode_is_refused_by_the_superlink(
     assert all(node.poll() is None for node in registered)  # still serving
 
 
+@pytest.mark.slow  # ~70 s; the README recipe test checks the same equality by default
 def test_fedforest_grows_the_same_forest_over_flower(
     tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
 ) -> None:

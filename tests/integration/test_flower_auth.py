@@ -33,7 +33,9 @@ from fedtrees.cli import app
 from fedtrees.exceptions import RemoteProtocolError, ValidationError
 from fedtrees.federation import ClientData, run, serve
 from fedtrees.federation.flower import FlowerTransport, make_certificates
+from fedtrees.federation.flower import _deploy as deploy
 from fedtrees.federation.flower._deploy import (
+    _UNREACHABLE,
     make_supernode_keys,
     register_supernode,
     register_supernode_command,
@@ -144,6 +146,54 @@ def test_a_registration_flower_refuses_reports_flowers_reason(
     ):
         register_supernode(public, "fed")
     assert calls == [register_supernode_command(public, "fed")]
+
+
+def test_registration_waits_while_the_superlink_comes_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, public = make_supernode_keys(tmp_path, "a")
+    down = json.dumps({"success": False, "error-message": _UNREACHABLE + "..."})
+    replies = [down, down, json.dumps({"success": True, "node-id": 42})]
+    naps: list[float] = []
+
+    def flwr(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(command, 0, replies.pop(0), "")
+
+    monkeypatch.setattr(subprocess, "run", flwr)
+    monkeypatch.setattr(deploy.time, "sleep", naps.append)
+    assert register_supernode(public, "fed") == 42
+    assert naps == [1.0, 1.0]
+
+
+@pytest.mark.hostile("clear_error")
+def test_a_superlink_unreachable_beyond_the_wait_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, public = make_supernode_keys(tmp_path, "a")
+    down = json.dumps({"success": False, "error-message": _UNREACHABLE + "."})
+
+    def flwr(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(command, 0, down, "")
+
+    monkeypatch.setattr(subprocess, "run", flwr)
+    with pytest.raises(ValidationError, match=r"'fed': Connection to the SuperLink"):
+        register_supernode(public, "fed", wait=0.0)
+
+
+def test_supernodes_without_a_port_get_distinct_free_ones(tmp_path: Path) -> None:
+    def port() -> int:
+        command = supernode_command(
+            superlink="h:1", client_id="a", data_path="/d/a.npz", insecure=True
+        )
+        return int(command[command.index("--port") + 1])
+
+    ports = {port() for _ in range(4)}
+    assert 9094 not in ports
+    assert len(ports) >= 2  # the system hands out new ones
+    pinned = supernode_command(
+        superlink="h:1", client_id="a", data_path="/d/a.npz", insecure=True, port=9200
+    )
+    assert pinned[pinned.index("--port") + 1] == "9200"
 
 
 def test_the_cli_writes_a_sites_key_pair(tmp_path: Path) -> None:

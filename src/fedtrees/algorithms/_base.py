@@ -1,16 +1,30 @@
 """What every federated estimator shares: inputs in, federation built, schema kept.
 
 ``fit(X, y, groups=None)`` simulates the federation in process: one client per
-value of ``groups`` (all rows one client when None, so scikit-learn's checks,
-pipelines and cross-validation work). Inputs are numpy arrays or DataFrames;
-pandas ``category``/object columns are categorical features; NaN in X is refused
-naming the column; labels may be strings. At predict time X is encoded with the
-categories agreed at fit; an unseen category gets a code no split lists, so it
-follows the default branch.
+value of ``groups``. **Decision (groups=None):** all rows go to one client
+(id ``"0"``) — centralized training, which scikit-learn's checks, pipelines and
+cross-validation need — and ``fit`` says so once with a
+:class:`~fedtrees.exceptions.CentralizedFitWarning`.
+
+Inputs are numpy arrays or DataFrames; NaN in X is refused naming the column;
+labels may be strings. **Decision (which columns are categorical):** a column is
+categorical exactly when its pandas dtype is ``category`` (its categories, in
+order, are then declared public metadata of the fit); every other column must
+hold numbers (bool as 0/1, an object column of numbers as floats). A string or
+object column of text is a :class:`~fedtrees.exceptions.ValidationError` naming
+the column and the fix (``X[c] = X[c].astype("category")``) — never guessed. At
+predict time every column must keep the kind it had at fit (a category column
+stays ``category``, a numeric one numeric), or the error names the column.
+**Decision (unseen categories):** a category the fit did not agree on is not an
+error — as in scikit-learn's ``HistGradientBoosting*`` it is routed: it gets a
+code no split lists, so it follows a set split's default (right) branch, stops
+a multiway (ID3) split at that node, and one-hot encodes as all zeros.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -31,7 +45,7 @@ from fedtrees._validation import (
     check_total_weight,
 )
 from fedtrees.algorithms._progress import round_progress
-from fedtrees.exceptions import ValidationError
+from fedtrees.exceptions import CentralizedFitWarning, ValidationError
 from fedtrees.federation import (
     Federation,
     FederationInfo,
@@ -42,7 +56,7 @@ from fedtrees.federation import (
 )
 from fedtrees.federation._data import as_frame
 
-__all__ = ["FederatedEstimator"]
+__all__ = ["FederatedEstimator", "estimator_frame"]
 
 Task = Literal["classification", "regression"]
 
@@ -55,6 +69,7 @@ class FederatedEstimator:
 
     _task: Task = "classification"
     _input_names: list[str] | None = None
+    _names_agreed: bool = False  # fit_federation: the agreed schema names the columns
 
     # -- fit ---------------------------------------------------------------------
     def fit(
@@ -69,10 +84,13 @@ class FederatedEstimator:
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
-            Categorical columns as pandas ``category`` (or object) dtype.
+            Numbers; categorical columns as pandas ``category`` dtype (a string
+            column is an error: ``X[c] = X[c].astype("category")``).
         y : array-like of shape (n_samples,)
         groups : array-like of shape (n_samples,), optional
-            The client (site) of every row; None means one client.
+            The client (site) of every row. None puts every row on one client
+            (``"0"``): centralized training, with a
+            :class:`~fedtrees.exceptions.CentralizedFitWarning`.
         sample_weight : array-like of shape (n_samples,), optional
             Per-row weights (>= 0, not all zero); each client keeps its own.
         """
@@ -88,9 +106,17 @@ class FederatedEstimator:
 
         ``callbacks`` are called with a :class:`fedtrees.federation.RoundEnv` after
         every round (per-round metrics for logs and dashboards).
+
+        **Decision**: ``feature_names_in_`` (and so the fitted trees' feature
+        names) are the column names agreed in round 0: there is no X to take them
+        from, and a saved model must read ``age <= 54.5``, not ``x0 <= 54.5``.
         """
-        self._input_names = None
+        self._use_agreed_names()
         return self._fit(federation, None, callbacks)
+
+    def _use_agreed_names(self) -> None:
+        """Name the features after the agreed schema (``fit_federation``)."""
+        self._input_names, self._names_agreed = None, True
 
     def _fit(
         self,
@@ -119,6 +145,8 @@ class FederatedEstimator:
         owner = type(self).__name__
         frame = _checked_frame(X, owner)
         target = _checked_target(y, frame.shape[0], self._task, owner)
+        if groups is None:
+            _warn_centralized(owner)
         keys = (
             np.zeros(frame.shape[0], dtype=np.int64)
             if groups is None
@@ -147,6 +175,7 @@ class FederatedEstimator:
         if classes is not None:
             federation = federation.with_classes(classes.tolist())
         self._input_names = list(frame.columns) if isinstance(X, pd.DataFrame) else None
+        self._names_agreed = False
         return federation, classes
 
     def _run(
@@ -170,7 +199,11 @@ class FederatedEstimator:
         """Fitted attributes that describe the inputs (sklearn conventions)."""
         schema = info.schema
         self.n_features_in_ = schema.n_features
-        names = getattr(self, "_input_names", None)
+        names = (
+            [str(n) for n in schema.feature_names]
+            if self._names_agreed
+            else getattr(self, "_input_names", None)
+        )
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
         elif hasattr(self, "feature_names_in_"):
@@ -201,7 +234,7 @@ class FederatedEstimator:
         """X as the numeric matrix trees route (categorical columns as codes)."""
         check_is_fitted(self, "n_features_in_")
         owner = type(self).__name__
-        frame = as_frame(X, owner)
+        frame = as_frame(X, owner, strings="keep")
         names = getattr(self, "feature_names_in_", None)
         if (
             names is not None
@@ -219,7 +252,8 @@ class FederatedEstimator:
                 f"{self.n_features_in_} features as input."
             )
         columns = [
-            self._encode_column(frame.iloc[:, j], j) for j in range(self.n_features_in_)
+            self._encode_column(_kind_kept(frame.iloc[:, j], kind, owner), j)
+            for j, kind in enumerate(self.feature_kinds_)
         ]
         matrix = np.column_stack(columns).astype(np.float64)
         return check_matrix(matrix, "X", owner, column_names=_names(self))
@@ -227,12 +261,7 @@ class FederatedEstimator:
     def _encode_column(self, column: pd.Series, j: int) -> FloatArray:
         categories = self.categories_[j]
         if categories is None:
-            values = pd.to_numeric(
-                column.astype("object")
-                if isinstance(column.dtype, pd.CategoricalDtype)
-                else column,
-                errors="coerce",
-            )
+            values = pd.to_numeric(column, errors="coerce")
             return np.asarray(values, dtype=np.float64)
         text = column.astype("object")
         missing = text.isna().to_numpy()
@@ -248,8 +277,94 @@ def _names(estimator: Any) -> list[str] | None:
     return None if names is None else [str(n) for n in names]
 
 
+def _warn_centralized(owner: str) -> None:
+    warnings.warn(
+        f"{owner}.fit was called without groups: every row goes to one client "
+        "('0'), which is centralized training, not a federation. Pass groups= "
+        "(the site of every row) to simulate one client per site.",
+        CentralizedFitWarning,
+        stacklevel=_first_frame_outside_fedtrees(),
+    )
+
+
+def _first_frame_outside_fedtrees() -> int:
+    """Return the ``stacklevel`` of the caller's line (skipping fedtrees frames)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and os.path.abspath(
+        frame.f_code.co_filename
+    ).startswith(package + os.sep):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
+def estimator_frame(X: object, owner: str) -> pd.DataFrame:
+    """Return ``fit``'s X as a DataFrame typed by the estimators' rule.
+
+    pandas ``category`` columns stay categorical; every other column becomes
+    numbers (bool as 0.0/1.0, an object column of numbers as float64).
+
+    Raises
+    ------
+    ValidationError
+        Naming a column of strings (or other text) that is not ``category``,
+        and how to make it categorical.
+    """
+    frame = as_frame(X, owner, strings="keep")
+    for column in frame.columns:
+        series = frame[column]
+        if not isinstance(series.dtype, pd.CategoricalDtype):
+            frame[column] = _as_numbers(series, str(column), owner)
+    return frame
+
+
+_NUMBER_KINDS = frozenset(
+    {"integer", "floating", "mixed-integer-float", "decimal", "boolean", "empty"}
+)
+
+
+def _as_numbers(series: pd.Series, column: str, owner: str) -> pd.Series:
+    """Return a non-category column as numbers, or raise naming it."""
+    if series.dtype.kind == "b":
+        return series.astype(np.float64)
+    if series.dtype.kind in "iuf":
+        return series
+    if pd.api.types.infer_dtype(series, skipna=True) in _NUMBER_KINDS:
+        return pd.to_numeric(series.astype("object").map(_bool_as_number))
+    raise ValidationError(
+        f"{owner}: column {column!r} holds text ({series.dtype} dtype), but only "
+        "pandas 'category' columns are categorical. Make it categorical with "
+        f"X[{column!r}] = X[{column!r}].astype('category') (its categories, in "
+        "order, become public metadata of the fit), or encode it as numbers. "
+        "(A numpy array of strings: make it a DataFrame first.)"
+    )
+
+
+def _bool_as_number(value: object) -> object:
+    return float(value) if isinstance(value, bool | np.bool_) else value
+
+
+def _kind_kept(series: pd.Series, kind: str, owner: str) -> pd.Series:
+    """Return a predict column as its fit kind, or raise if its kind changed."""
+    categorical = isinstance(series.dtype, pd.CategoricalDtype)
+    if kind == "categorical" and not categorical:
+        raise ValidationError(
+            f"{owner}: column {str(series.name)!r} was categorical at fit, but X "
+            f"has it as {series.dtype}. Pass it as pandas 'category' dtype "
+            f"(X[{str(series.name)!r}].astype('category')), as at fit."
+        )
+    if kind == "numeric":
+        if categorical:
+            raise ValidationError(
+                f"{owner}: column {str(series.name)!r} was numeric at fit, but X "
+                "has it as 'category' dtype; pass the numbers, as at fit."
+            )
+        return _as_numbers(series, str(series.name), owner)
+    return series
+
+
 def _checked_frame(X: object, owner: str) -> pd.DataFrame:
-    frame = as_frame(X, owner)
+    frame = estimator_frame(X, f"{owner}.fit")
     if frame.shape[0] == 0:
         raise ValidationError(
             f"{owner}.fit: X: found array with 0 sample(s) (shape={frame.shape}) "

@@ -4,6 +4,12 @@ A job takes a :class:`Federation`, JSON parameters, a round timeout and round
 callbacks, and returns a JSON-compatible result document and the ledger. The
 Flower ServerApp runs ``job=<name>`` from its run config with :func:`run_job`;
 running the same job on an in-process federation gives the same document.
+
+Every document names the agreed columns: ``"feature_names"`` and ``"categories"``
+(per column, its category names; None for numeric ones), and every tree in it
+(:meth:`fedtrees.tree.Tree.to_dict`) carries them too, so a saved model renders
+``age <= 54.5`` rather than ``x0 <= 54.5`` (FedGA's structures and the toy's
+feature are column positions in that list).
 """
 
 from __future__ import annotations
@@ -46,10 +52,12 @@ def _toy(
 ) -> tuple[dict[str, Any], Ledger]:
     _check_params("toy", params, {"feature", "n_bins", "n_rounds", "initial"})
     outcome = run_toy(federation, timeout=timeout, callbacks=callbacks, **params)
+    schema = outcome.info.schema
     document = {
         "job": "toy",
         "params": dict(params),
         "clients": list(outcome.info.clients),
+        **_columns(schema.feature_names, schema.categories),
         "result": outcome.result.to_dict(),
         "communication": outcome.ledger.summary(),
     }
@@ -79,6 +87,17 @@ def _fitted(
         "estimator": type(estimator).__name__,
         "clients": list(estimator.clients_),
         "classes": None if classes is None else classes.tolist(),
+        **_columns(estimator.feature_names_in_, estimator.categories_),
+    }
+
+
+def _columns(
+    names: Sequence[object], categories: Sequence[Sequence[str] | None]
+) -> dict[str, Any]:
+    """Return the agreed columns, JSON-ready: names and (categorical) categories."""
+    return {
+        "feature_names": [str(name) for name in names],
+        "categories": [None if c is None else list(c) for c in categories],
     }
 
 

@@ -1,26 +1,41 @@
-"""A rich progress bar fed by the round loop's callbacks (``verbose=True``)."""
+"""Round progress for ``verbose=True``, fed by the round loop's callbacks.
+
+On a terminal (or in Jupyter) a live rich bar counts the rounds; anywhere else (a
+pipe, a log file, CI) a live bar cannot redraw, so one concise line is printed per
+stage instead.
+
+**Decision (the bar's total):** how many rounds a run takes is known only when it
+ends (a tree stops growing where its nodes are pure), so during the run the bar
+shows the strategy's upper bound as ``12/≤129``; when the run ends the total
+becomes the rounds actually made and the bar is full (``39/39``).
+
+**Decision (off a terminal):** one line for the agreement (round 0), one per depth
+level for strategies that report a ``level`` metric (FedForest: the level's
+rounds, bytes and open nodes), else one per round, and a closing line with the
+totals. Nothing is printed when ``verbose`` is False.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from fedtrees.federation import RoundCallback, RoundEnv
 
-__all__ = ["round_progress"]
+__all__ = ["RoundBar", "StageLines", "round_progress"]
 
 
 @contextmanager
-def round_progress(description: str, enabled: bool) -> Iterator[list[RoundCallback]]:
-    """Yield the callbacks to pass to ``run``: a live bar with per-round metrics.
+def round_progress(
+    description: str, enabled: bool, console: Console | None = None
+) -> Iterator[list[RoundCallback]]:
+    """Yield the callbacks to pass to ``run``: a live bar, or one line per stage.
+
+    ``console`` defaults to a new rich console on standard output; the bar is
+    used when it is a terminal or Jupyter, the lines otherwise.
 
     Examples
     --------
@@ -31,26 +46,113 @@ def round_progress(description: str, enabled: bool) -> Iterator[list[RoundCallba
     if not enabled:
         yield []
         return
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[metrics]}"),
-        TimeElapsedColumn(),
-        transient=False,
-    )
-    task = progress.add_task(description, total=None, metrics="")
+    console = console if console is not None else Console()
+    if console.is_terminal or console.is_jupyter:
+        bar = RoundBar(description, console)
+        with bar.progress:
+            yield [bar]
+            bar.finish()
+    else:
+        lines = StageLines(description, console)
+        yield [lines]
+        lines.finish()
 
-    def update(env: RoundEnv) -> None:
-        shown = " ".join(f"{k}={v:g}" for k, v in env.metrics.items())
-        kib = (env.bytes_up + env.bytes_down) / 1024
-        total = None if env.expected_rounds is None else env.expected_rounds + 1
-        progress.update(
-            task,
-            completed=env.round + 1,
-            total=total,
-            metrics=f"round {env.round} {env.kind} {kib:.0f} KiB {shown}",
+
+def _kib(n_bytes: int) -> str:
+    return f"{n_bytes / 1024:.0f} KiB"
+
+
+def _shown(metrics: dict[str, float], skip: str = "") -> str:
+    return " ".join(f"{k}={v:.4g}" for k, v in metrics.items() if k != skip)
+
+
+class RoundBar:
+    """A live bar over the rounds; :meth:`finish` fills it with the rounds made."""
+
+    def __init__(self, description: str, console: Console) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[count]}"),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            console=console,
+        )
+        self.task: TaskID = self.progress.add_task(
+            description, total=None, count="", status=""
+        )
+        self.bytes = 0
+
+    def __call__(self, env: RoundEnv) -> None:
+        """Advance to ``env.round``; the total is the strategy's upper bound."""
+        done = env.round + 1
+        self.bytes += env.bytes_up + env.bytes_down
+        bound = None if env.expected_rounds is None else env.expected_rounds + 1
+        self.progress.update(
+            self.task,
+            completed=done,
+            total=bound,
+            count=f"{done}/≤{bound}" if bound is not None else f"{done}",
+            status=f"{_kib(self.bytes)} {_shown(dict(env.metrics))}".rstrip(),
         )
 
-    with progress:
-        yield [update]
+    def finish(self) -> None:
+        """Set the total to the rounds made: the bar ends full."""
+        done = int(self.progress.tasks[0].completed)
+        self.progress.update(self.task, total=done, count=f"{done}/{done}")
+
+
+class StageLines:
+    """One printed line per stage (agreement, depth level or round), then totals."""
+
+    def __init__(self, description: str, console: Console) -> None:
+        self.description, self.console = description, console
+        self.pending: list[RoundEnv] = []
+        self.level: float | None = None  # the ``level`` metric of the last round
+        self.rounds, self.bytes, self.seconds = 0, 0, 0.0
+
+    def __call__(self, env: RoundEnv) -> None:
+        """Print the stage ``env`` completes, or keep it until its level ends."""
+        self.rounds = env.round + 1  # the agreement counts, as in the ledger
+        self.bytes += env.bytes_up + env.bytes_down
+        self.seconds += env.seconds
+        if env.round == 0:
+            self._print(f"agreement: {env.n_replies} clients, {_kib(_bytes([env]))}")
+            return
+        self.pending.append(env)
+        level, previous = env.metrics.get("level"), self.level
+        self.level = level
+        if level is None or (previous is not None and level != previous):
+            self._flush()
+
+    def finish(self) -> None:
+        """Print what is left and the run's totals."""
+        self._flush()
+        self._print(
+            f"done: {self.rounds} rounds, {_kib(self.bytes)}, {self.seconds:.1f} s"
+        )
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        first, last = self.pending[0], self.pending[-1]
+        span = (
+            f"round {first.round}"
+            if first is last
+            else f"rounds {first.round}-{last.round}"
+        )
+        metrics = dict(last.metrics)
+        if "level" in metrics:
+            stage = f"level {metrics['level']:g}: {span}"
+        else:
+            stage = f"{span} {last.kind}"
+        shown = _shown(metrics, skip="level")
+        self._print(", ".join(filter(None, [stage, _kib(_bytes(self.pending)), shown])))
+        self.pending = []
+
+    def _print(self, text: str) -> None:
+        self.console.print(f"{self.description} {text}", highlight=False)
+
+
+def _bytes(envs: list[RoundEnv]) -> int:
+    return sum(e.bytes_up + e.bytes_down for e in envs)

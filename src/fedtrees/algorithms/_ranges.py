@@ -4,7 +4,9 @@ Ranges are metadata the user declares — never computed from the private rows
 (that would release each client's min and max without noise). They are given as
 a dict by column (name, or position for unnamed arrays) or an array of shape
 (F, 2). **Decision:** a categorical column needs no declaration: its codes
-``0..K-1`` are public schema, so its range is ``(-0.5, K - 0.5)``.
+``0..K-1`` are public schema, so its range is ``(-0.5, K - 0.5)``. Declaring a
+numeric range for it is an error naming the column (a range over category codes
+means nothing); in the array form its row must be ``(nan, nan)``.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ def resolve_ranges(declared: object, info: FederationInfo, owner: str) -> FloatA
                 f"{owner}: feature_ranges has shape {out.shape}; expected "
                 f"({len(names)}, 2): one (min, max) per feature."
             )
+        out = _array_with_categories(out, info, owner)
     for j, (low, high) in enumerate(out):
         _check_pair(low, high, names[j], owner)
     result: FloatArray = out.astype(np.float64)
@@ -64,15 +67,46 @@ def _from_mapping(
 ) -> tuple[float, float]:
     schema = info.schema
     name = schema.feature_names[j]
+    categorical = schema.feature_kinds[j] == "categorical"
     for key, value in declared.items():
         if _position(key, list(schema.feature_names)) == j:
+            if categorical:
+                raise _categorical_range(name, owner)
             return _pair(value, name, owner)
-    if schema.feature_kinds[j] == "categorical":
-        return -0.5, len(schema.categories[j] or ()) - 0.5
+    if categorical:
+        return _code_range(info, j)
     raise ValidationError(
         f"{owner}: feature_ranges has no (min, max) for column {name!r}; declare "
         "every numeric feature's public range."
     )
+
+
+def _code_range(info: FederationInfo, j: int) -> tuple[float, float]:
+    """Return the public range of a categorical column's codes ``0..K-1``."""
+    return -0.5, len(info.schema.categories[j] or ()) - 0.5
+
+
+def _categorical_range(name: str, owner: str) -> ValidationError:
+    return ValidationError(
+        f"{owner}: feature_ranges declares a range for column {name!r}, which is "
+        "categorical; its category codes are public schema and take no range. "
+        "Leave it out of the dict (or give (nan, nan) in the array form)."
+    )
+
+
+def _array_with_categories(
+    out: FloatArray, info: FederationInfo, owner: str
+) -> FloatArray:
+    """Fill the ``(nan, nan)`` rows of categorical columns; refuse any other."""
+    schema = info.schema
+    filled = out.copy()
+    for j, kind in enumerate(schema.feature_kinds):
+        if kind != "categorical":
+            continue
+        if not np.isnan(out[j]).all():
+            raise _categorical_range(schema.feature_names[j], owner)
+        filled[j] = _code_range(info, j)
+    return filled
 
 
 def _pair(value: object, name: str, owner: str) -> tuple[float, float]:

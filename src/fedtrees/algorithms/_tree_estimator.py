@@ -42,7 +42,11 @@ class SingleTreeClassifier(FederatedEstimator):
     def fit(  # type: ignore[override]  # no sample_weight (see the subclasses)
         self, X: object, y: npt.ArrayLike, groups: npt.ArrayLike | None = None
     ) -> Any:
-        """Fit on in-process clients, one per value of ``groups`` (see the class)."""
+        """Fit on in-process clients, one per value of ``groups``.
+
+        ``groups=None`` puts every row on one client (centralized training, with
+        a :class:`~fedtrees.exceptions.CentralizedFitWarning`).
+        """
         federation, classes = self._federation(X, y, groups, None, self.workers)  # type: ignore[attr-defined]
         return self._fit(federation, classes, ())
 

@@ -20,8 +20,9 @@ import typer
 from rich.console import Console
 
 from fedtrees import datasets
+from fedtrees.cli._typer import App
 
-flower_app = typer.Typer(
+flower_app = App(
     name="flower",
     help="Deploy fedtrees on Flower: certificates, keys, SuperLink, SuperNodes, app.",
     no_args_is_help=True,
@@ -100,11 +101,15 @@ def register(
     flwr_home: Annotated[
         Path | None, typer.Option(help="Flower's home (default $FLWR_HOME, ~/.flwr).")
     ] = None,
+    wait: Annotated[
+        float,
+        typer.Option(help="Seconds to keep trying while the SuperLink is unreachable."),
+    ] = 30.0,
 ) -> None:
     """Register a site's SuperNode public key with the SuperLink (server side)."""
     try:
         node_id = _flower().register_supernode(
-            public_key, connection, name=name, flwr_home=flwr_home
+            public_key, connection, name=name, flwr_home=flwr_home, wait=wait
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
@@ -132,7 +137,7 @@ def superlink(
     flower = _flower()
     try:
         command = flower.superlink_command(
-            certs=certs,
+            certs=certs.resolve() if certs else None,
             insecure=insecure,
             host=host,
             port=port,
@@ -151,8 +156,12 @@ def supernode(
     ca: CaFile = None,
     insecure: Insecure = False,
     port: Annotated[
-        int, typer.Option(help="Local runtime port (distinct per node on one host).")
-    ] = 9094,
+        int | None,
+        typer.Option(
+            help="Local ClientAppIO port on 127.0.0.1 (default: a free one, so "
+            "several SuperNodes can share a host)."
+        ),
+    ] = None,
     target: Annotated[
         str | None, typer.Option(help="Target column of a CSV data file.")
     ] = None,
@@ -161,7 +170,12 @@ def supernode(
         typer.Option(help="This site's private key (from 'keys'), for SuperNode auth."),
     ] = None,
 ) -> None:
-    """Start this site's SuperNode (replaces this process)."""
+    """Start this site's SuperNode (replaces this process).
+
+    **Decision**: without ``--port`` the SuperNode's local ClientAppIO port is a
+    free one picked at start (Flower's fixed default, 9094, would make a second
+    SuperNode on the same host fail with 'address already in use').
+    """
     _tls(ca, insecure, "--ca")
     flower = _flower()
     try:
@@ -169,7 +183,7 @@ def supernode(
             superlink=superlink,
             client_id=client_id,
             data_path=data.resolve(),
-            root_certificates=ca,
+            root_certificates=ca.resolve() if ca else None,
             insecure=insecure,
             port=port,
             target=target,

@@ -14,7 +14,16 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-__all__ = ["Plot", "Progress", "Report", "mean_sd_table", "pivot_mean", "pivot_sd"]
+__all__ = [
+    "Plot",
+    "Progress",
+    "Report",
+    "mean_sd_table",
+    "mean_sd_text",
+    "pivot_mean",
+    "pivot_sd",
+    "sample_sd",
+]
 
 Progress = Callable[[str], None]
 """Called with a label after every unit of work (a progress bar advances)."""
@@ -69,15 +78,40 @@ def pivot_mean(
 
 
 def pivot_sd(raw: pd.DataFrame, *, rows: str, columns: str, value: str) -> pd.DataFrame:
-    """Return the sample sd of ``value`` by (``rows``, ``columns``); 0 for one draw."""
+    """Return the sample sd of ``value`` by (``rows``, ``columns``); NaN for one draw.
+
+    **Decision:** one draw has no spread, so its sd is NaN (shown as "-", no error
+    bar), never a 0 that reads like a measured, perfectly stable result.
+    """
     table = raw.pivot_table(
-        index=rows, columns=columns, values=value, aggfunc=lambda v: _sd(v.to_numpy())
+        index=rows,
+        columns=columns,
+        values=value,
+        aggfunc=lambda v: sample_sd(v.to_numpy()),
+        dropna=False,
     )
     return _ordered(table, raw, rows, columns)
 
 
-def _sd(values: np.ndarray) -> float:
-    return float(np.std(values, ddof=1)) if values.shape[0] > 1 else 0.0
+def sample_sd(values: np.ndarray) -> float:
+    """Return the sample sd (ddof 1) of ``values``; NaN for fewer than two."""
+    return float(np.std(values, ddof=1)) if values.shape[0] > 1 else float("nan")
+
+
+def mean_sd_text(values: np.ndarray, digits: int = 3) -> str:
+    """Return "mean ± sd" of ``values``, or just the mean for a single value.
+
+    Examples
+    --------
+    >>> mean_sd_text(np.array([1.0, 3.0]))
+    '2.000 ± 1.414'
+    >>> mean_sd_text(np.array([0.5]))
+    '0.500'
+    """
+    mean = f"{float(np.mean(values)):.{digits}f}"
+    if values.shape[0] < 2:
+        return mean
+    return f"{mean} ± {sample_sd(values):.{digits}f}"
 
 
 def mean_sd_table(
@@ -86,7 +120,7 @@ def mean_sd_table(
     """Return "mean ± sd" strings of ``value`` by (``rows``, ``columns``).
 
     Row and column order follow first appearance in ``raw``; "-" where a method
-    was not run.
+    was not run; a cell of a single draw shows only its mean (no "± 0.000").
 
     Examples
     --------
@@ -94,13 +128,8 @@ def mean_sd_table(
     >>> mean_sd_table(raw, rows="m", columns="s", value="v").loc["a", "x"]
     '2.000 ± 1.414'
     """
-    mean = pivot_mean(raw, rows=rows, columns=columns, value=value)
-    sd = pivot_sd(raw, rows=rows, columns=columns, value=value)
-    text = [
-        [
-            "-" if np.isnan(m) else f"{m:.{digits}f} ± {s:.{digits}f}"
-            for m, s in zip(mean_row, sd_row, strict=True)
-        ]
-        for mean_row, sd_row in zip(mean.to_numpy(), sd.to_numpy(), strict=True)
-    ]
-    return pd.DataFrame(text, index=mean.index, columns=mean.columns)
+    cells = raw.groupby([rows, columns], sort=False)[value].agg(
+        lambda v: mean_sd_text(v.to_numpy(), digits)
+    )
+    table = cells.unstack(columns)
+    return _ordered(table, raw, rows, columns).fillna("-")

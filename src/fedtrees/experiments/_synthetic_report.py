@@ -15,7 +15,14 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from fedtrees.experiments._report import Plot, Report, pivot_mean, pivot_sd
+from fedtrees.experiments._report import (
+    Plot,
+    Report,
+    mean_sd_text,
+    pivot_mean,
+    pivot_sd,
+    sample_sd,
+)
 from fedtrees.experiments._synthetic_paper import PAPER, paper_table
 
 __all__ = ["ABLATION", "ACCURACY", "COSTS", "PAPER_TABLE", "synthetic_report"]
@@ -61,12 +68,20 @@ def synthetic_report(
 
 # -- helpers ------------------------------------------------------------------------
 def _sd(values: np.ndarray) -> float:
-    return float(np.std(values, ddof=1)) if values.shape[0] > 1 else 0.0
+    """Sample sd for an error bar; 0 (no bar) for a single repeat."""
+    return 0.0 if values.shape[0] < 2 else sample_sd(values)
 
 
 def _mean_sd(values: pd.Series, scale: float = 100.0, digits: int = 2) -> str:
-    v = scale * values.to_numpy(dtype=float)
-    return f"{v.mean():.{digits}f} ± {_sd(v):.{digits}f}"
+    """Return "mean ± sd", just the mean for one repeat (no "± 0.00")."""
+    return mean_sd_text(scale * values.to_numpy(dtype=float), digits)
+
+
+def _rounds(values: pd.Series) -> str:
+    """Return FedAvg's rounds: an integer for one repeat, else "mean ± sd"."""
+    if len(values) == 1:
+        return str(int(values.iloc[0]))
+    return _mean_sd(values, scale=1.0, digits=1)
 
 
 def _paper(dataset: str, key: str) -> str:
@@ -135,7 +150,7 @@ def _costs(main: pd.DataFrame) -> pd.DataFrame:
         fed_bytes = fed["bytes_per_client"].mean()
         tree_s, fed_s = tree["client_seconds"].mean(), fed["client_seconds"].mean()
         rows[f"{dataset} / {variant}"] = [
-            _mean_sd(fed["rounds"], scale=1.0, digits=1),
+            _rounds(fed["rounds"]),
             f"{int(fed['reached'].astype(bool).sum())}/{len(fed)}",
             _paper(dataset, "rounds"),
             f"{up:,.0f}",

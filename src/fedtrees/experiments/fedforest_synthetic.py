@@ -67,8 +67,8 @@ class SyntheticConfig:
 
     @classmethod
     def quick(cls) -> SyntheticConfig:
-        """Return a CI-sized run: one draw, 10 trees, δ ∈ {0, 5}."""
-        return cls(n_draws=1, n_estimators=10, deltas=(0.0, 5.0))
+        """Return a CI-sized run: one draw, 5 trees of depth 6, δ ∈ {0, 5}."""
+        return cls(n_draws=1, n_estimators=5, max_depth=6, deltas=(0.0, 5.0))
 
     def validated(self) -> SyntheticConfig:
         """Return self if every field is in range (errors name the field)."""

@@ -20,7 +20,7 @@ G = 100, to keep the full run well under 30 minutes on 2 cores (a FedGA fit of
 depending on the machine's load); ``n_generations = 100`` restores the paper's.
 
 Duration of the full default run on 2 cores: 809 s (13.5 min) measured (one
-run, the machine shared with other jobs); ``--quick`` about 5 s.
+run, the machine shared with other jobs); ``--quick`` about 6 s of CPU.
 
 **Decision (datasets):** the default runs all 14 classification datasets of
 Table I (the headline is over them) and the 6 smallest regression datasets;

@@ -10,12 +10,24 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
 
 import pandas as pd
 
 from fedtrees.experiments._report import Plot, Report
 
-__all__ = ["markdown_table", "write_report"]
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = ["format_cells", "markdown_table", "render_plot", "write_report"]
+
+WIDTH: Final = 9.0
+"""Figure width in inches (saved at 120 dpi: 1080 pixels)."""
+BAR_HEIGHT: Final = 0.22
+"""Inches per bar of a horizontal bar chart, so that its labels never touch."""
+UPRIGHT_CHARACTERS: Final = 60
+"""Above this many label characters in all, bar groups are drawn horizontally."""
 
 
 def write_report(report: Report, folder: str | Path) -> list[Path]:
@@ -41,6 +53,45 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
+def format_cells(frame: pd.DataFrame, digits: int = 3) -> list[list[str]]:
+    """Return every row of ``frame`` as text, index label first.
+
+    **Decision**: floats print with ``digits`` decimals, except in a column whose
+    values are all whole numbers and not all within [0, 1] (counts such as rounds
+    or depths averaged over folds), which prints as integers ("4", not "4.000");
+    a missing value prints as "-". Rows are read with ``itertuples``, which keeps
+    integer columns integer (``iterrows`` would upcast them to float).
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"rounds": [4.0, 35.0], "acc": [0.5, 1.0]})
+    >>> format_cells(frame)
+    [['0', '4', '0.500'], ['1', '35', '1.000']]
+    """
+    whole = {
+        i for i, column in enumerate(frame.columns) if _whole_counts(frame[column])
+    }
+
+    def cell(i: int, value: object) -> str:
+        if isinstance(value, float):
+            if value != value:
+                return "-"
+            return f"{value:.0f}" if i in whole else f"{value:.{digits}f}"
+        return str(value)
+
+    return [
+        [str(label), *(cell(i, v) for i, v in enumerate(row))]
+        for label, *row in frame.itertuples(name=None)
+    ]
+
+
+def _whole_counts(column: pd.Series) -> bool:
+    values = pd.to_numeric(column, errors="coerce").dropna()
+    if column.dtype.kind != "f" or values.empty:
+        return False
+    return bool((values == values.round()).all() and (values.abs() > 1).any())
+
+
 def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
     """Render a DataFrame as a GitHub markdown table (index as first column).
 
@@ -52,17 +103,12 @@ def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
     |---|---:|
     | x | 0.500 |
     """
-
-    def cell(value: object) -> str:
-        return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
     header = [str(frame.index.name or ""), *(str(c) for c in frame.columns)]
     lines = [
         "| " + " | ".join(header) + " |",
         "|---|" + "---:|" * len(frame.columns),
     ]
-    for label, row in frame.iterrows():
-        lines.append("| " + " | ".join([str(label), *(cell(v) for v in row)]) + " |")
+    lines += ["| " + " | ".join(cells) + " |" for cells in format_cells(frame, digits)]
     return "\n".join(lines)
 
 
@@ -78,40 +124,100 @@ def _markdown(report: Report, pictures: list[Path]) -> str:
 
 
 def _save_plot(plot: Plot, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    figure = render_plot(plot)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def render_plot(plot: Plot) -> Figure:
+    """Draw ``plot`` on a new matplotlib figure (Agg backend) and return it.
+
+    **Decision (readable at the saved size):** bar charts whose group labels
+    would crowd the x-axis (more than :data:`UPRIGHT_CHARACTERS` characters in
+    all) are drawn as horizontal bars, one row per group in the order of the
+    table (first on top), and the figure grows with the number of bars; a
+    legend of more than one series sits outside the axes, right of them, so it
+    never hides a bar or a line. The caller closes the figure.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(9, 5))
     values = plot.values
-    errors = plot.errors
-    if plot.kind == "bars":
-        rot = 0 if values.shape[0] <= 8 else 35  # many groups: slanted labels
-        values.plot.bar(ax=axes, yerr=errors, capsize=2, rot=rot, width=0.85)
-        if rot:
-            plt.setp(axes.get_xticklabels(), ha="right")
+    errors = _errors(plot.errors)
+    horizontal = plot.kind == "bars" and _crowded(values.index)
+    height = _height(values) if horizontal else 5.0
+    figure, axes = plt.subplots(figsize=(WIDTH, height), layout="constrained")
+    colors = _colors(values.shape[1])
+    axes.set_prop_cycle(color=colors)
+    if plot.kind == "bars" and horizontal:
+        values.plot.barh(
+            ax=axes, xerr=errors, capsize=2, width=0.85, legend=False, color=colors
+        )
+        axes.invert_yaxis()  # the table's first row on top
+        axes.set_xlabel(plot.ylabel)
+        axes.set_ylabel(plot.xlabel)
     else:
-        for column in values.columns:
-            err = None if errors is None else errors[column]
-            axes.errorbar(
-                values.index,
-                values[column],
-                yerr=err,
-                marker="o",
-                capsize=3,
-                label=str(column),
+        if plot.kind == "bars":
+            values.plot.bar(
+                ax=axes,
+                yerr=errors,
+                capsize=2,
+                rot=0,
+                width=0.85,
+                legend=False,
+                color=colors,
             )
-        axes.legend()
+        else:
+            _lines(axes, values, errors)
+        axes.set_xlabel(plot.xlabel)
+        axes.set_ylabel(plot.ylabel)
     if plot.log_y:
-        axes.set_yscale("log")
+        (axes.set_xscale if horizontal else axes.set_yscale)("log")
     if plot.log_x:
         axes.set_xscale("log")
-    axes.set_title(plot.title)
-    axes.set_xlabel(plot.xlabel)
-    axes.set_ylabel(plot.ylabel)
-    axes.legend(fontsize=8, loc="best")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    axes.set_title(plot.title, fontsize=11)
+    if values.shape[1] > 1:
+        axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return figure
+
+
+def _colors(n: int) -> list[Any]:
+    """Distinct colours: tab10, or tab20 beyond 10 series (no colour twice)."""
+    from matplotlib import colormaps
+
+    palette = colormaps["tab10" if n <= 10 else "tab20"]
+    return [palette(i % palette.N) for i in range(n)]
+
+
+def _errors(errors: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Error bars, with a missing spread (one repeat) drawn as none at all."""
+    if errors is None or bool(errors.isna().all().all()):
+        return None
+    return errors.fillna(0.0)
+
+
+def _crowded(index: pd.Index) -> bool:
+    return sum(len(str(label)) for label in index) > UPRIGHT_CHARACTERS
+
+
+def _height(values: pd.DataFrame) -> float:
+    bars = values.shape[0] * max(1, values.shape[1])
+    return max(4.0, 1.6 + BAR_HEIGHT * bars)
+
+
+def _lines(axes: Axes, values: pd.DataFrame, errors: pd.DataFrame | None) -> None:
+    for column in values.columns:
+        err = None if errors is None else errors[column]
+        axes.errorbar(
+            values.index,
+            values[column],
+            yerr=err,
+            marker="o",
+            capsize=3,
+            label=str(column),
+        )

@@ -114,8 +114,15 @@ def _declared_list(what: str, values: object, owner: str) -> tuple[str, ...]:
     return names
 
 
-def as_frame(X: object, owner: str) -> pd.DataFrame:
-    """Columns as a DataFrame with string names; object/string columns categorical.
+def as_frame(
+    X: object, owner: str, *, strings: Literal["categorical", "keep"] = "categorical"
+) -> pd.DataFrame:
+    """Columns as a DataFrame with string names.
+
+    ``strings="categorical"`` (a client's data) makes object, string and bool
+    columns categorical; ``"keep"`` leaves every dtype as given, for the
+    estimators, whose rule is stricter (only pandas ``category`` columns are
+    categorical: :mod:`fedtrees.algorithms._base`).
 
     Sparse matrices, complex numbers and object cells that are neither strings nor
     numbers raise :class:`UnsupportedInputError` (a ``TypeError``, as in
@@ -142,9 +149,13 @@ def as_frame(X: object, owner: str) -> pd.DataFrame:
     for column in frame.columns:
         series = frame[column]
         _check_cell_types(series, str(column), owner)
-        if not isinstance(series.dtype, pd.CategoricalDtype) and (
-            series.dtype.kind in _CATEGORICAL_KINDS
-            or pd.api.types.is_string_dtype(series)
+        if (
+            strings == "categorical"
+            and not isinstance(series.dtype, pd.CategoricalDtype)
+            and (
+                series.dtype.kind in _CATEGORICAL_KINDS
+                or pd.api.types.is_string_dtype(series)
+            )
         ):
             frame[column] = pd.Categorical(series.astype("object"))
     return frame

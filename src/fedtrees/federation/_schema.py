@@ -57,6 +57,7 @@ from typing import Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
+from fedtrees._validation import check_discrete_labels
 from fedtrees.exceptions import SchemaMismatchError, ValidationError
 from fedtrees.federation._checks import InvalidField
 from fedtrees.federation._client import handler
@@ -279,6 +280,7 @@ def report_schema(request: SchemaRequest, data: ClientData) -> SchemaReply:
             data.targets()  # refuse a non-numeric target here, with a clear message
         labels, label_type = np.zeros(0, dtype="<U1"), "float"
     else:
+        check_discrete_labels(data.y.to_numpy(), f"Client {data.client_id!r}")
         labels, label_type = label_strings(data.y), _label_type(data.y.to_numpy())
         declared_classes = request.declared_class_labels()
         if declared_classes is not None:

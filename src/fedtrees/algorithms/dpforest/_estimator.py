@@ -14,12 +14,11 @@ from sklearn.utils.validation import check_is_fitted
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
 from fedtrees._validation import check_choice, check_epsilon, check_int
-from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms._base import FederatedEstimator, estimator_frame
 from fedtrees.algorithms._packed import rebuild_packed
 from fedtrees.algorithms.dpforest._protocol import DPTrees, DPTreeStrategy
 from fedtrees.exceptions import PrivacyLeakWarning, ValidationError
 from fedtrees.federation import Federation, RoundCallback
-from fedtrees.federation._data import as_frame
 from fedtrees.learners import BUDGETS, SCORES
 from fedtrees.learners._dp_tree import MAX_DEPTH, validate_plan
 from fedtrees.privacy import SAMPLERS
@@ -48,8 +47,11 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
     feature_ranges : dict, array of shape (n_features, 2) or "from-data"
         Public (min, max) of every numeric feature, declared by the user; thresholds
         are drawn uniformly from them. Required: never computed from private data
-        by default. ``"from-data"`` (experiments only) takes them from the rows
-        passed to :meth:`fit` and warns with :class:`PrivacyLeakWarning`.
+        by default. A categorical (``category``) column takes no range — its
+        codes are public schema — and declaring one for it is an error naming the
+        column (in the array form, give its row as ``(nan, nan)``).
+        ``"from-data"`` (experiments only) takes them from the rows passed to
+        :meth:`fit` and warns with :class:`PrivacyLeakWarning`.
     budget : {"paper", "parallel"}, default "paper"
         Per-query budget ``ε/(2^d·F)`` (the paper) or ``ε/(1 + d·F)`` (parallel
         composition over the disjoint nodes of a level; beyond the paper).
@@ -126,7 +128,11 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
         groups: npt.ArrayLike | None = None,
         sample_weight: npt.ArrayLike | None = None,
     ) -> Any:
-        """Fit on in-process clients, one per value of ``groups`` (see the class)."""
+        """Fit on in-process clients, one per value of ``groups``.
+
+        ``groups=None`` puts every row on one client (centralized training, with
+        a :class:`~fedtrees.exceptions.CentralizedFitWarning`).
+        """
         if sample_weight is not None:
             raise ValidationError(
                 "DPForestClassifier.fit: sample_weight is not supported (the noise "
@@ -165,7 +171,7 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
             PrivacyLeakWarning,
             stacklevel=3,
         )
-        numeric = as_frame(X, "DPForestClassifier").select_dtypes("number")
+        numeric = estimator_frame(X, "DPForestClassifier.fit").select_dtypes("number")
         low, high = numeric.min().to_numpy(float), numeric.max().to_numpy(float)
         flat = low == high
         low, high = np.where(flat, low - 0.5, low), np.where(flat, high + 0.5, high)
@@ -223,9 +229,8 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
 
     def predict(self, X: object) -> npt.NDArray[Any]:
         """Majority vote (first class of ``classes_`` on ties)."""
-        labels: npt.NDArray[Any] = self.classes_[
-            np.argmax(self.predict_proba(X), axis=1)
-        ]
+        proba = self.predict_proba(X)  # first: raises NotFittedError before fit
+        labels: npt.NDArray[Any] = self.classes_[np.argmax(proba, axis=1)]
         return labels
 
 

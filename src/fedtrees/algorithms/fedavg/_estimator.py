@@ -217,10 +217,13 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
         Parameters
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
-            Categorical columns as pandas ``category`` (or object) dtype.
+            Numbers; categorical columns as pandas ``category`` dtype (a string
+            column is an error: ``X[c] = X[c].astype("category")``).
         y : array-like of shape (n_samples,)
         groups : array-like of shape (n_samples,), optional
-            The client (site) of every row; None means one client.
+            The client (site) of every row. None puts every row on one client
+            (``"0"``): centralized training, with a
+            :class:`~fedtrees.exceptions.CentralizedFitWarning`.
         sample_weight : array-like of shape (n_samples,), optional
             Per-row weights (>= 0, not all zero); each client keeps its own.
         eval_set : (X_eval, y_eval), optional
@@ -246,7 +249,7 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
         eval_set: tuple[object, npt.ArrayLike] | None = None,
     ) -> FedAvgClassifier:
         """Fit on any federation; ``eval_set`` as in :meth:`fit` (server-held)."""
-        self._input_names = None
+        self._use_agreed_names()
         return self._fit(federation, None, callbacks, eval_set=eval_set)
 
     def _fit(

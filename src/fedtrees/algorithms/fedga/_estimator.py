@@ -172,6 +172,9 @@ class _FedGA(FederatedEstimator):
     ) -> Any:
         """Fit on in-process clients, one per value of ``groups``.
 
+        ``groups=None`` puts every row on one client (centralized training, with
+        a :class:`~fedtrees.exceptions.CentralizedFitWarning`).
+
         ``join_at`` maps a client to the generation it joins in (steps 29–33);
         the others take part from the start.
         """
@@ -186,7 +189,7 @@ class _FedGA(FederatedEstimator):
         join_at: Mapping[object, int] | None = None,
     ) -> Any:
         """Fit on any federation; ``join_at`` as in :meth:`fit`."""
-        self._input_names = None
+        self._use_agreed_names()
         return self._fit_with(federation, None, callbacks, join_at)
 
     def _fit(

@@ -66,7 +66,8 @@ class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimat
         4 (IoT) and 7 (census).
     feature_ranges : dict or array of shape (n_features, 2), optional
         Declared public (min, max) of every numeric column (as the DP forest);
-        categorical columns are one-hot, their indicators range over [0, 1].
+        categorical columns are one-hot, their indicators range over [0, 1]; a
+        range declared for a categorical column is an error naming it.
         They set the fill values and bound the clients' thresholds: a client
         tree splitting outside a declared range is refused, naming the client,
         the column and the range. **Without them** the range of a numeric

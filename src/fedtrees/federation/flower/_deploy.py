@@ -2,7 +2,8 @@
 
 Everything follows shared/FLOWER.md (Flower 1.41): one SuperLink port for Fleet,
 Control and ServerApp APIs; ``--disable-runtime-dependency-installation`` (fedtrees
-is installed on every host); a distinct ``--port`` per SuperNode on one host;
+is installed on every host); a distinct ``--port`` per SuperNode on one host (a
+free one is picked when none is given);
 ``client-id`` and ``data-path`` in each SuperNode's node config; TLS from a locally
 generated CA unless ``insecure=True`` is asked for explicitly; connections in
 ``$FLWR_HOME/config.toml``; telemetry and update checks off.
@@ -21,8 +22,10 @@ import datetime
 import ipaddress
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -40,6 +43,7 @@ from fedtrees.exceptions import ValidationError
 __all__ = [
     "app_dir",
     "flower_env",
+    "free_local_port",
     "make_certificates",
     "make_supernode_keys",
     "register_supernode",
@@ -241,6 +245,7 @@ def register_supernode(
     name: str | None = None,
     flwr_home: str | Path | None = None,
     timeout: float = 60.0,
+    wait: float = 30.0,
 ) -> int:
     """Register a site's public key with the SuperLink; return the new node id.
 
@@ -248,18 +253,48 @@ def register_supernode(
     SuperNodes whose key is registered may join a SuperLink started with
     ``supernode_auth=True``.
 
+    **Decision**: while Flower reports the SuperLink unreachable, the
+    registration is tried again (once a second) for up to ``wait`` seconds, so a
+    script may register right after starting the SuperLink; any other refusal is
+    final at once.
+
     Raises
     ------
     ValidationError
         The key file is missing, or Flower refused the registration (a key that
         is not an EC key on a NIST curve, a key registered already, a SuperLink
-        that cannot be reached); Flower's message is included.
+        still unreachable after ``wait`` seconds); Flower's message is included.
     """
     path = Path(public_key)
     if not path.is_file():
         raise ValidationError(
             f"register_supernode: public key file {str(path)!r} does not exist."
         )
+    give_up = time.monotonic() + wait
+    while True:
+        reply, detail = _register_once(path, connection, name, flwr_home, timeout)
+        node_id = reply.get("node-id")
+        if reply.get("success") and isinstance(node_id, int):
+            return node_id
+        if _UNREACHABLE not in detail or time.monotonic() >= give_up:
+            raise ValidationError(
+                f"register_supernode: Flower refused the public key {path.name!r} "
+                f"at connection {connection!r}: {detail[-1000:]}"
+            )
+        time.sleep(1.0)
+
+
+_UNREACHABLE: Final = "Connection to the SuperLink is unavailable"
+
+
+def _register_once(
+    path: Path,
+    connection: str,
+    name: str | None,
+    flwr_home: str | Path | None,
+    timeout: float,
+) -> tuple[dict[str, object], str]:
+    """One ``flwr supernode register``: its JSON reply and its error text."""
     done = subprocess.run(
         register_supernode_command(path, connection, name=name),
         env=flower_env(flwr_home),
@@ -269,14 +304,10 @@ def register_supernode(
         check=False,
     )
     reply = _json_object(done.stdout)
-    node_id = reply.get("node-id")
-    if done.returncode != 0 or not reply.get("success") or not isinstance(node_id, int):
-        detail = reply.get("error-message") or (done.stdout + done.stderr).strip()
-        raise ValidationError(
-            f"register_supernode: Flower refused the public key {path.name!r} at "
-            f"connection {connection!r}: {str(detail)[-1000:]}"
-        )
-    return node_id
+    if done.returncode != 0:
+        reply = {**reply, "success": False}
+    detail = str(reply.get("error-message") or (done.stdout + done.stderr).strip())
+    return reply, detail
 
 
 def _json_object(text: str) -> dict[str, object]:
@@ -353,7 +384,7 @@ def supernode_command(
     data_path: str | Path,
     root_certificates: str | Path | None = None,
     insecure: bool = False,
-    port: int = 9094,
+    port: int | None = None,
     target: str | None = None,
     node_config: Mapping[str, str] | None = None,
     auth_private_key: str | Path | None = None,
@@ -364,6 +395,11 @@ def supernode_command(
     ``node_config`` entries) go into the node config, quoted as TOML strings.
     ``auth_private_key`` (from :func:`make_supernode_keys`) authenticates the
     SuperNode to a SuperLink started with ``supernode_auth=True``; it needs TLS.
+
+    ``port`` is the SuperNode's local ClientAppIO port on 127.0.0.1 (Flower's
+    default is 9094 for every SuperNode). **Decision**: when it is None, a port
+    the system reports free is picked (:func:`free_local_port`), so several
+    SuperNodes started the same way share one host; pass it to pin one.
     """
     _tls_choice(root_certificates, insecure, "supernode_command")
     _auth_needs_tls(auth_private_key, insecure, "supernode_command", "auth_private_key")
@@ -383,7 +419,7 @@ def supernode_command(
         "--host",
         "127.0.0.1",
         "--port",
-        str(port),
+        str(free_local_port() if port is None else port),
         "--node-config",
         config,
     ]
@@ -392,6 +428,17 @@ def supernode_command(
     if auth_private_key is not None:
         command += ["--auth-supernode-private-key", str(auth_private_key)]
     return [*command, "--root-certificates", str(root_certificates)]
+
+
+def free_local_port() -> int:
+    """Return a TCP port on 127.0.0.1 that is free now (the system picks it).
+
+    The port is released before the caller binds it; another process could take
+    it in between, which the caller then reports as 'address already in use'.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def write_connection(

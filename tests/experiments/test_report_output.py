@@ -1,0 +1,174 @@
+"""What the experiments print and draw: readable plots, honest one-repeat tables."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from fedtrees.cli._render import rich_table
+from fedtrees.experiments import DPForestConfig, run_dpforest
+from fedtrees.experiments._report import Plot, mean_sd_table, pivot_sd
+from fedtrees.experiments.fedforest_heart import communication
+from fedtrees.experiments.results import markdown_table, render_plot
+from tests.experiments._figures import unreadable
+
+matplotlib.use("Agg")
+
+HEART_METHODS = [
+    "FedForest quantiles",
+    "FedForest AvgImp",
+    "Federated Histogram",
+    "Local learning (Cleveland)",
+    "Local learning (Hungary)",
+    "Local learning (Long Beach VA)",
+    "Local learning (Switzerland)",
+    "Local ensembling",
+    "Centralized RF (pooled rows)",
+    "FedAvg LR (FLamby: lr 1e-4)",
+    "FedAvg LR (lr 0.01)",
+    "FedAvg MLP, 16 hidden (lr 0.01)",
+]
+
+
+def _heart_like(n_series: int = 2) -> Plot:
+    rng = np.random.default_rng(0)
+    values = pd.DataFrame(
+        rng.uniform(0.3, 0.9, size=(len(HEART_METHODS), n_series)),
+        index=pd.Index(HEART_METHODS, name="method"),
+        columns=[f"series {i}" for i in range(n_series)],
+    )
+    return Plot("accuracy", "12 methods", "bars", values, "method", "accuracy")
+
+
+def _close(figure: object) -> None:
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)  # type: ignore[arg-type]
+
+
+def test_twelve_long_method_names_are_drawn_without_overlap() -> None:
+    figure = render_plot(_heart_like())
+    try:
+        assert unreadable(figure) == []
+        # Horizontal bars: the method names are the y tick labels, top to bottom.
+        names = [t.get_text() for t in figure.axes[0].get_yticklabels()]
+        assert names == HEART_METHODS
+    finally:
+        _close(figure)
+
+
+def test_the_check_finds_the_old_upright_labels_overlapping() -> None:
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(9, 5))  # the old heart accuracy plot
+    _heart_like().values.plot.bar(ax=axes, rot=0)
+    try:
+        problems = unreadable(figure)
+    finally:
+        _close(figure)
+    assert "tick labels 'FedForest quantiles' and 'FedForest AvgImp' overlap" in (
+        problems
+    )
+
+
+def test_more_than_ten_series_get_distinct_colours() -> None:
+    figure = render_plot(_heart_like(n_series=12))
+    try:
+        bars = figure.axes[0].containers
+        colours = {tuple(container.patches[0].get_facecolor()) for container in bars}
+        assert len(colours) == 12
+    finally:
+        _close(figure)
+
+
+def test_one_draw_has_no_spread_and_no_zero_sd() -> None:
+    raw = pd.DataFrame(
+        {"m": ["a", "a", "b"], "s": ["x", "x", "x"], "v": [1.0, 3.0, 0.25]}
+    )
+    table = mean_sd_table(raw, rows="m", columns="s", value="v")
+    sd = pivot_sd(raw, rows="m", columns="s", value="v")
+
+    assert table.loc["a", "x"] == "2.000 ± 1.414"
+    assert table.loc["b", "x"] == "0.250"  # one draw: no "± 0.000"
+    assert np.isnan(sd.loc["b", "x"])
+
+
+def test_communication_drops_methods_without_messages_and_keeps_rounds_integer() -> (
+    None
+):
+    raw = pd.DataFrame(
+        {
+            "method": ["FedForest", "FedForest", "Centralized RF"],
+            "rounds": [35.0, 35.0, np.nan],
+            "kib": [2147.3, 2147.3, np.nan],
+        }
+    )
+    cost, silent = communication(raw)
+
+    assert list(cost.index) == ["FedForest"]
+    assert cost["rounds"].dtype.kind == "i"
+    assert silent == ["Centralized RF"]
+    assert "| FedForest | 35 | 2147.300 |" in markdown_table(cost)
+    console = Console(width=80, record=True)
+    console.print(rich_table(cost, "cost"))
+    text = console.export_text()
+    assert " 35 " in text
+    assert "35.000" not in text
+    assert "nan" not in text.lower()
+
+
+def test_hotel_ranges_from_the_data_are_a_sentence_not_a_table() -> None:
+    config = dataclasses.replace(
+        DPForestConfig.quick("hotel_ac_iot"),
+        epsilons=(100.0,),
+        depths=(3,),
+        memorization_n=(10,),
+        split_scores=("average",),
+    )
+    report = run_dpforest(config)
+
+    assert not any("declared ranges" in name for name in report.tables)
+    assert any(
+        "no share of test values inside them is reported" in n for n in report.notes
+    )
+    # One repeat: the accuracy cell is a value, not "v (v, v)".
+    cell = report.tables["Accuracy: mean (min, max) over repeats"].iloc[0, 0]
+    assert "(" not in cell
+    for plot in report.plots:
+        figure = render_plot(plot)
+        try:
+            assert unreadable(figure) == [], plot.name
+        finally:
+            _close(figure)
+
+
+@pytest.mark.parametrize("kind", ["bars", "lines"])
+def test_a_single_series_has_no_legend(kind: str) -> None:
+    values = pd.DataFrame({"only": [1.0, 2.0]}, index=pd.Index([1, 2], name="k"))
+    figure = render_plot(Plot("p", "t", kind, values, "k", "v"))  # type: ignore[arg-type]
+    try:
+        assert figure.axes[0].get_legend() is None
+    finally:
+        _close(figure)
+
+
+def test_counts_averaged_over_folds_print_as_integers_in_console_and_markdown() -> None:
+    frame = pd.DataFrame(
+        {"rounds": [4.0, 12.0], "accuracy": [1.0, 0.0], "depth": [6.0, 6.5]},
+        index=pd.Index(["icdta", "fedid3"], name="method"),
+    )
+    markdown = markdown_table(frame)
+    assert "| icdta | 4 | 1.000 | 6.000 |" in markdown
+    console = Console(width=80, record=True)
+    console.print(rich_table(frame, "t"))
+    text = console.export_text()
+    assert " 4 " in text
+    assert "4.000" not in text
+    assert "12.000" not in text
+    assert "1.000" in text  # proportions keep their digits
+    assert "6.500" in text  # and so do means that are not whole
