@@ -517,3 +517,19 @@ def test_quantile_mode_sketch_can_miss_the_bound_refinement_does_not(values, q):
         np.stack([p for _, p in sketches]), np.stack([c for c, _ in sketches]), q
     )[0]
     assert rank_error(refined[~np.isnan(refined)], pooled, w, q) <= 1.0 / q + 1e-9
+
+
+def test_a_regression_client_in_no_tree_answers_an_empty_histogram():
+    """Found by the fold test's random federations: with ``client_fraction`` a
+    client may take part in no tree; its empty histogram of moments must still
+    be floats (``np.bincount`` of no rows is int64), not a refused reply."""
+    from fedtrees import FedForestRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = X[:, 0] + rng.normal(scale=0.1, size=120)
+    model = FedForestRegressor(
+        n_estimators=1, max_depth=2, candidates="hist", client_fraction=0.3
+    )
+    model.fit(X, y, groups=np.arange(120) % 3)  # one site takes part, two do not
+    assert model.score(X, y) > 0.5

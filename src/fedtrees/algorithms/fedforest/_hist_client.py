@@ -118,7 +118,8 @@ def _sparse_histograms(
         y = fit.targets[members]
         parts = (weight, weight * y, weight * y * y)
         sums = [np.bincount(inverse, p, minlength=index.shape[0]) for p in parts]
-        moments: FloatArray = np.stack(sums, axis=1)
+        # bincount of no rows is int64 even with float weights: moments are floats
+        moments: FloatArray = np.stack(sums, axis=1).astype(np.float64)
         return index.astype(np.int64), moments, int(ptr[-1])
     width = request.width
     flat = np.bincount(
