@@ -1,4 +1,4 @@
-"""Readability checks for the experiments' figures, as drawn at their saved size."""
+"""Readability checks: the experiments' figures at their saved size, tables as printed."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from itertools import combinations
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
+from rich.cells import cell_len
 
 SAVED_DPI = 120  # what write_report saves at
 
@@ -69,3 +70,8 @@ def _inside(box: Bbox, page: Bbox) -> bool:
         and box.x1 <= page.x1 + tolerance
         and box.y1 <= page.y1 + tolerance
     )
+
+
+def cut_short(text: str, width: int) -> list[str]:
+    """Return the printed lines wider than ``width`` cells or holding a "…"."""
+    return [line for line in text.splitlines() if cell_len(line) > width or "…" in line]

@@ -15,7 +15,10 @@ from fedtrees.experiments import DPForestConfig, run_dpforest
 
 
 def test_hugadb_quick_run_writes_tables_and_plots(
-    tmp_path: Path, hugadb_path: Path, readable_plots: list[str]
+    tmp_path: Path,
+    hugadb_path: Path,
+    readable_plots: list[str],
+    readable_tables: list[str],
 ) -> None:
     out = CliRunner().invoke(
         app,

@@ -23,7 +23,9 @@ from fedtrees.experiments.fedforest_synthetic import fisher_codes
 
 
 def test_synthetic_quick_run_writes_tables_csv_markdown_and_plots(
-    tmp_path: Path, readable_plots: list[str]
+    tmp_path: Path,
+    readable_plots: list[str],
+    readable_tables: list[str],
 ) -> None:
     out = CliRunner().invoke(
         app, ["experiment", "fedforest-synthetic", "--quick", "--out", str(tmp_path)]
@@ -82,7 +84,9 @@ def test_fisher_codes_rank_clients_by_mean_response() -> None:
 
 
 def test_heart_quick_run_reports_sites_mean_pooled_and_flamby(
-    tmp_path: Path, readable_plots: list[str]
+    tmp_path: Path,
+    readable_plots: list[str],
+    readable_tables: list[str],
 ) -> None:
     out = CliRunner().invoke(
         app, ["experiment", "fedforest-heart", "--quick", "--out", str(tmp_path)]

@@ -24,7 +24,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
 
 
 def test_quick_cli_run_writes_tables_and_plots(
-    tmp_path: Path, readable_plots: list[str]
+    tmp_path: Path,
+    readable_plots: list[str],
+    readable_tables: list[str],
 ) -> None:
     empty = tmp_path / "data"
     empty.mkdir()

@@ -36,7 +36,9 @@ def _small(**change: object) -> ICDTAConfig:
 
 
 def test_quick_run_writes_tables_raw_csv_markdown_and_plots(
-    tmp_path: Path, readable_plots: list[str]
+    tmp_path: Path,
+    readable_plots: list[str],
+    readable_tables: list[str],
 ) -> None:
     out = CliRunner().invoke(
         app, ["experiment", "icdta", "--quick", "--out", str(tmp_path)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 
 import matplotlib
 import numpy as np
@@ -10,12 +11,12 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from fedtrees.cli._render import rich_table
+from fedtrees.cli._render import print_table, rich_table
 from fedtrees.experiments import DPForestConfig, run_dpforest
 from fedtrees.experiments._report import Plot, mean_sd_table, pivot_sd
 from fedtrees.experiments.fedforest_heart import communication
 from fedtrees.experiments.results import markdown_table, render_plot
-from tests.experiments._figures import unreadable
+from tests.experiments._figures import cut_short, unreadable
 
 matplotlib.use("Agg")
 
@@ -172,3 +173,56 @@ def test_counts_averaged_over_folds_print_as_integers_in_console_and_markdown() 
     assert "12.000" not in text
     assert "1.000" in text  # proportions keep their digits
     assert "6.500" in text  # and so do means that are not whole
+
+
+def _wide() -> pd.DataFrame:
+    """Like the synthetic experiment's accuracy table: 10 long headers, ± cells."""
+    rng = np.random.default_rng(0)
+    columns = [f"measure {i}: accuracy of the tree (%)" for i in range(10)]
+    index = [f"{d} / {v}" for d in ("census", "iot-200") for v in ("paper", "authors")]
+    values = rng.uniform(50, 100, size=(len(index), len(columns)))
+    cells = [[f"{v:.2f} ± {v / 40:.2f}" for v in row] for row in values]
+    return pd.DataFrame(cells, index=pd.Index(index, name="dataset / variant"),
+                        columns=columns)  # fmt: skip
+
+
+def _printed(frame: pd.DataFrame, width: int = 80) -> str:
+    console = Console(width=width, record=True, file=io.StringIO())
+    print_table(console, frame, "Test accuracy (%)")
+    return console.export_text()
+
+
+def test_a_wide_table_is_cut_into_column_groups_that_fit_80_columns() -> None:
+    frame = _wide()
+    old = Console(width=80, record=True, file=io.StringIO())
+    old.print(rich_table(frame, "Test accuracy (%)"))  # one table, squeezed
+    squeezed = old.export_text()
+    assert not all(value in squeezed for value in frame.to_numpy().ravel())
+
+    text = _printed(frame)
+
+    assert cut_short(text, 80) == []
+    for value in frame.to_numpy().ravel():
+        assert value in text  # every cell whole, on one line
+    groups = text.count(f" of {frame.shape[1]})")  # "(columns i-j of 10)"
+    assert 2 <= groups < frame.shape[1]
+    assert text.count("census / authors") == groups  # the index in every group
+
+
+def test_a_narrow_table_prints_as_one_table() -> None:
+    frame = _wide().iloc[:, :3]
+    text = _printed(frame, width=140)
+    assert "columns" not in text
+    assert cut_short(text, 140) == []
+    assert "measure 2: accuracy of the tree (%)" in text  # headers whole if they fit
+
+
+def test_a_table_of_sentences_wraps_its_cells_instead_of_cutting_them() -> None:
+    sentence = "local trees: mean 0.53 (0.39-0.63); paper about 0.55, best 0.62-0.63"
+    frame = pd.DataFrame(
+        {"e=1": ["-", "0.35"], "e=10": ["0.65 (paper 0.70)", "0.19"]},
+        index=pd.Index([sentence, "d=10 (authors' scripts)"], name="reference"),
+    )
+    text = _printed(frame, width=60)
+    assert cut_short(text, 60) == []
+    assert "best 0.62-0.63" in text

@@ -39,7 +39,9 @@ def _small(**change: object) -> SyntheticDataConfig:
 
 
 def test_quick_run_writes_tables_csv_plots_and_the_majority_rate(
-    tmp_path: Path, readable_plots: list[str]
+    tmp_path: Path,
+    readable_plots: list[str],
+    readable_tables: list[str],
 ) -> None:
     out = CliRunner().invoke(
         app, ["experiment", "synthetic", "--quick", "--out", str(tmp_path)]

@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from fedtrees.cli._render import progress_bar, rich_table
+from fedtrees.cli._render import print_table, progress_bar
 from fedtrees.cli._typer import App
 from fedtrees.exceptions import FedTreesError
 from fedtrees.experiments import (
@@ -91,7 +91,7 @@ def _run(
     except FedTreesError as exc:
         raise typer.BadParameter(str(exc)) from exc
     for name, table in report.tables.items():
-        console.print(rich_table(table, name))
+        print_table(console, table, name)
     for note in report.notes:
         console.print(f"- {note}")
     files = write_report(report, out)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import textwrap
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 import pandas as pd
+from rich.cells import cell_len
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -19,7 +21,7 @@ from rich.table import Table
 
 from fedtrees.experiments.results import format_cells
 
-__all__ = ["progress_bar", "rich_table"]
+__all__ = ["column_groups", "print_table", "progress_bar", "rich_table"]
 
 
 def rich_table(frame: pd.DataFrame, title: str, *, digits: int = 3) -> Table:
@@ -28,12 +30,117 @@ def rich_table(frame: pd.DataFrame, title: str, *, digits: int = 3) -> Table:
     Cells are formatted by :func:`fedtrees.experiments.results.format_cells`
     (counts as integers, "-" for a missing value), as in the markdown report.
     """
+    return _table(frame, format_cells(frame, digits), range(frame.shape[1]), title)
+
+
+def print_table(
+    console: Console, frame: pd.DataFrame, title: str, *, digits: int = 3
+) -> None:
+    """Print ``frame`` as one table, or as several that each fit the console.
+
+    **Decision**: a table wider than the console gets its headers wrapped
+    between words and, if that is not enough, is cut into groups of whole
+    columns, each printed under the title with "(columns i-j of n)" and the
+    index repeated. A number is never cut short ("…") or wrapped: at 80
+    columns every cell stays readable. A table whose widest column does not
+    fit beside its index (sentences, not numbers) is printed whole, its cells
+    wrapped by rich. Nothing is cropped: a line too wide wraps instead.
+    """
+    cells = format_cells(frame, digits)
+    index = max(cell_len(r[0]) for r in [[str(frame.index.name or "")], *cells])
+    natural = _column_widths(frame, cells, split_headers=False)
+    need = _column_widths(frame, cells, split_headers=True)
+    fits = index + 4 + sum(w + 3 for w in natural) <= console.width
+    text = index + 4 + max(need, default=0) + 3 > console.width
+    if fits or text:
+        console.print(_table(frame, cells, range(len(need)), title), crop=False)
+        return
+    groups = column_groups(need, index + 4, console.width)
+    for group in groups:
+        name = title
+        if len(groups) > 1:
+            name += f" (columns {group[0] + 1}-{group[-1] + 1} of {len(need)})"
+        console.print(_table(frame, cells, group, name, need), crop=False)
+
+
+def _column_widths(
+    frame: pd.DataFrame, cells: list[list[str]], *, split_headers: bool
+) -> list[int]:
+    """Each column's widest cell, or header (its longest word if split)."""
+    out = []
+    for i, column in enumerate(frame.columns):
+        header = str(column).split() if split_headers else [str(column)]
+        out.append(max(cell_len(t) for t in [*header, *(r[i + 1] for r in cells)]))
+    return out
+
+
+def column_groups(need: list[int], fixed: int, width: int) -> list[list[int]]:
+    """Split columns of widths ``need`` into runs that fit ``width`` after ``fixed``.
+
+    A column takes its width plus three cells (padding and border). As few runs
+    as fit, of about equal widths (not full runs and a lone last column);
+    every run holds at least one column.
+
+    Examples
+    --------
+    >>> column_groups([10, 10, 10, 30], fixed=20, width=60)
+    [[0, 1, 2], [3]]
+    >>> column_groups([12] * 10, fixed=23, width=80)
+    [[0, 1, 2], [3, 4], [5, 6, 7], [8, 9]]
+    """
+    fewest = _greedy(need, fixed, width)
+    cells = [w + 3 for w in need]
+    groups: list[list[int]] = []
+    start = 0
+    for left in range(len(fewest), 0, -1):
+        if start == len(cells):
+            break
+        target = sum(cells[start:]) / left
+        group, used = [start], cells[start]
+        start += 1
+        while start < len(cells) and (left == 1 or used + cells[start] / 2 <= target):
+            group.append(start)
+            used += cells[start]
+            start += 1
+        groups.append(group)
+    fits = all(fixed + sum(cells[i] for i in g) <= width for g in groups)
+    return groups if fits and start == len(cells) else fewest
+
+
+def _greedy(need: list[int], fixed: int, width: int) -> list[list[int]]:
+    """Fill each run with columns while they fit ``width``."""
+    groups: list[list[int]] = [[]]
+    used = fixed
+    for i, w in enumerate(need):
+        if groups[-1] and used + w + 3 > width:
+            groups.append([])
+            used = fixed
+        groups[-1].append(i)
+        used += w + 3
+    return groups
+
+
+def _table(
+    frame: pd.DataFrame,
+    cells: list[list[str]],
+    columns: Iterable[int],
+    title: str,
+    widths: list[int] | None = None,
+) -> Table:
+    """Return a rich table of some columns (with ``widths``: headers wrapped)."""
+    chosen = list(columns)
     table = Table(title=title, title_justify="left")
-    table.add_column(str(frame.index.name or ""), style="bold")
-    for column in frame.columns:
-        table.add_column(str(column), justify="right")
-    for cells in format_cells(frame, digits):
-        table.add_row(*cells)
+    index = str(frame.index.name or "")
+    table.add_column(index, style="bold", no_wrap=widths is not None, overflow="fold")
+    for i in chosen:
+        name = str(frame.columns[i])
+        if widths is None:
+            table.add_column(name, justify="right", overflow="fold")
+            continue
+        wrapped = textwrap.fill(name, widths[i], break_long_words=False)
+        table.add_column(wrapped, justify="right", no_wrap=True, min_width=widths[i])
+    for row in cells:
+        table.add_row(row[0], *(row[i + 1] for i in chosen))
     return table
 
 
