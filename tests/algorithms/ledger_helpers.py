@@ -46,3 +46,29 @@ def packed_bytes(trees: list[Tree], n_classes: int) -> int:
 def array_bytes(payload: object) -> int:
     """Bytes of a payload's array fields (a message adds the codec's header)."""
     return sum(v.nbytes for v in vars(payload).values() if isinstance(v, np.ndarray))
+
+
+def check_sketch_sizes(reply: Any, q: int, fp: int) -> np.ndarray:
+    """§1.5: min(q, r) + 1 points of 8 bytes per pair where r > 0; return r.
+
+    Without bootstrap a node's weight (``counts``) is the client's rows there.
+    """
+    r = np.asarray(reply.counts, dtype=np.int64)
+    want = np.where(r > 0, np.minimum(q, r) + 1, 0)
+    assert np.array_equal(reply.n_points, np.repeat(want[:, None], fp, axis=1))
+    assert reply.points.nbytes == 8 * fp * int(want.sum())
+    return r
+
+
+def check_bin_sizes(reply: Any, count: np.ndarray, r: np.ndarray, width: int) -> None:
+    """§1.5: at most min(count + 1, r) non-zero bins per pair, whole counts in
+    uint8 (rows <= 255), every pair's bins holding its node's r rows."""
+    index = reply.bin_index.astype(np.int64)
+    pair = np.repeat(np.arange(count.size), count.ravel() + 1)[index]
+    bins = np.bincount(pair, minlength=count.size).reshape(count.shape)
+    assert np.all(bins <= np.minimum(count + 1, r[:, None]))
+    assert reply.bin_stats.dtype == np.uint8
+    assert reply.bin_stats.shape[1] == width
+    per_pair = np.zeros((count.size, width), np.int64)
+    np.add.at(per_pair, pair, reply.bin_stats.astype(np.int64))
+    assert np.array_equal(per_pair.sum(axis=1), np.repeat(r, count.shape[1]))

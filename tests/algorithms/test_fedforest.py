@@ -27,7 +27,11 @@ from fedtrees.federation import (
     find_client_values,
 )
 from fedtrees.tree import NodeKind
-from tests.algorithms.ledger_helpers import exchanges
+from tests.algorithms.ledger_helpers import (
+    check_bin_sizes,
+    check_sketch_sizes,
+    exchanges,
+)
 from tests.audit_helpers import estimator_fit, leveled
 
 RF = {"n_estimators": 50, "max_depth": 10, "min_samples_leaf": 5, "max_features": 1 / 3}
@@ -162,32 +166,19 @@ def test_bytes_per_node_and_client_follow_section_1_5() -> None:
     checked = 0
     for message, request, reply in exchanges(ledger):
         if message.kind == "fedforest.sketch":
-            r = np.asarray(reply.counts, dtype=np.int64)  # type: ignore[attr-defined]
+            r = check_sketch_sizes(reply, q, fp)
             nodes = request.open_nodes.tolist()  # type: ignore[attr-defined]
             sketched[(message.round, message.client)] = dict(
                 zip(nodes, r.tolist(), strict=True)
             )
-            want = np.where(r > 0, np.minimum(q, r) + 1, 0)
-            n_points = reply.n_points  # type: ignore[attr-defined]
-            assert np.array_equal(n_points, np.repeat(want[:, None], fp, axis=1))
-            assert reply.points.nbytes == 8 * fp * int(want.sum())  # type: ignore[attr-defined]
-            assert reply.node_stats.dtype == np.uint8  # whole counts <= 227
+            assert reply.node_stats.dtype == np.uint8  # type: ignore[attr-defined]  # whole counts <= 227
             checked += 1
         if message.kind == "fedforest.evaluate":
             rows_of = sketched[(message.round - 1, message.client)]
             r = np.array([rows_of[g] for g in request.open_nodes.tolist()])  # type: ignore[attr-defined]
             count = np.asarray(request.thr_count, dtype=np.int64)  # type: ignore[attr-defined]
-            index = reply.bin_index.astype(np.int64)  # type: ignore[attr-defined]
-            pair = np.repeat(np.arange(count.size), count.ravel() + 1)[index]
-            bins = np.bincount(pair, minlength=count.size).reshape(count.shape)
-            assert np.all(bins <= np.minimum(count + 1, r[:, None]))
-            stats = reply.bin_stats.astype(np.int64)  # type: ignore[attr-defined]
-            assert stats.shape[1] == s
+            check_bin_sizes(reply, count, r, s)
             assert reply.node_stats.shape[0] == 0  # type: ignore[attr-defined]  # sent once, with the sketch
-            assert reply.bin_stats.dtype == np.uint8  # type: ignore[attr-defined]
-            per_pair = np.zeros((count.size, s), np.int64)
-            np.add.at(per_pair, pair, stats)  # every pair's bins hold the node's rows
-            assert np.array_equal(per_pair.sum(axis=1), np.repeat(r, count.shape[1]))
             checked += 1
     assert checked >= 2 * 3
     assert find_client_values(ledger, fed).messages == len(ledger.captured)

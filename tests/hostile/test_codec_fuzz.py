@@ -102,12 +102,16 @@ GA: dict[str, Any] = {
 
 
 def _fit(
-    estimator: Any, y: np.ndarray, faults: tuple[Fault, ...] = (), **kw: Any
+    estimator: Any,
+    y: np.ndarray,
+    faults: tuple[Fault, ...] = (),
+    groups: np.ndarray = GROUPS,
+    **kw: Any,
 ) -> Callable[[], tuple[Federation, Ledger]]:
     """Return a runner that fits ``estimator``, keeping every message."""
 
     def runner() -> tuple[Federation, Ledger]:
-        fed = Federation.from_groups(X, y, GROUPS, faults=faults)
+        fed = Federation.from_groups(X, y, groups, faults=faults)
         ledger = Ledger(keep_messages=True)
         estimator._run = lambda federation, strategy, callbacks=(): federation.run(
             strategy, task=estimator._task, ledger=ledger
@@ -144,6 +148,9 @@ METHODS: dict[str, Callable[[], tuple[Federation, Ledger]]] = {
     "fedforest-quantile": _fit(_forest(), Y_CLASS, FORGET),
     "fedforest-exact": _fit(_forest(candidates="exact"), Y_CLASS),
     "fedforest-uniform": _fit(_forest(candidates="uniform"), Y_CLASS),
+    "fedforest-alone": _fit(  # one client: sketch and evaluate folded, a resync
+        _forest(), Y_CLASS, (Fault("a", "forget", round=2),), np.full(N_ROWS, "a")
+    ),
     "fedforest-hist": _fit(_forest(candidates="hist"), Y_CLASS, FORGET),
     "fedforest-avgimp": _fit(_forest(gain="avgimp", top_k=2), Y_CLASS),
     "fedforest-holdout": _holdout,

@@ -81,7 +81,8 @@ def _level_start(kinds: list[str], round_: int, mode: str) -> int:
     """The round that opened the level of ``round_`` (other rounds: itself)."""
     if kinds[round_ - 1].split(".")[1] in ("ranges", "grid", "leaf_stats", "score"):
         return round_
-    starts = [r for r, k in enumerate(kinds, 1) if k == LEVEL_START[mode]]
+    opening = (LEVEL_START[mode], "fedforest.sketch_evaluate")  # a folded level
+    starts = [r for r, k in enumerate(kinds, 1) if k in opening]
     before = [r for r in starts if r <= round_]
     return before[-1] if before else round_
 

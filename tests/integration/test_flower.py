@@ -110,7 +110,7 @@ def test_an_unregistered_supernode_is_refused_by_the_superlink(
     assert all(node.poll() is None for node in registered)  # still serving
 
 
-@pytest.mark.slow  # ~70 s; the README recipe test checks the same equality by default
+@pytest.mark.slow  # ~100 s; the README recipe test checks the same equality by default
 def test_fedforest_grows_the_same_forest_over_flower(
     tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -130,6 +130,18 @@ def test_fedforest_grows_the_same_forest_over_flower(
     assert sorted(cleveland) == ["0", "1", "2", "2", "3", "4", "4"]
     flower_bytes = over_flower["communication"]["bytes_down"]  # type: ignore[index]
     assert flower_bytes > expected["communication"]["bytes_down"]  # type: ignore[index]
+
+    # One site per tree: every level folds its sketch and evaluation into one
+    # round (fedforest.sketch_evaluate), over Flower as in process.
+    alone = {**params, "client_fraction": 0.34, "max_depth": 3}
+    folded = _run_over_flower(
+        tls_deployment, tmp_path / "alone.json", "fedforest", alone
+    )
+    assert folded["trees"] == _in_process(site_files, "fedforest", alone)["trees"]
+    assert folded["communication"]["rounds"] == 1 + 3  # type: ignore[index]
+    kinds = (tmp_path / "alone.ledger.csv").read_text()
+    assert "fedforest.sketch_evaluate" in kinds
+    assert "fedforest.evaluate" not in kinds
 
 
 def test_one_shot_tree_methods_give_the_same_trees_over_flower(

@@ -54,6 +54,8 @@ from fedtrees.algorithms.fedforest._payloads import (
     RangesRequest,
     ScoreReply,
     ScoreRequest,
+    SketchEvaluateReply,
+    SketchEvaluateRequest,
     SketchReply,
     SketchRequest,
     TopKReply,
@@ -396,6 +398,10 @@ def sketch(
     request: SketchRequest, fit: _Fit, forest: ForestState, state: ClientState
 ) -> SketchReply:
     """Ragged quantile sketches (or distinct values) and statistics of every pair."""
+    return _sketch(request, fit, forest)
+
+
+def _sketch(request: SketchRequest, fit: _Fit, forest: ForestState) -> SketchReply:
     nodes, pairs = _request_nodes(request)
     stats, rows = _node_stats(fit, request, nodes)
     if request.candidates == "quantile":
@@ -413,6 +419,33 @@ def sketch(
         points,
         _lean_stats(_category_stats(fit, request, nodes, pairs), request),
     )
+
+
+@forest_handler("fedforest.sketch_evaluate")
+def sketch_evaluate(
+    request: SketchEvaluateRequest,
+    fit: _Fit,
+    forest: ForestState,
+    state: ClientState,
+) -> SketchEvaluateReply:
+    """Sketch, then the bins of the candidates the server would derive from it.
+
+    The server asks this only where every asked node may hold rows of this
+    client alone (the strategy's **Decision**): the candidates are then the
+    client's own (:func:`._candidates.own_candidates`).
+    """
+    sketched = _sketch(request, fit, forest)
+    count, thresholds = request.own_layout(sketched)
+    nodes, pairs = _request_nodes(request)
+    index, bins = _sparse_bins(fit, request, nodes, pairs, count, thresholds)
+    return SketchEvaluateReply(
+        **{name: getattr(sketched, name) for name in _SKETCH_FIELDS},
+        bin_index=index,
+        bin_stats=bins,
+    )
+
+
+_SKETCH_FIELDS: Final = ("counts", "node_stats", "n_points", "points", "cat_stats")
 
 
 def _counts(stats: FloatArray, request: LevelFields) -> FloatArray:
@@ -527,27 +560,38 @@ def evaluate(
     count = np.asarray(request.thr_count, dtype=np.int64)
     if count.shape != pairs.shape or int(count.sum()) != request.thresholds.shape[0]:
         raise ValidationError("FedForest request: thr_count does not match thresholds.")
-    thr_ptr = np.concatenate([[0], np.cumsum(count.ravel())]).astype(np.int64)
     thresholds = np.ascontiguousarray(request.thresholds, dtype=np.float64)
     _check_finite(thresholds)
-    bins = _bin_stats(fit, request, nodes, pairs, thr_ptr, thresholds)
     if request.mode == "avgimp":
+        thr_ptr = np.concatenate([[0], np.cumsum(count.ravel())]).astype(np.int64)
+        bins = _bin_stats(fit, request, nodes, pairs, thr_ptr, thresholds)
         width = max(int(count.max(initial=0)), 1)
         padded = padded_bins(bins, thr_ptr, (*count.shape, width))
         gains = _local_gains(padded, request.criterion)
         present = np.arange(width)[None, None, :] < count[..., None]
         return AvgImpReply(np.ascontiguousarray(gains[present]))
-    index = np.flatnonzero(np.any(bins != 0, axis=1))
+    index, bins = _sparse_bins(fit, request, nodes, pairs, count, thresholds)
     node_stats = (
         _node_stats(fit, request, nodes)[0]
         if request.with_stats
         else np.zeros((0, request.width))
     )
-    return EvaluateReply(
-        compact(index),
-        _lean_stats(bins[index], request),
-        _lean_stats(node_stats, request),
-    )
+    return EvaluateReply(index, bins, _lean_stats(node_stats, request))
+
+
+def _sparse_bins(
+    fit: _Fit,
+    request: LevelFields,
+    nodes: IntArray,
+    pairs: IntArray,
+    count: IntArray,
+    thresholds: FloatArray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the non-zero bins between ``count`` candidates per pair (index, stats)."""
+    thr_ptr = np.concatenate([[0], np.cumsum(count.ravel())]).astype(np.int64)
+    bins = _bin_stats(fit, request, nodes, pairs, thr_ptr, thresholds)
+    index = np.flatnonzero(np.any(bins != 0, axis=1))
+    return compact(index), _lean_stats(bins[index], request)
 
 
 def _check_finite(thresholds: FloatArray) -> None:

@@ -138,6 +138,15 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
     feature_importances_ : ndarray of shape (n_features,)
     clients_ : tuple of str
 
+    Notes
+    -----
+    Rounds: the agreement, then a sketch and an evaluation round per depth level
+    (``"quantile"``, ``"exact"``). **Decision** (beyond the paper): a level whose
+    every node may hold rows of one client only takes one round, the client
+    deriving the server's candidates from its own sketch — so ``fit`` without
+    ``groups`` (one client) takes 1 + depth rounds, and grows the same forest
+    (:mod:`fedtrees.algorithms.fedforest._strategy`).
+
     Examples
     --------
     >>> import numpy as np
@@ -150,6 +159,11 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
     True
     >>> model.communication_.rounds
     7
+    >>> import warnings
+    >>> with warnings.catch_warnings(action="ignore"):  # no groups: one client
+    ...     alone = FedForestClassifier(n_estimators=5, max_depth=3).fit(X, y)
+    >>> alone.communication_.rounds
+    4
     """
 
     _task = "classification"

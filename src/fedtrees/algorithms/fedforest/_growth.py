@@ -199,6 +199,26 @@ class ForestGrowth:
         out: IntArray = parent[nodes]
         return out
 
+    def client_sides(
+        self, nodes: IntArray, parents: IntArray
+    ) -> tuple[IntArray, np.ndarray]:
+        """Children of client-indicator splits among ``nodes``, and who reaches them.
+
+        Returns the positions of those children in ``nodes`` and, for each,
+        which clients (by code) the split sends there: the clients in the
+        split's set to the left child, the others to the right.
+        """
+        t = self.table
+        split = (parents >= 0) & (t.feature[np.maximum(parents, 0)] == SPLIT_CLIENT)
+        at = np.flatnonzero(split)
+        reaches = np.zeros((at.shape[0], self.clients.shape[0]), dtype=bool)
+        for i, pos in enumerate(at):
+            parent = int(parents[pos])
+            reaches[i, self.sets[parent]] = True
+            if t.right[parent] == nodes[pos]:
+                reaches[i] = ~reaches[i]
+        return at, reaches
+
     def _neutral_setup(self) -> dict[str, Any]:
         """Return neutral settings: a delta request does not carry them."""
         c = self.config

@@ -34,6 +34,8 @@ from typing import Any, Final
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms.fedforest._candidates import own_candidates
+from fedtrees.exceptions import FedTreesError
 from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
 from fedtrees.federation._checks import (
     check_at_most,
@@ -58,6 +60,8 @@ __all__ = [
     "RangesRequest",
     "ScoreReply",
     "ScoreRequest",
+    "SketchEvaluateReply",
+    "SketchEvaluateRequest",
     "SketchReply",
     "SketchRequest",
     "TopKReply",
@@ -324,47 +328,133 @@ class EvaluateRequest(LevelFields):
 
     def pair_totals(self, reply: Any) -> FloatArray:
         """Sum of every pair's bins, shape ``(n_open, F', S)`` (a checked reply)."""
-        count = np.asarray(self.thr_count, dtype=np.int64).ravel()
-        starts = np.concatenate([[0], np.cumsum(count)])[:-1] + np.arange(count.size)
-        pair = np.searchsorted(starts, reply.bin_index.astype(np.int64), "right") - 1
-        totals = np.zeros((count.size, self.width))
-        np.add.at(totals, pair, np.asarray(reply.bin_stats, dtype=np.float64))
-        out: FloatArray = totals.reshape(*self.thr_count.shape, self.width)
-        return out
+        return pair_totals(self.thr_count, reply, self.width)
 
     def _check_bins(self, reply: Any) -> None:
-        """Each numeric pair's bins add up to its node's totals (the same for all).
-
-        Categorical and unused pairs have one empty bin: pairs whose bins are
-        all zero are not compared.
-        """
+        """Each numeric pair's bins add up to its node's totals (the same for all)."""
         _check_bin_index(reply)
-        totals = self.pair_totals(reply)
-        regression = self.task == "regression"
-        if regression:
-            check_moments("bin_stats", totals)
-        used = np.any(totals != 0, axis=2)  # (n_open, F')
-        first = np.argmax(used, axis=1)
-        node = np.asarray(reply.node_stats, dtype=np.float64)
-        want = node if self.with_stats else totals[np.arange(totals.shape[0]), first]
-        want = np.broadcast_to(want[:, None, :], totals.shape)
-        check_same_stats(
-            "bin_stats",
-            np.where(used[..., None], totals, want),
-            want,
-            "a pair's bins sum (vs the node's statistics)"
-            if self.with_stats
-            else "a pair's bins sum (vs the node's other pairs)",
-            regression,
-        )
+        node = reply.node_stats if self.with_stats else None
+        _check_pair_sums(self.pair_totals(reply), node, self.task == "regression")
 
 
-def _check_bin_index(reply: Any) -> None:
+def pair_totals(thr_count: np.ndarray, reply: Any, width: int) -> FloatArray:
+    """Sum of every pair's bins, shape ``(*thr_count.shape, S)``.
+
+    Pair p (row-major) owns ``thr_count[p] + 1`` consecutive bins of the
+    layout that ``reply.bin_index`` indexes (checked to be inside it).
+    """
+    count = np.asarray(thr_count, dtype=np.int64)
+    flat = count.ravel()
+    starts = np.concatenate([[0], np.cumsum(flat)])[:-1] + np.arange(flat.size)
+    pair = np.searchsorted(starts, reply.bin_index.astype(np.int64), "right") - 1
+    totals = np.zeros((flat.size, width))
+    np.add.at(totals, pair, np.asarray(reply.bin_stats, dtype=np.float64))
+    out: FloatArray = totals.reshape(*count.shape, width)
+    return out
+
+
+def _check_pair_sums(
+    totals: FloatArray, node_stats: np.ndarray | None, regression: bool
+) -> None:
+    """Every used pair's bins sum to its node's statistics (or to each other).
+
+    Categorical and unused pairs have one empty bin: pairs whose bins are all
+    zero are not compared. Without ``node_stats`` a node's pairs are compared
+    with its first used pair.
+    """
+    if regression:
+        check_moments("bin_stats", totals)
+    used = np.any(totals != 0, axis=2)  # (n_open, F')
+    first = np.argmax(used, axis=1)
+    if node_stats is None:
+        want = totals[np.arange(totals.shape[0]), first]
+    else:
+        want = np.asarray(node_stats, dtype=np.float64)
+    want = np.broadcast_to(want[:, None, :], totals.shape)
+    check_same_stats(
+        "bin_stats",
+        np.where(used[..., None], totals, want),
+        want,
+        "a pair's bins sum (vs the node's other pairs)"
+        if node_stats is None
+        else "a pair's bins sum (vs the node's statistics)",
+        regression,
+    )
+
+
+def _check_bin_index(reply: Any, n_bins: int | None = None) -> None:
+    """Bins strictly increasing, one statistic each, inside ``n_bins`` if given."""
     index = reply.bin_index
     if reply.bin_stats.shape[0] != index.shape[0]:
         raise InvalidField("bin_stats", "needs one row per bin_index entry")
     if np.any(np.diff(index.astype(np.int64)) <= 0):
         raise InvalidField("bin_index", "must be strictly increasing")
+    if n_bins is not None and index.size and int(index[-1]) >= n_bins:
+        raise InvalidField(
+            "bin_index", f"holds bin {int(index[-1])}; the layout has {n_bins} bins"
+        )
+
+
+# -- a level whose every node has one client: sketch and evaluate in one round ---
+@payload("fedforest.sketch_evaluate_reply")
+class SketchEvaluateReply(SketchReply):
+    """A sketch reply and the non-zero bins of the client's own candidates.
+
+    ``bin_index`` indexes the ragged bins of the candidates
+    :func:`._candidates.own_candidates` derives from this reply's own sketch
+    (pair p owns ``thr_count[p] + 1`` bins, as in :class:`EvaluateReply`).
+    """
+
+    bin_index: np.ndarray
+    bin_stats: np.ndarray
+
+
+@payload("fedforest.sketch_evaluate")
+class SketchEvaluateRequest(SketchRequest):
+    """Sketch, then evaluate the candidates the server would send: one round.
+
+    Sent where every asked node may hold rows of this client only
+    (**Decision**, :mod:`._strategy`): the pooled sketch of each node is then
+    the client's own, so the client derives the server's candidates itself
+    (:func:`._candidates.own_candidates`) and returns their bins with the
+    sketch. The fields are those of :class:`SketchRequest`.
+    """
+
+    def expected_reply(self) -> ReplySpec:
+        """Expect a sketch reply plus sparse bins over the client's own candidates."""
+        spec = super().expected_reply()
+        return ReplySpec(
+            SketchEvaluateReply,
+            {
+                **spec.fields,
+                "bin_index": Field.array("iu", (None,), low=0),
+                "bin_stats": self._stats((None,), self.width),
+            },
+            check=self._check_sketch_evaluate,
+        )
+
+    def own_layout(self, reply: Any) -> tuple[IntArray, FloatArray]:
+        """Return the client's own candidates per pair and their values.
+
+        Raises
+        ------
+        InvalidField
+            Naming ``points`` when the sketch cannot be inverted.
+        """
+        try:
+            return own_candidates(
+                reply.n_points, reply.points, reply.counts, self.candidates, self.q
+            )
+        except FedTreesError as error:
+            raise InvalidField("points", f"is not a sketch: {error}") from error
+
+    def _check_sketch_evaluate(self, reply: Any) -> None:
+        """Check the sketch, then bins inside the own layout that sum to the nodes."""
+        self._check_sketch(reply)
+        count, _ = self.own_layout(reply)
+        _check_bin_index(reply, int(count.sum()) + int(count.size))
+        totals = pair_totals(count, reply, self.width)
+        _check_pair_sums(totals, reply.node_stats, self.task == "regression")
 
 
 @payload("fedforest.ranges_reply")

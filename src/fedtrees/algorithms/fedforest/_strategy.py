@@ -24,6 +24,20 @@ new splits only (:mod:`._forest`), and each client is asked only about the
 nodes it may reach (:mod:`._reach`) and, when evaluating, only the candidates
 inside its own range at each node (its sketch's first and last points); the
 server maps its sparse replies back to the level's layout.
+
+**Decision** (beyond the paper): a level where every open node may hold rows of
+one active client only takes **one** round, ``fedforest.sketch_evaluate``,
+instead of a sketch and an evaluation: every level of a one-client federation
+(``fit`` without ``groups``) or of one client per tree (``client_fraction``),
+and levels whose nodes each lie inside one client's rows (learned from the
+previous sketch, or known below a split on the client indicator). Each node's
+pooled sketch is then its one client's sketch, so that client computes the
+candidates the server would send it
+(:func:`._candidates.own_candidates`) and returns their bins with the sketch.
+The server derives the candidates from the sketches as before and re-indexes
+the bins into the evaluation's layout: what travels is what the two rounds
+would carry, and the forest is the same bit for bit (tested). Hist mode's
+refinement folds the same way; AvgImp keeps its rounds.
 """
 
 from __future__ import annotations
@@ -35,6 +49,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms.fedforest._candidates import (
+    exact_thresholds,
+    own_candidates,
+)
 from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.algorithms.fedforest._consistency import NodeTotals
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
@@ -60,6 +78,8 @@ from fedtrees.algorithms.fedforest._payloads import (
     RangesRequest,
     ScoreReply,
     ScoreRequest,
+    SketchEvaluateReply,
+    SketchEvaluateRequest,
     SketchReply,
     SketchRequest,
     TopKReply,
@@ -68,8 +88,9 @@ from fedtrees.algorithms.fedforest._payloads import (
     compact_ints,
 )
 from fedtrees.algorithms.fedforest._reach import Reach
+from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import FederationInfo, Payload, RoundPlan, as_reply
-from fedtrees.stats import exact_candidates, uniform_candidates
+from fedtrees.stats import uniform_candidates
 from fedtrees.stats._quantile import mixtures_ragged
 from fedtrees.stats._splits import (
     Best,
@@ -140,13 +161,15 @@ class FedForestStrategy:
         self.phase = self._first_phase()
 
     def expected_rounds(self) -> int:
-        """Upper bound of the rounds after the agreement (for progress bars)."""
-        extra = (
-            1
-            if self.config.candidates == "uniform" or self.config.gain == "avgimp"
-            else 0
-        )
-        return self.config.rounds_per_level * self.config.max_depth + extra
+        """Upper bound of the rounds after the agreement (for progress bars).
+
+        One client folds every level into one round (see the module docstring).
+        """
+        c = self.config
+        alone = len(self.clients) == 1 and c.gain == "exact"
+        per_level = 1 if alone else c.rounds_per_level
+        extra = 1 if c.candidates == "uniform" or c.gain == "avgimp" else 0
+        return per_level * c.max_depth + extra
 
     def round_metrics(self, round: int) -> dict[str, float]:
         """Depth level, open nodes and splits so far."""
@@ -168,6 +191,7 @@ class FedForestStrategy:
         """
         if self.phase == "done":
             return None
+        self._fold_where_alone()
         g = self._g()
         cls, pairs, nodes, extra = getattr(self, f"_plan_{self.phase}")()
         nodes = g.open if nodes is None else nodes
@@ -236,15 +260,28 @@ class FedForestStrategy:
             return False  # no level is under way: the replies are all there is
         g = self._g()
         g.table.stats[g.open] = np.nan
-        if self.phase == self._level_phase():
-            return False
+        if self.phase in (self._level_phase(), "sketch_evaluate"):
+            return False  # the level's first round: nothing to start again
         self.pending, self.shortlist, self.client_range = None, None, {}
         self.phase = self._level_phase()
         return True
 
     def _rows_for(self, nodes: IntArray) -> tuple[IntArray, ...]:
-        """Per client, the positions in ``nodes`` it is asked about."""
-        return self.reach.rows_for(nodes, self._g().parents(nodes))
+        """Per client, the positions in ``nodes`` it is asked about.
+
+        Below a split on the client indicator the server knows each client's
+        side: a child is asked only of the clients sent to it.
+        """
+        g = self._g()
+        parents = g.parents(nodes)
+        rows = self.reach.rows_for(nodes, parents)
+        at, reaches = g.client_sides(nodes, parents)
+        if at.shape[0] == 0:
+            return rows
+        return tuple(
+            np.setdiff1d(r, at[~reaches[:, k]], assume_unique=True)
+            for k, r in enumerate(rows)
+        )
 
     def finish(self) -> ForestResult:
         """Return the grown forest."""
@@ -442,7 +479,7 @@ class FedForestStrategy:
             )
             out = out.reshape(todo.shape[0], pairs.shape[1], c.n_quantiles - 1)
         else:
-            out = _exact_thresholds(*segments, todo.shape[0], pairs.shape[1])
+            out = exact_thresholds(*segments, todo.shape[0], pairs.shape[1])
         return np.where(numeric[..., None], out, np.nan)
 
     def _other_candidates(
@@ -617,6 +654,88 @@ class FedForestStrategy:
         g.set_stats(nodes, pooled)
         self.phase = self._final_phase()
 
+    # -- one round for a level whose every node has one client (Decision) -------
+    def _fold_where_alone(self) -> None:
+        """Fold a sketch (or refinement) round with its evaluation, if it can be.
+
+        It can where the nodes it asks about may each hold rows of at most one
+        active client (:mod:`._reach`; exact gains only): the module
+        docstring's **Decision**.
+        """
+        if self.phase not in _FOLDED or self.config.gain != "exact":
+            return
+        nodes = self._g().open if self.phase == "sketch" else self._pending().nodes
+        reach = self._rows_for(nodes)
+        asked = [reach[self.index[c]] for c in self.active]
+        every = np.concatenate(asked) if asked else np.zeros(0, np.int64)
+        if np.unique(every).shape[0] == every.shape[0]:
+            self.phase = _FOLDED[self.phase]
+
+    def _plan_sketch_evaluate(self) -> _Planned:
+        return (SketchEvaluateRequest, *self._plan_sketch()[1:])
+
+    def _plan_refine_evaluate(self) -> _Planned:
+        return (SketchEvaluateRequest, *self._plan_refine()[1:])
+
+    def _absorb_sketch_evaluate(self, got: list[_Got]) -> None:
+        self._absorb_folded(got, self._g().open, self.config.candidates)
+
+    def _absorb_refine_evaluate(self, got: list[_Got]) -> None:
+        self._absorb_folded(got, self._pending().nodes, "refine")
+
+    def _absorb_folded(self, got: list[_Got], requested: IntArray, mode: str) -> None:
+        """Absorb the sketch part as its own round would be, then the bins."""
+        if mode == "refine":
+            self._absorb_refine(got)
+        else:
+            self._absorb_sketch(got)
+        self._absorb_own_bins(got, requested, mode)
+
+    def _absorb_own_bins(self, got: list[_Got], requested: IntArray, mode: str) -> None:
+        """Absorb the folded bins as the evaluation round's replies.
+
+        The sketch part was absorbed as a sketch round's: the server holds the
+        candidates and every client's range. Unless that decided the level
+        (nothing numeric to evaluate), each client's bins are re-indexed from
+        its own candidates at the nodes it was asked about to the candidates the
+        server would have sent it at the nodes evaluated, which are the same
+        ones (:mod:`._candidates`), and then pooled as an evaluation round's.
+        """
+        if self.phase != "evaluate":
+            return
+        p = self._pending()
+        present = ~np.isnan(p.thresholds)
+        reach = self._rows_for(p.nodes)
+        evaluated = []
+        for k, asked, reply in got:
+            folded = as_reply(reply, SketchEvaluateReply)
+            rows = reach[k]
+            sent, below = self._separating(k, rows, present)
+            count = sent.sum(axis=-1)
+            self.layout[k] = (compact_ints(count), compact_ints(below))
+            own, _ = own_candidates(
+                folded.n_points,
+                folded.points,
+                folded.counts,
+                mode,
+                self.config.n_quantiles,
+            )
+            at = _positions(requested[asked], p.nodes[rows])
+            if np.any(at < 0) or not np.array_equal(own[at], count):
+                raise LocalProtocolError(
+                    f"FedForest: the candidates of client {self.clients[k]!r} "
+                    "derived from its own sketch differ from the server's; a "
+                    "folded level must have one client per node."
+                )
+            index, stats = _rebase_bins(folded, own, at, count)
+            empty = np.zeros((0, self._g().width), np.uint8)
+            evaluated.append(_Got(k, rows, EvaluateReply(index, stats, empty)))
+        self._absorb_evaluate(evaluated)
+
+    def _pending(self) -> _Pending:
+        assert self.pending is not None
+        return self.pending
+
     # -- candidates="hist" (beyond the paper) ------------------------------------
     def _plan_grid(self) -> _Planned:
         g = self._g()
@@ -785,6 +904,9 @@ def _fixed(**values: Any) -> Callable[[int, IntArray, bool], dict[str, Any]]:
     return lambda k, rows, full: dict(values)
 
 
+_FOLDED = {"sketch": "sketch_evaluate", "refine": "refine_evaluate"}
+"""Rounds that fold with their evaluation where every node has one client."""
+
 _PER_CLIENT_PHASES = frozenset({"evaluate", "histogram"})
 """Phases whose requests differ per client beyond its nodes (its own candidates;
 whether it has the grid yet): never shared between clients."""
@@ -927,22 +1049,42 @@ def _pooled_bins(
     return out
 
 
-def _exact_thresholds(
-    pair: IntArray,
-    start: IntArray,
-    length: IntArray,
-    weight: FloatArray,
-    points: FloatArray,
-    n_todo: int,
-    fp: int,
-) -> FloatArray:
-    """scikit-learn's midpoints of the pooled distinct values of every pair."""
-    values: list[list[FloatArray]] = [[] for _ in range(n_todo * fp)]
-    for p, a, m in zip(pair, start, length, strict=True):
-        values[int(p)].append(points[a : a + m])
-    per_pair = [exact_candidates(v) if v else np.zeros(0) for v in values]
-    width = max((c.shape[0] for c in per_pair), default=0)
-    out = np.full((n_todo * fp, width), np.nan)
-    for i, cands in enumerate(per_pair):
-        out[i, : cands.shape[0]] = cands
-    return out.reshape(n_todo, fp, width)
+def _positions(ids: IntArray, wanted: IntArray) -> IntArray:
+    """Position of each of ``wanted`` in the sorted ``ids``, or -1."""
+    if ids.shape[0] == 0:
+        return np.full(wanted.shape, -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(ids, wanted), ids.shape[0] - 1)
+    return np.where(ids[at] == wanted, at, -1).astype(np.int64)
+
+
+def _rebase_bins(
+    reply: SketchEvaluateReply, own: IntArray, at: IntArray, count: IntArray
+) -> tuple[IntArray, np.ndarray]:
+    """Move folded bins from the client's own layout to the evaluation's.
+
+    ``own`` counts the candidates of every (asked node, feature) pair, ``count``
+    those of every (evaluated node, feature) pair, and evaluated node i is asked
+    node ``at[i]`` (with ``own[at] == count``). Bins of nodes not evaluated are
+    dropped; a bin keeps its offset inside its pair. When every asked node is
+    evaluated (the usual case) the layouts are the same and nothing moves.
+    """
+    fp = own.shape[1]
+    index = reply.bin_index.astype(np.int64)
+    if at.shape[0] == own.shape[0]:  # sorted and distinct: at == arange
+        return index, reply.bin_stats
+    own_first = _first_bins(own)
+    pair = np.searchsorted(own_first, index, side="right") - 1
+    row_of = np.full(own.shape[0], -1, dtype=np.int64)
+    row_of[at] = np.arange(at.shape[0])
+    row = row_of[pair // fp]
+    keep = row >= 0
+    target = row[keep] * fp + pair[keep] % fp
+    moved = _first_bins(count)[target] + index[keep] - own_first[pair[keep]]
+    return moved.astype(np.int64), reply.bin_stats[keep]
+
+
+def _first_bins(count: IntArray) -> IntArray:
+    """First bin of every pair when pair p owns ``count[p] + 1`` bins (row-major)."""
+    bins = np.asarray(count, dtype=np.int64).ravel() + 1
+    out: IntArray = np.cumsum(bins) - bins
+    return out
