@@ -226,3 +226,17 @@ def test_a_table_of_sentences_wraps_its_cells_instead_of_cutting_them() -> None:
     text = _printed(frame, width=60)
     assert cut_short(text, 60) == []
     assert "best 0.62-0.63" in text
+
+
+def test_a_remark_in_parentheses_moves_below_its_number_when_space_is_short() -> None:
+    cells = [[f"{70 + i}.25 ± 1.5{i} (paper 8{i}.01)" for i in range(4)]] * 3
+    frame = pd.DataFrame(
+        cells,
+        index=pd.Index([f"K={k} / ICDTA4FL-ID3" for k in (2, 5, 10)], name="method"),
+        columns=["car Acc", "car F1", "nursery Acc", "nursery F1"],
+    )
+    text = _printed(frame)
+    assert cut_short(text, 80) == []
+    assert "70.25 ± 1.50 │" in text  # the number whole, the remark below it
+    assert "(paper 80.01) │" in text
+    assert text.count("(columns ") == 2  # two columns beside the index at 80

@@ -39,22 +39,26 @@ def print_table(
     """Print ``frame`` as one table, or as several that each fit the console.
 
     **Decision**: a table wider than the console gets its headers wrapped
-    between words and, if that is not enough, is cut into groups of whole
-    columns, each printed under the title with "(columns i-j of n)" and the
-    index repeated. A number is never cut short ("…") or wrapped: at 80
-    columns every cell stays readable. A table whose widest column does not
-    fit beside its index (sentences, not numbers) is printed whole, its cells
-    wrapped by rich. Nothing is cropped: a line too wide wraps instead.
+    between words and a cell's parenthetical remark ("81.2 (paper 79.6)")
+    moved to a line of its own; if that is not enough, it is cut into groups
+    of whole columns, each printed under the title with "(columns i-j of n)"
+    and the index repeated. A number is never cut short ("…") or wrapped: at
+    80 columns every cell stays readable. A table whose widest column does
+    not fit beside its index (sentences, not numbers) is printed whole, its
+    cells wrapped by rich. Nothing is cropped: a line too wide wraps instead.
     """
     cells = format_cells(frame, digits)
     index = max(cell_len(r[0]) for r in [[str(frame.index.name or "")], *cells])
     natural = _column_widths(frame, cells, split_headers=False)
-    need = _column_widths(frame, cells, split_headers=True)
-    fits = index + 4 + sum(w + 3 for w in natural) <= console.width
-    text = index + 4 + max(need, default=0) + 3 > console.width
-    if fits or text:
+    if index + 4 + sum(w + 3 for w in natural) <= console.width:
+        console.print(_table(frame, cells, range(len(natural)), title), crop=False)
+        return
+    broken = [[r[0], *(c.replace(" (", "\n(") for c in r[1:])] for r in cells]
+    need = _column_widths(frame, broken, split_headers=True)
+    if index + 4 + max(need, default=0) + 3 > console.width:  # text: rich wraps it
         console.print(_table(frame, cells, range(len(need)), title), crop=False)
         return
+    cells = broken
     groups = column_groups(need, index + 4, console.width)
     for group in groups:
         name = title
@@ -66,11 +70,12 @@ def print_table(
 def _column_widths(
     frame: pd.DataFrame, cells: list[list[str]], *, split_headers: bool
 ) -> list[int]:
-    """Each column's widest cell, or header (its longest word if split)."""
+    """Each column's widest cell line, or header (its longest word if split)."""
     out = []
     for i, column in enumerate(frame.columns):
         header = str(column).split() if split_headers else [str(column)]
-        out.append(max(cell_len(t) for t in [*header, *(r[i + 1] for r in cells)]))
+        lines = [line for r in cells for line in r[i + 1].split("\n")]
+        out.append(max(cell_len(t) for t in [*header, *lines]))
     return out
 
 
