@@ -26,10 +26,12 @@ from sklearn.tree import DecisionTreeClassifier
 
 from fedtrees import FedForestClassifier, FedForestRegressor
 from fedtrees.algorithms.fedforest import _strategy
+from fedtrees.algorithms.fedforest._candidates import own_candidates
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._payloads import (
     SketchEvaluateReply,
     SketchEvaluateRequest,
+    first_bins,
 )
 from fedtrees.datasets import synthetic
 from fedtrees.exceptions import (
@@ -62,7 +64,7 @@ FOLDED = "fedforest.sketch_evaluate"
 def unfolded() -> Iterator[None]:
     """Switch the fold off: every level takes its sketch and evaluation rounds."""
     keep = _strategy.FedForestStrategy._fold_where_alone
-    _strategy.FedForestStrategy._fold_where_alone = lambda self: None  # type: ignore[method-assign]
+    _strategy.FedForestStrategy._fold_where_alone = lambda self, cls, rows: cls  # type: ignore[method-assign]
     try:
         yield
     finally:
@@ -466,3 +468,41 @@ def _asked(ledger: Ledger) -> int:
         for m in ledger.captured
         if m.direction == "down" and m.round
     )
+
+
+def _points_on_the_category(r: SketchEvaluateReply) -> SketchEvaluateReply:
+    """An internally consistent folded reply with points of the categorical pair.
+
+    Its own layout gains candidates there (their bins empty, like a categorical
+    pair's one bin), so the reply passes its own checks; only the request's
+    feature kinds show that the pair is not numeric.
+    """
+    n_points = r.n_points.astype(np.int64)
+    row, col = int(np.flatnonzero(r.counts > 0)[0]), n_points.shape[1] - 1
+    start = int(n_points.ravel()[: row * n_points.shape[1] + col].sum())
+    points = np.insert(r.points, start, [0.0, 3.0])
+    bent = n_points.copy()
+    bent[row, col] = 2
+    before, _ = own_candidates(n_points, r.points, r.counts, "quantile", 32)
+    after, _ = own_candidates(bent, points, r.counts, "quantile", 32)
+    index = r.bin_index.astype(np.int64)
+    pair = np.searchsorted(first_bins(before), index, side="right") - 1
+    moved = first_bins(after)[pair] + index - first_bins(before)[pair]
+    return dataclasses.replace(
+        r, n_points=bent.astype(r.n_points.dtype), points=points, bin_index=moved
+    )
+
+
+@pytest.mark.hostile("clear_error")
+def test_points_of_a_categorical_pair_are_refused_before_any_candidate() -> None:
+    import pandas as pd
+
+    X, y = _data()
+    frame = pd.DataFrame(X, columns=list("abcde"))
+    frame["e"] = frame["e"].astype(int).astype("category")  # codes 0-3, last
+    model = FedForestClassifier(n_estimators=2, max_depth=3, max_features=None)
+    with pytest.raises(
+        RemoteProtocolError,
+        match=rf"Client '0', round 2, '{FOLDED}': field 'n_points' .*categorical",
+    ):
+        _fit(model, frame, y, faults=(_mutate_folded(_points_on_the_category),))

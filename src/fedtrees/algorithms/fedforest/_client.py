@@ -16,6 +16,7 @@ transport; held-out rows (diagnostics) use ``[seed, 3, crc32(client id)]``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -438,14 +439,8 @@ def sketch_evaluate(
     count, thresholds = request.own_layout(sketched)
     nodes, pairs = _request_nodes(request)
     index, bins = _sparse_bins(fit, request, nodes, pairs, count, thresholds)
-    return SketchEvaluateReply(
-        **{name: getattr(sketched, name) for name in _SKETCH_FIELDS},
-        bin_index=index,
-        bin_stats=bins,
-    )
-
-
-_SKETCH_FIELDS: Final = ("counts", "node_stats", "n_points", "points", "cat_stats")
+    kept = {f.name: getattr(sketched, f.name) for f in dataclasses.fields(sketched)}
+    return SketchEvaluateReply(**kept, bin_index=index, bin_stats=bins)
 
 
 def _counts(stats: FloatArray, request: LevelFields) -> FloatArray:

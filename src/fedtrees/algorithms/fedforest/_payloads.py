@@ -68,6 +68,7 @@ __all__ = [
     "TopKRequest",
     "compact",
     "compact_ints",
+    "first_bins",
     "rises_within",
 ]
 
@@ -344,12 +345,22 @@ def pair_totals(thr_count: np.ndarray, reply: Any, width: int) -> FloatArray:
     layout that ``reply.bin_index`` indexes (checked to be inside it).
     """
     count = np.asarray(thr_count, dtype=np.int64)
-    flat = count.ravel()
-    starts = np.concatenate([[0], np.cumsum(flat)])[:-1] + np.arange(flat.size)
+    starts = first_bins(count)
     pair = np.searchsorted(starts, reply.bin_index.astype(np.int64), "right") - 1
-    totals = np.zeros((flat.size, width))
+    totals = np.zeros((count.size, width))
     np.add.at(totals, pair, np.asarray(reply.bin_stats, dtype=np.float64))
     out: FloatArray = totals.reshape(*count.shape, width)
+    return out
+
+
+def first_bins(count: np.ndarray) -> IntArray:
+    """First bin of every pair when pair p owns ``count[p] + 1`` bins (row-major).
+
+    The ragged bin layout of an evaluation (``thr_count``) or of a folded
+    reply's own candidates.
+    """
+    bins = np.asarray(count, dtype=np.int64).ravel() + 1
+    out: IntArray = np.cumsum(bins) - bins
     return out
 
 

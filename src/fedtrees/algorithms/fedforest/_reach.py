@@ -18,7 +18,7 @@ import numpy as np
 
 from fedtrees._typing import IntArray
 
-__all__ = ["Reach", "gather_ranges"]
+__all__ = ["Reach", "gather_ranges", "positions"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,9 +40,9 @@ class Reach:
         A node known here keeps its own answer; otherwise its parent's
         (``parent[i]``, -1 if none); a node with neither is asked of everyone.
         """
-        key = _position(self.nodes, nodes)
+        key = positions(self.nodes, nodes)
         via_parent = key < 0
-        key[via_parent] = _position(self.nodes, parent[via_parent])
+        key[via_parent] = positions(self.nodes, parent[via_parent])
         unknown = np.flatnonzero(key < 0)
         order = np.argsort(key, kind="stable")
         ptr = np.searchsorted(key[order], np.arange(self.nodes.shape[0] + 1))
@@ -53,7 +53,7 @@ class Reach:
         return tuple(out)
 
 
-def _position(sorted_ids: IntArray, ids: IntArray) -> IntArray:
+def positions(sorted_ids: IntArray, ids: IntArray) -> IntArray:
     """Position of each id in ``sorted_ids``, or -1."""
     if sorted_ids.shape[0] == 0:
         return np.full(ids.shape, -1, dtype=np.int64)

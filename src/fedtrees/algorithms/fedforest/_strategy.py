@@ -51,6 +51,7 @@ import numpy as np
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._candidates import (
     exact_thresholds,
+    mixture_levels,
     own_candidates,
 )
 from fedtrees.algorithms.fedforest._config import ForestConfig
@@ -86,10 +87,17 @@ from fedtrees.algorithms.fedforest._payloads import (
     TopKRequest,
     compact,
     compact_ints,
+    first_bins,
 )
-from fedtrees.algorithms.fedforest._reach import Reach
+from fedtrees.algorithms.fedforest._reach import Reach, positions
 from fedtrees.exceptions import LocalProtocolError
-from fedtrees.federation import FederationInfo, Payload, RoundPlan, as_reply
+from fedtrees.federation import (
+    FederationInfo,
+    InvalidField,
+    Payload,
+    RoundPlan,
+    as_reply,
+)
 from fedtrees.stats import uniform_candidates
 from fedtrees.stats._quantile import mixtures_ragged
 from fedtrees.stats._splits import (
@@ -191,12 +199,12 @@ class FedForestStrategy:
         """
         if self.phase == "done":
             return None
-        self._fold_where_alone()
         g = self._g()
         cls, pairs, nodes, extra = getattr(self, f"_plan_{self.phase}")()
         nodes = g.open if nodes is None else nodes
         shared = g.request_fields()
         rows = self._rows_for(nodes)
+        cls = self._fold_where_alone(cls, rows)
         self.asked = dict(zip(self.clients, rows, strict=True))
         made: dict[bytes, Payload] = {}
         shareable = self.phase not in _PER_CLIENT_PHASES
@@ -226,8 +234,7 @@ class FedForestStrategy:
             # Requests are built: a resync (rebuilt later) then sends every
             # candidate, and its layout is recorded again. Frees K x nodes x F'.
             self.client_range = {}
-        check = self.totals.checker(g.parents)
-        return RoundPlan(requests, self.config.on_dropout, full, check)
+        return RoundPlan(requests, self.config.on_dropout, full, self._checker())
 
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
         """Fold the validated replies of the current phase into the growth state.
@@ -655,27 +662,46 @@ class FedForestStrategy:
         self.phase = self._final_phase()
 
     # -- one round for a level whose every node has one client (Decision) -------
-    def _fold_where_alone(self) -> None:
+    def _fold_where_alone(
+        self, cls: type[LevelFields], rows: tuple[IntArray, ...]
+    ) -> type[LevelFields]:
         """Fold a sketch (or refinement) round with its evaluation, if it can be.
 
-        It can where the nodes it asks about may each hold rows of at most one
-        active client (:mod:`._reach`; exact gains only): the module
-        docstring's **Decision**.
+        It can where the nodes it asks about (``rows`` per client) may each hold
+        rows of at most one active client (:mod:`._reach`; exact gains only):
+        the module docstring's **Decision**. Returns the request class to send.
         """
         if self.phase not in _FOLDED or self.config.gain != "exact":
-            return
-        nodes = self._g().open if self.phase == "sketch" else self._pending().nodes
-        reach = self._rows_for(nodes)
-        asked = [reach[self.index[c]] for c in self.active]
+            return cls
+        asked = [rows[self.index[c]] for c in self.active]
         every = np.concatenate(asked) if asked else np.zeros(0, np.int64)
-        if np.unique(every).shape[0] == every.shape[0]:
-            self.phase = _FOLDED[self.phase]
+        if np.unique(every).shape[0] != every.shape[0]:
+            return cls
+        self.phase = _FOLDED[self.phase]
+        return SketchEvaluateRequest
 
-    def _plan_sketch_evaluate(self) -> _Planned:
-        return (SketchEvaluateRequest, *self._plan_sketch()[1:])
+    def _checker(self) -> Callable[[str, Payload, Payload], None]:
+        """Return the round's reply check: node totals, sketched pairs.
 
-    def _plan_refine_evaluate(self) -> _Planned:
-        return (SketchEvaluateRequest, *self._plan_refine()[1:])
+        A sketch holds points of numeric pairs only; one with points of a
+        categorical or unused pair is refused (field ``n_points``) before the
+        server derives candidates from it — a folded reply's own candidates
+        would otherwise not match the server's.
+        """
+        g = self._g()
+        totals = self.totals.checker(g.parents)
+
+        def check(client: str, request: Payload, reply: Payload) -> None:
+            totals(client, request, reply)
+            if isinstance(reply, SketchReply) and isinstance(request, LevelFields):
+                pairs = np.asarray(request.pair_feature, dtype=np.int64)
+                numeric = (pairs >= 0) & ~g.is_categorical[np.maximum(pairs, 0)]
+                if np.any(np.asarray(reply.n_points)[~numeric] > 0):
+                    raise InvalidField(
+                        "n_points", "holds points of a categorical or unused pair"
+                    )
+
+        return check
 
     def _absorb_sketch_evaluate(self, got: list[_Got]) -> None:
         self._absorb_folded(got, self._g().open, self.config.candidates)
@@ -720,7 +746,7 @@ class FedForestStrategy:
                 mode,
                 self.config.n_quantiles,
             )
-            at = _positions(requested[asked], p.nodes[rows])
+            at = positions(requested[asked], p.nodes[rows])
             if np.any(at < 0) or not np.array_equal(own[at], count):
                 raise LocalProtocolError(
                     f"FedForest: the candidates of client {self.clients[k]!r} "
@@ -863,9 +889,8 @@ class FedForestStrategy:
         everything = np.arange(n)
         segments = _segments(sketches, n, everything)
         fp = p.pairs.shape[1]
-        out = mixtures_ragged(*segments, n * fp, 2 * c.n_quantiles).reshape(
-            n, fp, 2 * c.n_quantiles - 1
-        )
+        levels = mixture_levels("refine", c.n_quantiles)
+        out = mixtures_ragged(*segments, n * fp, levels).reshape(n, fp, levels - 1)
         p.thresholds = np.where((p.pairs >= 0)[..., None], out, np.nan)
         self.client_range = _client_ranges(sketches, n, everything)
         self.phase = "evaluate"
@@ -1038,8 +1063,7 @@ def _pooled_bins(
     for k, asked, e in evaluated:
         count, below = layout[k]
         index = e.bin_index.astype(np.int64)
-        local = count.astype(np.int64).ravel() + 1
-        local_first = np.cumsum(local) - local
+        local_first = first_bins(count)
         pair = np.searchsorted(local_first, index, side="right") - 1
         rows = asked[pair // fp] * fp + pair % fp
         shift = below.astype(np.int64).ravel()[pair] - local_first[pair]
@@ -1047,14 +1071,6 @@ def _pooled_bins(
     out = np.zeros((n_open, fp, n_cand + 1, width))
     out[in_layout] = pooled
     return out
-
-
-def _positions(ids: IntArray, wanted: IntArray) -> IntArray:
-    """Position of each of ``wanted`` in the sorted ``ids``, or -1."""
-    if ids.shape[0] == 0:
-        return np.full(wanted.shape, -1, dtype=np.int64)
-    at = np.minimum(np.searchsorted(ids, wanted), ids.shape[0] - 1)
-    return np.where(ids[at] == wanted, at, -1).astype(np.int64)
 
 
 def _rebase_bins(
@@ -1072,19 +1088,12 @@ def _rebase_bins(
     index = reply.bin_index.astype(np.int64)
     if at.shape[0] == own.shape[0]:  # sorted and distinct: at == arange
         return index, reply.bin_stats
-    own_first = _first_bins(own)
+    own_first = first_bins(own)
     pair = np.searchsorted(own_first, index, side="right") - 1
     row_of = np.full(own.shape[0], -1, dtype=np.int64)
     row_of[at] = np.arange(at.shape[0])
     row = row_of[pair // fp]
     keep = row >= 0
     target = row[keep] * fp + pair[keep] % fp
-    moved = _first_bins(count)[target] + index[keep] - own_first[pair[keep]]
+    moved = first_bins(count)[target] + index[keep] - own_first[pair[keep]]
     return moved.astype(np.int64), reply.bin_stats[keep]
-
-
-def _first_bins(count: IntArray) -> IntArray:
-    """First bin of every pair when pair p owns ``count[p] + 1`` bins (row-major)."""
-    bins = np.asarray(count, dtype=np.int64).ravel() + 1
-    out: IntArray = np.cumsum(bins) - bins
-    return out
