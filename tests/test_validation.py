@@ -63,6 +63,29 @@ def test_check_matrix_shapes_and_content() -> None:
         check_matrix([["a", "b"]], "X", "f")
     with pytest.raises(ValidationError, match=r"Column 1 of 'X' .* row 2"):
         check_matrix([[0, 0], [0, 0], [0, np.inf]], "X", "f")
+    with pytest.raises(
+        ValidationError,
+        match=r"Column 0 of 'X' \(f\) holds NaN or inf at row 1; finite values were",
+    ):
+        check_matrix([[0, 0], [np.nan, 0]], "X", "f")
+
+
+def test_check_matrix_may_allow_nan_but_never_inf() -> None:
+    out = check_matrix([[np.nan, 1.0]], "X", "f", allow_nan=True)
+    assert np.isnan(out[0, 0])
+    assert out[0, 1] == 1.0
+    with pytest.raises(
+        ValidationError,
+        match=r"Column 'b' of 'X' \(f\) holds inf at row 1; finite values or NaN "
+        r"\(missing\) were expected\.",
+    ):
+        check_matrix(
+            [[np.nan, 0.0], [np.nan, -np.inf]],
+            "X",
+            "f",
+            column_names=["a", "b"],
+            allow_nan=True,
+        )
 
 
 def test_keyed_generators_do_not_depend_on_draw_order() -> None:

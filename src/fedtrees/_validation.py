@@ -348,6 +348,7 @@ def check_matrix(
     n_features: int | None = None,
     column_names: Sequence[str] | None = None,
     allow_empty: bool = False,
+    allow_nan: bool = False,
 ) -> FloatArray:
     """Return ``X`` as a finite 2-D float64 array, or say precisely what is wrong.
 
@@ -363,6 +364,8 @@ def check_matrix(
         Names used to report a non-finite column; indices otherwise.
     allow_empty
         Whether zero rows are acceptable.
+    allow_nan
+        Whether NaN (a missing value) is acceptable; infinities never are.
 
     Examples
     --------
@@ -371,6 +374,8 @@ def check_matrix(
     Traceback (most recent call last):
     ...
     fedtrees.exceptions.ValidationError: Column 'b' of 'X' (f) holds NaN or inf at ...
+    >>> check_matrix([[1.0, float("nan")]], "X", "f", allow_nan=True).tolist()
+    [[1.0, nan]]
     """
     try:
         array = np.asarray(X, dtype=np.float64)
@@ -387,23 +392,32 @@ def check_matrix(
         )
     if not allow_empty and array.shape[0] == 0:
         raise invalid(name, owner, "an array with at least one row", "0 rows")
-    _check_finite_columns(array, name, owner, column_names)
+    _check_finite_columns(array, name, owner, column_names, allow_nan)
     return array
 
 
 def _check_finite_columns(
-    array: FloatArray, name: str, owner: str, column_names: Sequence[str] | None
+    array: FloatArray,
+    name: str,
+    owner: str,
+    column_names: Sequence[str] | None,
+    allow_nan: bool,
 ) -> None:
-    finite = np.isfinite(array)
-    if finite.all():
+    good = ~np.isinf(array) if allow_nan else np.isfinite(array)
+    if good.all():
         return
-    rows, cols = np.nonzero(~finite)
+    rows, cols = np.nonzero(~good)
     col = int(cols[np.argmin(cols)])
     row = int(rows[cols == col][0])
     label = repr(column_names[col]) if column_names is not None else str(col)
+    found, expected = (
+        ("inf", "finite values or NaN (missing)")
+        if allow_nan
+        else ("NaN or inf", "finite values")
+    )
     raise ValidationError(
-        f"Column {label} of {name!r} ({owner}) holds NaN or inf at row {row}; "
-        "finite values were expected."
+        f"Column {label} of {name!r} ({owner}) holds {found} at row {row}; "
+        f"{expected} were expected."
     )
 
 

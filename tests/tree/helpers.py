@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedtrees.tree import NodeKind, NodeStats, Tree, TreeBuilder
+from fedtrees.tree import Missing, NodeKind, NodeStats, Tree, TreeBuilder
 
 N_CATEGORIES = 5
 
@@ -26,8 +26,13 @@ def random_tree(
     clients: tuple[str, ...] | None = None,
     max_depth: int = 4,
     p_split: float = 0.75,
+    missing: tuple[Missing, ...] = (),
 ) -> Tree:
-    """A random tree (n_classes=0 gives regression) using every allowed split kind."""
+    """A random tree (n_classes=0 gives regression) using every allowed split kind.
+
+    ``missing``: the directions a numeric split draws from (none: LARGER everywhere,
+    and the tree is the one this seed gave before directions existed).
+    """
     rng = np.random.default_rng(seed)
     numeric = [f for f in range(n_features) if f not in categorical]
     builder = TreeBuilder(
@@ -49,12 +54,13 @@ def random_tree(
         kind = kinds[rng.integers(len(kinds))]
         if kind == "numeric":
             f = int(rng.choice(numeric))
+            threshold = float(rng.normal())
+            left, right = _stats(rng, n_classes), _stats(rng, n_classes)
+            direction = (
+                missing[int(rng.integers(len(missing)))] if missing else Missing.LARGER
+            )
             kids = builder.split_numeric(
-                node,
-                f,
-                float(rng.normal()),
-                _stats(rng, n_classes),
-                _stats(rng, n_classes),
+                node, f, threshold, left, right, missing=direction
             )
         else:
             n_codes = N_CATEGORIES if kind == "cat" else len(clients or ())
@@ -87,14 +93,32 @@ def random_tree(
     return builder.build()
 
 
-def random_X(seed: int, tree: Tree, n: int) -> np.ndarray:
-    """Rows with numeric features ~ N(0,1) and categorical codes (some unseen)."""
+def random_X(seed: int, tree: Tree, n: int, nan_fraction: float = 0.0) -> np.ndarray:
+    """Rows with numeric features ~ N(0,1) and categorical codes (some unseen).
+
+    ``nan_fraction`` of the cells (numeric and categorical) are then NaN.
+    """
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, tree.n_features))
     for f, cats in enumerate(tree.categories or ()):
         if cats is not None:
             X[:, f] = rng.integers(0, N_CATEGORIES + 2, size=n)  # codes 5, 6 are unseen
+    if nan_fraction:
+        X[rng.random(X.shape) < nan_fraction] = np.nan
     return X
+
+
+def reference_goes_left(tree: Tree, node: int, value: float) -> bool:
+    """One numeric node, one value, read from the arrays (NaN by ``missing``)."""
+    if not np.isnan(value):
+        return bool(value <= tree.threshold[node])
+    direction = tree.missing[node]
+    if direction == Missing.LEFT:
+        return True
+    if direction == Missing.RIGHT:
+        return False
+    left, right = tree.left[node], tree.right[node]
+    return bool(tree.count[left] > tree.count[right])  # LARGER; a tie goes right
 
 
 def reference_value(
@@ -110,8 +134,8 @@ def reference_value(
         if kind == NodeKind.LEAF:
             return tree.value[node]
         if kind == NodeKind.NUMERIC:
-            f = tree.feature[node]
-            node = tree.left[node] if x[f] <= tree.threshold[node] else tree.right[node]
+            goes_left = reference_goes_left(tree, node, x[tree.feature[node]])
+            node = tree.left[node] if goes_left else tree.right[node]
             continue
         start, stop = tree.branch_ptr[node], tree.branch_ptr[node + 1]
         codes = tree.branch_code[start:stop].tolist()
@@ -126,7 +150,11 @@ def reference_value(
                 for w, k in zip(weights, kids, strict=True)
             ]
             return np.sum(parts, axis=0)
-        code = client if kind == NodeKind.CLIENT else int(x[tree.feature[node]])
+        if kind == NodeKind.CLIENT:
+            code = client
+        else:  # NaN is no code: it takes the default branch
+            v = x[tree.feature[node]]
+            code = None if np.isnan(v) else int(v)
         nxt = table.get(code, int(tree.right[node]))
         if nxt == -1:
             return tree.value[node]

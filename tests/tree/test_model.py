@@ -6,8 +6,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fedtrees.exceptions import ValidationError
-from fedtrees.tree import LEAF, NodeKind, NodeStats, Tree, TreeBuilder
+from fedtrees.tree import LEAF, Missing, NodeKind, NodeStats, Tree, TreeBuilder
 from tests.tree.helpers import random_tree, random_X, reference_value
+
+DIRECTIONS = (Missing.LEFT, Missing.RIGHT, Missing.LARGER)
 
 CLIENTS = ("h1", "h2", "h3", "h4")
 
@@ -121,11 +123,18 @@ def test_regression_predict_returns_means() -> None:
         tree.predict_proba(X)
 
 
-def test_nan_in_X_names_the_column() -> None:
+def test_inf_in_X_names_the_column() -> None:
     b = TreeBuilder(n_features=2, feature_names=["age", "chol"])
     b.add_root(NodeStats.from_mean(0.0, 1))
-    with pytest.raises(ValidationError, match=r"Column 'chol' of 'X'.*row 1"):
-        b.build().predict([[1.0, 2.0], [1.0, np.nan]])
+    tree = b.build()
+    message = (
+        r"Column 'chol' of 'X' \(Tree.predict\) holds inf at row 1; finite values "
+        r"or NaN \(missing\) were expected"
+    )
+    with pytest.raises(ValidationError, match=message):
+        tree.predict([[np.nan, 2.0], [1.0, -np.inf]])
+    with pytest.raises(ValidationError, match=r"Column 'age' of 'X' \(Tree.apply\)"):
+        tree.apply([[np.inf, np.nan]])
 
 
 def test_wrong_width_is_an_error() -> None:
@@ -230,4 +239,164 @@ def test_prediction_is_vectorised_over_rows() -> None:
     # 200k rows through a depth-12 tree: the loop is per level, so this is fast.
     tree = random_tree(11, categorical=(), max_depth=12, p_split=1.0, n_classes=2)
     X = np.random.default_rng(0).normal(size=(200_000, 3))
+    assert tree.predict(X).shape == (200_000,)
+
+
+# -- missing values ---------------------------------------------------------------
+def _missing_stump(direction: Missing, n_left: float, n_right: float) -> Tree:
+    """``x0 <= 0`` with means 1 (left) and 2 (right) and these training counts."""
+    b = TreeBuilder(n_features=2)
+    root = b.add_root(NodeStats.from_mean(1.5, n_left + n_right))
+    b.split_numeric(
+        root,
+        0,
+        0.0,
+        NodeStats.from_mean(1.0, n_left),
+        NodeStats.from_mean(2.0, n_right),
+        missing=direction,
+    )
+    return b.build()
+
+
+@pytest.mark.parametrize(
+    ("direction", "n_left", "n_right", "nan_goes_to"),
+    [
+        (Missing.LEFT, 1, 9, 1),  # learned: left, whatever the counts
+        (Missing.RIGHT, 9, 1, 2),  # learned: right, whatever the counts
+        (Missing.LARGER, 9, 1, 1),  # the larger child is left
+        (Missing.LARGER, 1, 9, 2),  # the larger child is right
+        (Missing.LARGER, 5, 5, 2),  # a tie goes right
+    ],
+)
+def test_a_nan_row_follows_the_node_direction(
+    direction: Missing, n_left: float, n_right: float, nan_goes_to: int
+) -> None:
+    tree = _missing_stump(direction, n_left, n_right)
+    X = [[-1.0, 0.0], [1.0, 0.0], [np.nan, 0.0], [0.0, np.nan]]
+    # Values route by the threshold as ever; NaN in another column changes nothing.
+    assert tree.apply(X).tolist() == [1, 2, nan_goes_to, 1]
+    assert tree.predict(X).tolist() == [1.0, 2.0, float(nan_goes_to), 1.0]
+
+
+def test_nan_at_a_categorical_split_takes_the_default_branch() -> None:
+    b = TreeBuilder(n_features=1, categories=[("r", "g", "b")])
+    root = b.add_root(NodeStats.from_mean(1.0, 4))
+    b.split_categorical(
+        root, 0, [([0, 2], NodeStats.from_mean(0.0, 2))], NodeStats.from_mean(2.0, 2)
+    )
+    assert b.build().apply([[np.nan], [0.0]]).tolist() == [2, 1]
+    multiway = TreeBuilder(n_features=1)
+    root = multiway.add_root(NodeStats.from_mean(1.0, 4))
+    multiway.split_categorical(root, 0, [([0], NodeStats.from_mean(0.0, 2))], None)
+    assert multiway.build().apply([[np.nan]]).tolist() == [0]  # stops at the node
+
+
+def test_missing_defaults_to_larger_everywhere() -> None:
+    tree = random_tree(3)
+    assert tree.missing.dtype == np.int8
+    assert np.all(tree.missing == Missing.LARGER)
+    with pytest.raises(ValueError, match="read-only"):
+        tree.missing[0] = Missing.LEFT
+
+
+@given(
+    seed=st.integers(0, 10_000),
+    n_classes=st.sampled_from([0, 2, 4]),
+    nan_fraction=st.sampled_from([0.1, 0.5]),
+)
+def test_nan_routing_matches_per_row_reference(
+    seed: int, n_classes: int, nan_fraction: float
+) -> None:
+    tree = random_tree(seed, n_classes=n_classes, clients=CLIENTS, missing=DIRECTIONS)
+    X = random_X(seed + 1, tree, 60, nan_fraction=nan_fraction)
+    client_idx = np.random.default_rng(seed).integers(0, len(CLIENTS), size=60)
+    names = np.array(CLIENTS, dtype=object)[client_idx]
+    expected = np.stack(
+        [reference_value(tree, x, int(c)) for x, c in zip(X, client_idx, strict=True)]
+    )
+    np.testing.assert_allclose(
+        tree.predict_value(X, client=names), expected, rtol=0, atol=1e-12
+    )
+    mixed = np.stack([reference_value(tree, x, None) for x in X])
+    np.testing.assert_allclose(tree.predict_value(X), mixed, rtol=0, atol=1e-12)
+
+
+@given(seed=st.integers(0, 10_000))
+def test_apply_with_nan_reaches_the_node_whose_value_predict_returns(
+    seed: int,
+) -> None:
+    tree = random_tree(seed, clients=None, missing=DIRECTIONS)
+    X = random_X(seed + 3, tree, 50, nan_fraction=0.3)
+    np.testing.assert_array_equal(tree.predict_value(X), tree.value[tree.apply(X)])
+
+
+def test_missing_is_compared_by_equality() -> None:
+    a = _missing_stump(Missing.LEFT, 1, 2)
+    assert a == _missing_stump(Missing.LEFT, 1, 2)
+    assert a != _missing_stump(Missing.LARGER, 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("missing", "message"),
+    [
+        (
+            [Missing.LEFT, -1],
+            r"field 'missing' has shape \(2,\), expected \(3,\)",
+        ),
+        ([5, -1, -1], "field 'missing' holds an unknown direction"),
+        (
+            [-1, Missing.RIGHT, -1],
+            r"field 'missing' may hold LEFT or RIGHT only at numeric splits.*\(node 1\)",
+        ),
+        ([[1, -1, -1]], r"field 'missing' has shape \(1, 3\)"),
+        (["left", -1, -1], "field 'missing' is not convertible to int8"),
+    ],
+)
+def test_malformed_missing_is_refused_naming_the_field(
+    missing: object, message: str
+) -> None:
+    arrays = _arrays(_stump())
+    arrays["missing"] = missing
+    with pytest.raises(ValidationError, match=f"Invalid Tree: {message}"):
+        Tree(**arrays)  # type: ignore[arg-type]
+
+
+def test_learned_direction_on_a_categorical_node_is_refused() -> None:
+    b = TreeBuilder(n_features=1, categories=[("r", "g")])
+    root = b.add_root(NodeStats.from_mean(1.0, 4))
+    b.split_categorical(root, 0, [([0], NodeStats.from_mean(0.0, 2))], None)
+    arrays = _arrays(b.build())
+    arrays["missing"] = np.array([Missing.LEFT, Missing.LARGER])
+    with pytest.raises(
+        ValidationError,
+        match=r"Invalid Tree: field 'missing' may hold LEFT or RIGHT only at numeric "
+        r"splits; other nodes need Missing.LARGER \(-1\) \(node 0\)",
+    ):
+        Tree(**arrays)  # type: ignore[arg-type]
+
+
+def test_builder_refuses_an_unknown_direction() -> None:
+    b = TreeBuilder(n_features=1)
+    root = b.add_root(NodeStats.from_mean(0.0, 2))
+    with pytest.raises(
+        ValidationError,
+        match=r"'missing' parameter of TreeBuilder.split_numeric must be a Missing",
+    ):
+        b.split_numeric(
+            root,
+            0,
+            0.0,
+            NodeStats.from_mean(0.0, 1),
+            NodeStats.from_mean(0.0, 1),
+            missing=2,
+        )
+    assert b.n_nodes == 1  # nothing was changed
+
+
+def test_nan_routing_is_vectorised_over_rows() -> None:
+    tree = random_tree(
+        11, categorical=(), max_depth=12, p_split=1.0, n_classes=2, missing=DIRECTIONS
+    )
+    X = np.random.default_rng(0).normal(size=(200_000, 3))
+    X[::3, 1] = np.nan
     assert tree.predict(X).shape == (200_000,)

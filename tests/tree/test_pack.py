@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fedtrees.exceptions import ValidationError
-from fedtrees.tree import PACKED_FIELDS, pack_trees, unpack_trees
+from fedtrees.tree import PACKED_FIELDS, Missing, pack_trees, unpack_trees
 from tests.tree.helpers import random_tree
 
 CLIENTS = ("a", "b", "c")
@@ -74,3 +74,45 @@ def test_malformed_arrays_are_refused_naming_the_problem(
 def test_packing_nothing_is_an_error() -> None:
     with pytest.raises(ValidationError, match="at least one tree"):
         pack_trees([])
+
+
+def test_the_packed_fields_carry_no_missing_directions() -> None:
+    assert PACKED_FIELDS == (
+        "node_ptr",
+        "node_kind",
+        "feature",
+        "threshold",
+        "left",
+        "right",
+        "value",
+        "count",
+        "impurity",
+        "branch_ptr",
+        "branch_code",
+        "branch_child",
+    )
+
+
+def test_a_learned_direction_cannot_be_packed() -> None:
+    plain = random_tree(1, clients=CLIENTS)
+    learned = random_tree(
+        4, categorical=(), p_split=1.0, missing=(Missing.LEFT, Missing.RIGHT)
+    )
+    with pytest.raises(
+        ValidationError,
+        match=r"pack_trees: tree 1 has a learned missing-value direction \(field "
+        r"'missing' at node 0\)",
+    ):
+        pack_trees([plain, learned])
+
+
+def test_unpacked_trees_route_nan_to_the_larger_child() -> None:
+    trees = [random_tree(s, clients=CLIENTS) for s in (1, 2)]
+    back = unpack_trees(
+        pack_trees(trees),
+        n_features=3,
+        classes=np.arange(3),
+        categories=trees[0].categories,
+        clients=CLIENTS,
+    )
+    assert all(np.all(t.missing == Missing.LARGER) for t in back)

@@ -6,7 +6,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from fedtrees import datasets
 from fedtrees.exceptions import ValidationError
-from fedtrees.tree import NodeStats, Tree, TreeBuilder, export_text
+from fedtrees.tree import Missing, NodeStats, Tree, TreeBuilder, export_text
 from tests.tree.helpers import random_tree
 
 
@@ -70,3 +70,44 @@ def test_single_leaf_and_bad_decimals() -> None:
     assert tree.to_text() == "|--- value: 1.5 (n=3)"
     with pytest.raises(ValidationError, match="'decimals' parameter of export_text"):
         tree.to_text(decimals=-1)
+
+
+def test_learned_missing_directions_are_shown_and_larger_is_not() -> None:
+    b = TreeBuilder(n_features=2, feature_names=["age", "chol"])
+    root = b.add_root(NodeStats.from_mean(1.0, 12))
+    left, right = b.split_numeric(
+        root,
+        0,
+        54.5,
+        NodeStats.from_mean(0.0, 8),
+        NodeStats.from_mean(2.0, 4),
+        missing=Missing.LEFT,
+    )
+    b.split_numeric(
+        left,
+        1,
+        200.0,
+        NodeStats.from_mean(0.0, 5),
+        NodeStats.from_mean(0.5, 3),
+        missing=Missing.RIGHT,
+    )
+    b.split_numeric(
+        right, 1, 250.0, NodeStats.from_mean(1.0, 1), NodeStats.from_mean(3.0, 3)
+    )  # LARGER: missing rows go right (3 > 1), and nothing says so
+    assert b.build().to_text(show_counts=False).splitlines() == [
+        "|--- age <= 54.5 or missing",
+        "|   |--- chol <= 200",
+        "|   |   |--- value: 0",
+        "|   |--- chol > 200 or missing",
+        "|   |   |--- value: 0.5",
+        "|--- age > 54.5",
+        "|   |--- chol <= 250",
+        "|   |   |--- value: 1",
+        "|   |--- chol > 250",
+        "|   |   |--- value: 3",
+    ]
+
+
+def test_larger_everywhere_renders_as_before() -> None:
+    tree = random_tree(21, clients=("a", "b"), p_split=1.0, max_depth=3)
+    assert "missing" not in tree.to_text()

@@ -10,8 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fedtrees.exceptions import SerializationError
-from fedtrees.tree import FORMAT, VERSION, NodeStats, Tree, TreeBuilder
-from tests.tree.helpers import random_tree
+from fedtrees.tree import FORMAT, VERSION, Missing, NodeStats, Tree, TreeBuilder
+from tests.tree.helpers import random_tree, random_X
+
+DIRECTIONS = (Missing.LEFT, Missing.RIGHT, Missing.LARGER)
 
 
 def _refuse_nan(token: str) -> float:
@@ -27,15 +29,21 @@ def test_json_round_trip_is_exact(
     seed: int, n_classes: int, with_clients: bool
 ) -> None:
     tree = random_tree(
-        seed, n_classes=n_classes, clients=("a", "b", "c") if with_clients else None
+        seed,
+        n_classes=n_classes,
+        clients=("a", "b", "c") if with_clients else None,
+        missing=DIRECTIONS,
     )
     text = tree.to_json()
     json.loads(text, parse_constant=_refuse_nan)  # standard JSON: no NaN / Infinity
     again = Tree.from_json(text)
     assert again == tree
-    for name in ("threshold", "value", "count", "impurity"):
+    for name in ("threshold", "value", "count", "impurity", "missing"):
         a, b = getattr(tree, name), getattr(again, name)
+        assert a.dtype == b.dtype
         assert a.tobytes() == b.tobytes()  # bit-for-bit, NaN included
+    X = random_X(seed, tree, 40, nan_fraction=0.4)
+    np.testing.assert_array_equal(again.predict_value(X), tree.predict_value(X))
 
 
 @pytest.mark.parametrize(
@@ -58,9 +66,46 @@ def test_label_dtypes_survive(classes: np.ndarray) -> None:
 
 
 def test_pickle_goes_through_the_document() -> None:
-    tree = random_tree(5, clients=("a", "b"))
-    assert pickle.loads(pickle.dumps(tree)) == tree
+    tree = random_tree(5, clients=("a", "b"), missing=DIRECTIONS)
+    assert np.any(tree.missing != Missing.LARGER)
+    again = pickle.loads(pickle.dumps(tree))
+    assert again == tree
+    np.testing.assert_array_equal(again.missing, tree.missing)
+    X = random_X(6, tree, 40, nan_fraction=0.4)
+    np.testing.assert_array_equal(again.predict_value(X), tree.predict_value(X))
     assert tree.__reduce__()[0] == Tree.from_dict
+
+
+def test_the_document_stores_missing_as_an_int_node_field() -> None:
+    tree = random_tree(5, categorical=(), p_split=1.0, missing=DIRECTIONS)
+    field = tree.to_dict()["nodes"]["missing"]
+    assert field["dtype"] == "|i1"
+    assert field["data"] == tree.missing.tolist()
+
+
+def _as_version_1(doc: dict[str, Any]) -> dict[str, Any]:
+    """What version 1 wrote: the same document without the 'missing' field."""
+    doc["version"] = 1
+    del doc["nodes"]["missing"]
+    return doc
+
+
+def test_a_version_1_document_still_loads_with_larger_everywhere() -> None:
+    tree = random_tree(4, p_split=1.0, clients=("a", "b"))
+    assert Tree.from_dict(_as_version_1(tree.to_dict())) == tree
+    learned = random_tree(4, categorical=(), p_split=1.0, missing=DIRECTIONS)
+    old = Tree.from_dict(_as_version_1(learned.to_dict()))
+    assert np.all(old.missing == Missing.LARGER)
+    np.testing.assert_array_equal(old.threshold, learned.threshold)
+
+
+def test_a_version_2_document_requires_missing() -> None:
+    doc = _doc()
+    del doc["nodes"]["missing"]
+    with pytest.raises(
+        SerializationError, match=r"Field 'nodes\.missing' must be an object"
+    ):
+        Tree.from_dict(doc)
 
 
 def test_equality_detects_a_changed_threshold() -> None:
@@ -77,7 +122,8 @@ def test_newer_version_is_refused_with_upgrade_hint() -> None:
     doc = _doc()
     doc["version"] = VERSION + 1
     with pytest.raises(
-        SerializationError, match=r"newer than the version 1 .* upgrade fedtrees"
+        SerializationError,
+        match=rf"newer than the version {VERSION} .* upgrade fedtrees",
     ):
         Tree.from_dict(doc)
 
@@ -108,6 +154,18 @@ def test_newer_version_is_refused_with_upgrade_hint() -> None:
         ),
         (lambda d: d.update(n_features=True), "Field 'n_features' must be an int"),
         (
+            lambda d: d["nodes"]["missing"]["data"].__setitem__(0, 7),
+            "Invalid tree document: Invalid Tree: field 'missing' holds an unknown",
+        ),
+        (
+            lambda d: d["nodes"]["missing"]["data"].__setitem__(0, 257),
+            "'nodes.missing' holds values out of the range of dtype int8",
+        ),
+        (
+            lambda d: d["nodes"]["missing"].update(dtype="<f8"),
+            "nodes.missing' has dtype float64",
+        ),
+        (
             lambda d: d.update(clients=[1, 2]),
             "Field 'clients' must be a list of strings",
         ),
@@ -131,3 +189,4 @@ def test_garbage_json_is_a_serialization_error() -> None:
 def test_document_header() -> None:
     doc = _doc()
     assert (doc["format"], doc["version"]) == (FORMAT, VERSION)
+    assert VERSION == 2  # version 2 added the node field 'missing'

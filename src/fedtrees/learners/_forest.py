@@ -8,6 +8,13 @@ follow the *agreed* label order, so trees of clients that lack a class still add
 up. Categorical features
 arrive as their integer codes and are split like numbers (scikit-learn's trees
 have no categorical splits).
+
+The trees route NaN by ``Missing.LARGER`` (the child with the larger weighted
+count) at every node: fit on finite X they learned no direction, and they travel
+as :func:`fedtrees.tree.pack_trees` arrays, which carry none. scikit-learn would
+send NaN to the child with more *rows*, which a bootstrap, ``sample_weight`` or
+``class_weight`` can make the lighter one; :meth:`Tree.from_sklearn` keeps that
+rule as explicit directions, which are dropped here.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from sklearn.tree import DecisionTreeClassifier
 from fedtrees._random import sklearn_seed
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.exceptions import ValidationError
-from fedtrees.tree import Tree
+from fedtrees.tree import Missing, Tree
 
 __all__ = ["FOREST_PARAMS", "fit_cart", "fit_local_forest"]
 
@@ -84,7 +91,7 @@ def fit_local_forest(
     kwargs = {**params, "random_state": seed, "n_jobs": 1}
     if n_classes is None:
         regressor = RandomForestRegressor(**kwargs).fit(X, y, sample_weight)
-        return [Tree.from_sklearn(est) for est in regressor.estimators_]
+        return [_from_sklearn(est) for est in regressor.estimators_]
     classifier = RandomForestClassifier(**kwargs).fit(X, y, sample_weight)
     present = np.asarray(classifier.classes_, dtype=np.int64)
     return [_agreed_columns(est, present, n_classes) for est in classifier.estimators_]
@@ -133,7 +140,14 @@ def fit_cart(
 
 def _agreed_columns(estimator: Any, present: IntArray, n_classes: int) -> Tree:
     """Spread a tree's value columns (classes seen here) over the agreed classes."""
-    tree = Tree.from_sklearn(estimator)
+    tree = _from_sklearn(estimator)
     value = np.zeros((tree.n_nodes, n_classes))
     value[:, present] = tree.value
     return dataclasses.replace(tree, value=value, classes=np.arange(n_classes))
+
+
+def _from_sklearn(estimator: Any) -> Tree:
+    """Return the Tree of a scikit-learn tree fit on finite X (no NaN direction)."""
+    tree = Tree.from_sklearn(estimator)
+    larger = np.full(tree.n_nodes, Missing.LARGER, dtype=np.int8)
+    return dataclasses.replace(tree, missing=larger)

@@ -2,6 +2,8 @@
 
 Every method emits a :class:`Tree`: numeric splits ``x_f <= t``, categorical splits
 (multiway for ID3, a category set to the left for CART) and client-indicator splits.
+A NaN (missing) value at a numeric split follows the node's :class:`Missing`
+direction: one learned at fit, or else the child with the larger training count.
 
 Examples
 --------
@@ -20,7 +22,7 @@ True
 
 from fedtrees.tree._builder import NodeStats, TreeBuilder
 from fedtrees.tree._ensemble import mean_value, vote_shares
-from fedtrees.tree._kinds import LEAF, NodeKind
+from fedtrees.tree._kinds import LEAF, Missing, NodeKind
 from fedtrees.tree._model import Tree
 from fedtrees.tree._pack import PACKED_FIELDS, pack_trees, unpack_trees
 from fedtrees.tree._predict import client_codes
@@ -35,6 +37,7 @@ __all__ = [
     "PACKED_FIELDS",
     "VERSION",
     "Condition",
+    "Missing",
     "NodeKind",
     "NodeStats",
     "Rule",

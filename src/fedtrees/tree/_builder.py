@@ -16,8 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import FloatArray
+from fedtrees._validation import invalid
 from fedtrees.exceptions import ValidationError
-from fedtrees.tree._kinds import LEAF, NodeKind
+from fedtrees.tree._kinds import LEAF, Missing, NodeKind
 from fedtrees.tree._model import Tree
 
 __all__ = ["NodeStats", "TreeBuilder"]
@@ -95,6 +96,7 @@ class TreeBuilder:
         self._threshold: list[float] = []
         self._left: list[int] = []
         self._right: list[int] = []
+        self._missing: list[int] = []
         self._stats: list[NodeStats] = []
         self._branches: list[list[tuple[int, int]]] = []
 
@@ -116,10 +118,27 @@ class TreeBuilder:
         threshold: float,
         left: NodeStats,
         right: NodeStats,
+        *,
+        missing: Missing | int = Missing.LARGER,
     ) -> tuple[int, int]:
-        """Turn leaf ``node`` into ``x[feature] <= threshold``; return the children."""
+        """Turn leaf ``node`` into ``x[feature] <= threshold``; return the children.
+
+        ``missing`` is where a NaN value goes: a direction learned at fit
+        (``Missing.LEFT`` / ``Missing.RIGHT``), or ``Missing.LARGER`` (default: the
+        child with the larger training count, right on a tie).
+        """
+        try:
+            direction = Missing(missing)
+        except ValueError:
+            raise invalid(
+                "missing",
+                "TreeBuilder.split_numeric",
+                "a Missing (LEFT=1, RIGHT=0 or LARGER=-1)",
+                missing,
+            ) from None
         self._claim(node, NodeKind.NUMERIC, feature)
         self._threshold[node] = float(threshold)
+        self._missing[node] = direction
         left_id, right_id = self._add_leaf(left), self._add_leaf(right)
         self._left[node], self._right[node] = left_id, right_id
         return left_id, right_id
@@ -171,6 +190,7 @@ class TreeBuilder:
             value=np.stack([s.value for s in self._stats]),
             count=np.array([s.count for s in self._stats], dtype=np.float64),
             impurity=np.array([s.impurity for s in self._stats], dtype=np.float64),
+            missing=np.array(self._missing, dtype=np.int8),
             **self._meta,
         )
 
@@ -180,6 +200,7 @@ class TreeBuilder:
         self._threshold.append(math.nan)
         self._left.append(LEAF)
         self._right.append(LEAF)
+        self._missing.append(Missing.LARGER)
         self._stats.append(stats)
         self._branches.append([])
         return len(self._kind) - 1

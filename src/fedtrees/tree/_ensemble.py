@@ -13,6 +13,7 @@ from fedtrees.exceptions import ValidationError
 from fedtrees.tree._kernels import numeric_votes
 from fedtrees.tree._kinds import LEAF, NodeKind
 from fedtrees.tree._model import Tree
+from fedtrees.tree._structure import missing_goes_left
 
 __all__ = ["mean_value", "vote_shares"]
 
@@ -62,6 +63,7 @@ def vote_shares(trees: Sequence[Tree], X: npt.ArrayLike) -> FloatArray:
 
     Every tree votes for the class of its leaf (the first class on ties inside
     a leaf); the shares are the vote counts divided by the number of trees.
+    X may hold NaN (missing values), routed as :meth:`Tree.predict` routes them.
 
     Examples
     --------
@@ -79,7 +81,7 @@ def vote_shares(trees: Sequence[Tree], X: npt.ArrayLike) -> FloatArray:
     n_classes = trees[0].value.shape[1]
     if all(_numeric_only(tree) for tree in trees):
         matrix = check_matrix(
-            matrix, "X", "vote_shares", n_features=trees[0].n_features
+            matrix, "X", "vote_shares", n_features=trees[0].n_features, allow_nan=True
         )
         votes = _compiled_votes(trees, matrix, n_classes)
     else:
@@ -118,6 +120,7 @@ def _compiled_votes(trees: Sequence[Tree], X: FloatArray, n_classes: int) -> Flo
         np.concatenate([t.threshold for t in trees]).astype(np.float64),
         joined("left"),
         joined("right"),
+        np.concatenate([missing_goes_left(t) for t in trees]),
         np.concatenate([np.argmax(t.value, axis=1) for t in trees]).astype(np.int64),
         n_classes,
     )

@@ -26,13 +26,15 @@ def numeric_votes(
     threshold: np.ndarray,
     left: np.ndarray,
     right: np.ndarray,
+    missing_left: np.ndarray,
     leaf_class: np.ndarray,
     n_classes: int,
 ) -> np.ndarray:  # pragma: no cover - compiled
     """Votes (n_rows, n_classes) of trees whose nodes are numeric splits or leaves.
 
     Node ids are global over the concatenated trees; ``left[node] < 0`` marks a
-    leaf, which votes for ``leaf_class[node]``.
+    leaf, which votes for ``leaf_class[node]``. A NaN value goes left where
+    ``missing_left[node]`` (the tree's ``missing`` direction, already resolved).
     """
     n = X.shape[0]
     votes = np.zeros((n, n_classes))
@@ -40,9 +42,8 @@ def numeric_votes(
         for t in range(roots.shape[0]):
             node = roots[t]
             while left[node] >= 0:
-                if X[i, feature[node]] <= threshold[node]:
-                    node = left[node]
-                else:
-                    node = right[node]
+                x = X[i, feature[node]]
+                go_left = missing_left[node] if np.isnan(x) else x <= threshold[node]
+                node = left[node] if go_left else right[node]
             votes[i, leaf_class[node]] += 1.0
     return votes

@@ -1,11 +1,11 @@
-"""Node kinds and the ``LEAF`` sentinel of :class:`fedtrees.tree.Tree`."""
+"""Node kinds, missing-value directions and the ``LEAF`` sentinel of a Tree."""
 
 from __future__ import annotations
 
 from enum import IntEnum
 from typing import Final
 
-__all__ = ["LEAF", "NodeKind"]
+__all__ = ["LEAF", "Missing", "NodeKind"]
 
 LEAF: Final = -1
 """Sentinel for "no child" in ``left``/``right`` and "no feature" in ``feature``."""
@@ -26,3 +26,25 @@ class NodeKind(IntEnum):
     NUMERIC = 1
     CATEGORICAL = 2
     CLIENT = 3
+
+
+class Missing(IntEnum):
+    """Where a numeric node sends a row whose feature value is NaN (missing).
+
+    ``LEFT`` / ``RIGHT``: a direction learned at fit (the side where the training
+    rows with a missing value went, or the side that scored best for them).
+    ``LARGER``: no direction learned; the row goes to the child with the larger
+    training ``count``, ``right`` on a tie. That is what scikit-learn does for a
+    feature without missing values at fit, and the rule for a node that saw no
+    missing rows. Only numeric nodes may hold ``LEFT`` or ``RIGHT``; every other
+    node holds ``LARGER``.
+
+    Examples
+    --------
+    >>> Missing(1), int(Missing.LARGER)
+    (<Missing.LEFT: 1>, -1)
+    """
+
+    LARGER = -1
+    RIGHT = 0
+    LEFT = 1

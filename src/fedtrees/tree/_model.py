@@ -63,6 +63,32 @@ class Tree:
         Per feature, the category names of codes 0, 1, ... (None for numeric ones).
     clients : tuple of str or None
         Client ids of the client codes used by ``CLIENT`` nodes.
+    missing : int8 array of shape (n_nodes,), or None
+        A :class:`Missing` per node: where a numeric node sends a row whose
+        feature value is NaN. ``LEFT`` / ``RIGHT`` are directions learned at fit;
+        ``LARGER`` (the default, and the only value allowed at other nodes) sends
+        it to the child with the larger training ``count`` (``right`` on a tie).
+        None means ``LARGER`` everywhere.
+
+    Notes
+    -----
+    Routing accepts NaN (a missing value) in X, never infinity. At a numeric node
+    a NaN row follows ``missing``; at a categorical node NaN is not a category
+    code, so the row takes the default branch (``right``), like any unlisted code.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fedtrees.tree import Missing, NodeStats, TreeBuilder
+    >>> b = TreeBuilder(n_features=1)
+    >>> root = b.add_root(NodeStats.from_mean(1.0, 6))
+    >>> _ = b.split_numeric(root, 0, 0.5, NodeStats.from_mean(0.0, 4),
+    ...                     NodeStats.from_mean(3.0, 2), missing=Missing.RIGHT)
+    >>> tree = b.build()
+    >>> tree.predict([[0.0], [1.0], [np.nan]]).tolist()
+    [0.0, 3.0, 3.0]
+    >>> tree.missing.tolist()  # the leaves hold LARGER
+    [0, -1, -1]
     """
 
     kind: npt.NDArray[np.int8]
@@ -81,6 +107,9 @@ class Tree:
     feature_names: tuple[str, ...] | None = None
     categories: tuple[tuple[str, ...] | None, ...] | None = None
     clients: tuple[str, ...] | None = None
+    # The constructor takes an array-like or None (all LARGER); __post_init__ always
+    # stores a read-only int8 array, which is the type readers see.
+    missing: npt.NDArray[np.int8] = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         for name, array in _structure.coerce_arrays(self).items():
@@ -124,7 +153,9 @@ class Tree:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Finite values; categorical features as integer codes.
+            Finite values or NaN (missing; routed by ``missing`` at numeric
+            nodes, to the default branch at categorical ones); categorical
+            features as integer codes.
         client : str, array-like of str, or None
             Client id of every row (or one for all rows), needed only if the tree
             has client-indicator splits.
@@ -132,7 +163,7 @@ class Tree:
         Raises
         ------
         ValidationError
-            If X is not finite or of the wrong width, or a row reaches a client
+            If X holds an infinity or has the wrong width, or a row reaches a client
             split without a known client (use ``predict`` to mix both branches).
         """
         return self._routing.apply(X, client)

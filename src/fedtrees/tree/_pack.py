@@ -7,6 +7,10 @@ Child indices and branch pointers stay local to their tree. The receiver rebuild
 the trees with :func:`unpack_trees`, which checks every invariant again (the
 sender may be hostile) and names the tree that is malformed.
 
+The packed format carries no missing-value directions: every method that sends
+trees this way learns none, so :func:`pack_trees` refuses a tree with one and
+:func:`unpack_trees` gives every node ``Missing.LARGER``.
+
 Examples
 --------
 >>> from sklearn.tree import DecisionTreeClassifier
@@ -28,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees.exceptions import ValidationError
+from fedtrees.tree._kinds import Missing
 from fedtrees.tree._model import Tree
 
 __all__ = ["PACKED_FIELDS", "pack_trees", "unpack_trees"]
@@ -58,9 +63,25 @@ def pack_trees(trees: Sequence[Tree]) -> dict[str, npt.NDArray[Any]]:
     ``branch_ptr`` holds each tree's own ``n_nodes + 1`` pointers (so
     ``n_nodes_total + n_trees`` entries); metadata (classes, names) is not packed:
     both sides know it from the agreed schema.
+
+    Raises
+    ------
+    ValidationError
+        If ``trees`` is empty, or a tree has a learned missing-value direction
+        (its ``missing`` holds ``LEFT`` or ``RIGHT``), which the packed arrays
+        cannot carry.
     """
     if not trees:
         raise ValidationError("pack_trees needs at least one tree.")
+    for index, tree in enumerate(trees):
+        learned = np.flatnonzero(tree.missing != Missing.LARGER)
+        if learned.size:
+            raise ValidationError(
+                f"pack_trees: tree {index} has a learned missing-value direction "
+                f"(field 'missing' at node {int(learned[0])}), which packed trees "
+                "do not carry; only trees whose nodes are all Missing.LARGER can "
+                "be packed."
+            )
     sizes = np.asarray([t.n_nodes for t in trees], dtype=np.int64)
     out: dict[str, npt.NDArray[Any]] = {
         "node_ptr": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -82,6 +103,8 @@ def unpack_trees(
     clients: tuple[str, ...] | None = None,
 ) -> list[Tree]:
     """Rebuild the trees packed by :func:`pack_trees`, each one validated.
+
+    Every node of the rebuilt trees is ``Missing.LARGER`` (nothing else is packed).
 
     Raises
     ------

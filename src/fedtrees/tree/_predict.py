@@ -4,6 +4,11 @@ Rows descend one level per iteration, all rows at once (the loop runs ``max_dept
 times, never once per row). Categorical and client branch tables are resolved with
 one ``searchsorted`` over sorted ``(node, code)`` keys. A row that reaches a client
 split without a known client is expanded into one weighted entry per branch.
+
+X may hold NaN (a missing value), never infinity. At a numeric node a NaN row goes
+the way the node's ``missing`` direction says, resolved once per tree (``LARGER``:
+the child with the larger training count, right on a tie). At a categorical node
+NaN is no category code, so the row takes the default branch.
 """
 
 from __future__ import annotations
@@ -15,11 +20,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from fedtrees._typing import FloatArray, IntArray
+from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees._validation import check_matrix
 from fedtrees.exceptions import ValidationError
 from fedtrees.tree._kinds import LEAF, NodeKind
-from fedtrees.tree._structure import branch_owner, children_csr
+from fedtrees.tree._structure import branch_owner, children_csr, missing_goes_left
 
 if TYPE_CHECKING:
     from fedtrees.tree._model import Tree
@@ -37,6 +42,8 @@ class Routing:
     stride: int
     child_ptr: IntArray
     children: IntArray
+    missing_left: BoolArray
+    """Per node: whether a NaN row goes left (``missing`` resolved)."""
 
     @classmethod
     def of(cls, tree: Tree) -> Routing:
@@ -46,7 +53,13 @@ class Routing:
         order = np.argsort(keys, kind="stable")
         child_ptr, children = children_csr(tree)
         return cls(
-            tree, keys[order], tree.branch_child[order], stride, child_ptr, children
+            tree,
+            keys[order],
+            tree.branch_child[order],
+            stride,
+            child_ptr,
+            children,
+            missing_goes_left(tree),
         )
 
     def apply(self, X: npt.ArrayLike, client: object) -> IntArray:
@@ -84,7 +97,12 @@ class Routing:
     ) -> tuple[FloatArray, IntArray]:
         tree = self.tree
         matrix = check_matrix(
-            X, "X", owner, n_features=tree.n_features, column_names=tree.feature_names
+            X,
+            "X",
+            owner,
+            n_features=tree.n_features,
+            column_names=tree.feature_names,
+            allow_nan=True,
         )
         n = matrix.shape[0]
         if not self.has_client_splits:
@@ -132,7 +150,10 @@ class Routing:
         num = kind == NodeKind.NUMERIC
         if num.any():
             at = nodes[num]
-            goes_left = X[rows[num], tree.feature[at]] <= tree.threshold[at]
+            x = X[rows[num], tree.feature[at]]
+            goes_left = np.where(
+                np.isnan(x), self.missing_left[at], x <= tree.threshold[at]
+            )
             nxt[num] = np.where(goes_left, tree.left[at], tree.right[at])
         cat = kind == NodeKind.CATEGORICAL
         if cat.any():
@@ -181,7 +202,7 @@ class Routing:
 
 
 def _as_codes(values: FloatArray) -> IntArray:
-    """Integer category codes; -1 for anything that cannot be a code."""
+    """Integer category codes; -1 for anything that cannot be a code (NaN too)."""
     ok = (values >= 0) & (values < _MAX_CODE) & (values == np.floor(values))
     return np.where(ok, values, -1).astype(np.int64)
 

@@ -20,11 +20,13 @@ def export_text(tree: Tree, *, decimals: int = 3, show_counts: bool = True) -> s
     """Render ``tree`` as indented text, one line per edge and per leaf.
 
     Features, categories, classes and clients are shown by name when the tree
-    knows them.
+    knows them. A missing-value direction learned at fit is shown on the branch
+    that receives NaN rows (``age <= 54.5 or missing``); ``Missing.LARGER`` (no
+    direction learned) is not shown.
 
     Examples
     --------
-    >>> from fedtrees.tree import NodeStats, TreeBuilder
+    >>> from fedtrees.tree import Missing, NodeStats, TreeBuilder
     >>> b = TreeBuilder(n_features=1, feature_names=["age"], classes=["no", "yes"])
     >>> root = b.add_root(NodeStats.from_class_counts([3, 3]))
     >>> _ = b.split_numeric(root, 0, 54.5, NodeStats.from_class_counts([3, 1]),
@@ -34,6 +36,19 @@ def export_text(tree: Tree, *, decimals: int = 3, show_counts: bool = True) -> s
     |   |--- class: no (n=4, p=[0.75, 0.25])
     |--- age > 54.5
     |   |--- class: yes (n=2, p=[0, 1])
+
+    With a direction learned at fit (here: missing ages went right):
+
+    >>> b = TreeBuilder(n_features=1, feature_names=["age"], classes=["no", "yes"])
+    >>> root = b.add_root(NodeStats.from_class_counts([3, 3]))
+    >>> _ = b.split_numeric(root, 0, 54.5, NodeStats.from_class_counts([3, 1]),
+    ...                     NodeStats.from_class_counts([0, 2]),
+    ...                     missing=Missing.RIGHT)
+    >>> print(b.build().to_text(show_counts=False))
+    |--- age <= 54.5
+    |   |--- class: no
+    |--- age > 54.5 or missing
+    |   |--- class: yes
     """
     decimals = check_int(decimals, "decimals", "export_text", min_value=0)
     if tree.kind[0] == NodeKind.LEAF:
@@ -58,7 +73,18 @@ def export_text(tree: Tree, *, decimals: int = 3, show_counts: bool = True) -> s
 
 
 def format_condition(tree: Tree, condition: Condition, decimals: int = 3) -> str:
-    """Human-readable form of ``condition`` using the tree's names."""
+    """Human-readable form of ``condition`` using the tree's names.
+
+    A condition that also receives missing values ends in ``" or missing"``.
+
+    Examples
+    --------
+    >>> from fedtrees.tree import Condition, NodeStats, TreeBuilder
+    >>> b = TreeBuilder(n_features=1, feature_names=["age"])
+    >>> _ = b.add_root(NodeStats.from_mean(0.0, 1))
+    >>> format_condition(b.build(), Condition(0, "<=", 54.5, missing=True))
+    'age <= 54.5 or missing'
+    """
     if condition.feature == CLIENT_FEATURE:
         name = "client"
         labels = tree.clients
@@ -67,7 +93,8 @@ def format_condition(tree: Tree, condition: Condition, decimals: int = 3) -> str
         name = names[condition.feature] if names else f"x{condition.feature}"
         labels = tree.categories[condition.feature] if tree.categories else None
     if condition.op in ("<=", ">"):
-        return f"{name} {condition.op} {_number(condition.threshold, decimals)}"
+        text = f"{name} {condition.op} {_number(condition.threshold, decimals)}"
+        return text + " or missing" if condition.missing else text
     shown = [
         labels[c] if labels and c < len(labels) else str(c) for c in condition.codes
     ]

@@ -3,6 +3,12 @@
 A rule is the conjunction of the conditions on one root-to-leaf path, with the
 leaf's value (class distribution or mean) and support (training count). ICDTA4FL
 (ALGORITHMS.md §3) aggregates client trees through these rules.
+
+Missing values: rules describe NaN routing only where a direction was learned. The
+condition on the side that receives NaN rows (``Missing.LEFT`` / ``RIGHT``) holds
+for NaN too (``Condition.missing``); at a ``Missing.LARGER`` node neither condition
+mentions NaN, so a row with NaN in that node's feature satisfies no rule through it
+(``Tree.apply`` still routes it, to the child with the larger training count).
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from typing import TYPE_CHECKING, Final, Literal
 import numpy as np
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
-from fedtrees.tree._kinds import LEAF, NodeKind
+from fedtrees.exceptions import ValidationError
+from fedtrees.tree._kinds import LEAF, Missing, NodeKind
 
 if TYPE_CHECKING:
     from fedtrees.tree._model import Tree
@@ -32,12 +39,28 @@ class Condition:
     """One test on a path: ``x[feature] <= threshold``, ``> threshold``, or a code set.
 
     ``feature`` is :data:`CLIENT_FEATURE` for a test on the row's client code.
+    ``missing`` (``<=`` and ``>`` only): the test also holds where the value is NaN,
+    because a direction learned at fit sends missing values down this side.
+
+    Examples
+    --------
+    >>> c = Condition(0, "<=", 54.5, missing=True)
+    >>> c.holds(np.array([[50.0], [60.0], [np.nan]])).tolist()
+    [True, False, True]
     """
 
     feature: int
     op: Operator
     threshold: float = math.nan
     codes: tuple[int, ...] = ()
+    missing: bool = False
+
+    def __post_init__(self) -> None:
+        if self.missing and self.op not in ("<=", ">"):
+            raise ValidationError(
+                f"Condition: 'missing' applies to '<=' and '>' tests only. Got "
+                f"missing=True with op {self.op!r}."
+            )
 
     def holds(self, X: FloatArray, client_codes: IntArray | None = None) -> BoolArray:
         """Vectorised truth value for every row of ``X`` (categorical as codes)."""
@@ -48,11 +71,13 @@ class Condition:
         else:
             column = X[:, self.feature]
         if self.op == "<=":
-            return column <= self.threshold
-        if self.op == ">":
-            return column > self.threshold
-        member = np.isin(column, np.asarray(self.codes, dtype=np.float64))
-        return member if self.op == "in" else ~member
+            holds = column <= self.threshold
+        elif self.op == ">":
+            holds = column > self.threshold
+        else:
+            member = np.isin(column, np.asarray(self.codes, dtype=np.float64))
+            return member if self.op == "in" else ~member
+        return holds | np.isnan(column) if self.missing else holds
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,15 +98,26 @@ class Rule:
 
 
 def child_conditions(tree: Tree, node: int) -> list[tuple[int, Condition]]:
-    """Return the condition leading from ``node`` to each child, in order."""
+    """Return the condition leading from ``node`` to each child, in order.
+
+    At a numeric node with a learned missing direction, the condition of the side
+    that receives NaN rows has ``missing=True``; ``Missing.LARGER`` sets nothing.
+    """
     kind = tree.kind[node]
     if kind == NodeKind.LEAF:
         return []
     if kind == NodeKind.NUMERIC:
         f, t = int(tree.feature[node]), float(tree.threshold[node])
+        direction = tree.missing[node]  # LARGER marks neither side
         return [
-            (int(tree.left[node]), Condition(f, "<=", t)),
-            (int(tree.right[node]), Condition(f, ">", t)),
+            (
+                int(tree.left[node]),
+                Condition(f, "<=", t, missing=bool(direction == Missing.LEFT)),
+            ),
+            (
+                int(tree.right[node]),
+                Condition(f, ">", t, missing=bool(direction == Missing.RIGHT)),
+            ),
         ]
     feature = CLIENT_FEATURE if kind == NodeKind.CLIENT else int(tree.feature[node])
     start, stop = tree.branch_ptr[node], tree.branch_ptr[node + 1]

@@ -7,6 +7,10 @@ shortest representation that parses back to the same double.
 
 Documents come from files and other parties, so decoding checks every field and
 raises :class:`fedtrees.exceptions.SerializationError` naming it.
+
+Versions: 2 added the node field ``"missing"`` (a :class:`fedtrees.tree.Missing`
+per node, required). A version-1 document has no such field; it loads with every
+node ``Missing.LARGER`` (version 1 stored no learned direction).
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["FORMAT", "VERSION", "tree_from_dict", "tree_from_json", "tree_to_dict"]
 
 FORMAT: Final = "fedtrees.tree"
-VERSION: Final = 1
+VERSION: Final = 2
 
-_NODE_FIELDS: Final = {
+_V1_NODE_FIELDS: Final = {
     "kind": "i",
     "feature": "i",
     "threshold": "f",
@@ -41,10 +45,11 @@ _NODE_FIELDS: Final = {
     "count": "f",
     "impurity": "f",
 }
+_NODE_FIELDS: Final = {**_V1_NODE_FIELDS, "missing": "i"}
 
 
 def tree_to_dict(tree: Tree) -> dict[str, Any]:
-    """Return the JSON-compatible document of ``tree`` (format version 1)."""
+    """Return the JSON-compatible document of ``tree`` (format :data:`VERSION`)."""
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -87,11 +92,13 @@ def tree_from_dict(document: object) -> Tree:
     from fedtrees.tree._model import Tree
 
     doc = _require_mapping(document, "document")
-    _check_header(doc)
+    version = _check_header(doc)
     nodes = _require_mapping(doc.get("nodes"), "nodes")
+    # Version 1 has no "missing": the Tree's default (every node LARGER).
+    fields = _V1_NODE_FIELDS if version == 1 else _NODE_FIELDS
     arrays = {
         name: decode_array(nodes.get(name), f"nodes.{name}", kind)
-        for name, kind in _NODE_FIELDS.items()
+        for name, kind in fields.items()
     }
     classes = doc.get("classes")
     try:
@@ -109,7 +116,8 @@ def tree_from_dict(document: object) -> Tree:
         raise SerializationError(f"Invalid tree document: {exc}") from exc
 
 
-def _check_header(doc: dict[str, Any]) -> None:
+def _check_header(doc: dict[str, Any]) -> int:
+    """Check format and version; return the version."""
     if doc.get("format") != FORMAT:
         raise SerializationError(
             f"Not a fedtrees tree document: field 'format' is {doc.get('format')!r}, "
@@ -125,6 +133,7 @@ def _check_header(doc: dict[str, Any]) -> None:
             f"This tree document has format version {version}, newer than the "
             f"version {VERSION} this fedtrees reads; upgrade fedtrees to load it."
         )
+    return version
 
 
 def decode_array(field: object, name: str, kinds: str) -> npt.NDArray[Any]:
@@ -168,7 +177,12 @@ def _typed(data: list[Any], dtype: np.dtype[Any], name: str) -> npt.NDArray[Any]
             f"Field {name!r} holds {inferred.dtype.kind!r}-kind values; dtype "
             f"{dtype} expected."
         )
-    return inferred.astype(dtype)
+    typed = inferred.astype(dtype)
+    if dtype.kind in "iu" and not np.array_equal(typed, inferred):
+        raise SerializationError(
+            f"Field {name!r} holds values out of the range of dtype {dtype}."
+        )
+    return typed
 
 
 def _require_mapping(value: object, name: str) -> dict[str, Any]:

@@ -5,6 +5,21 @@ float64 ``x`` itself, so each threshold is moved to the float64 boundary of that
 float32 comparison (:func:`float32_equivalent_threshold`): then ``x <= t'`` holds
 exactly when ``float32(x) <= t``, for every float64 ``x``, and predictions are
 identical to scikit-learn's.
+
+Missing values: scikit-learn sends a NaN row left where
+``tree_.missing_go_to_left`` is set. Where the node saw missing values at fit,
+that is the learned side; where it saw none, scikit-learn sets it to
+``n_left > n_right`` over the training *sample* counts of the children (ties
+right). The converted tree keeps ``Missing.LARGER`` wherever that routes the same
+(the larger ``count`` — scikit-learn's *weighted* counts — ties right), and an
+explicit ``LEFT`` / ``RIGHT`` elsewhere: a learned side against the larger child,
+or sample weights that make the weighted and unweighted majorities differ. So NaN
+rows are routed exactly as scikit-learn routes them, and a tree fit without NaN
+and without sample weights converts with ``LARGER`` everywhere.
+
+A split whose right child receives only the missing rows has threshold ``inf``
+in scikit-learn (every value goes left); the converted threshold is the largest
+float64, which sends every finite value left too (a Tree routes no infinity).
 """
 
 from __future__ import annotations
@@ -17,7 +32,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from fedtrees._typing import FloatArray
 from fedtrees.exceptions import ValidationError
-from fedtrees.tree._kinds import LEAF, NodeKind
+from fedtrees.tree._kinds import LEAF, Missing, NodeKind
 
 if TYPE_CHECKING:
     from fedtrees.tree._model import Tree
@@ -34,7 +49,8 @@ def tree_from_sklearn(estimator: object) -> Tree:
     ----------
     estimator : DecisionTreeClassifier or DecisionTreeRegressor
         Fitted, with one output. Node order, thresholds, values and weighted
-        counts are kept; class values become distributions.
+        counts are kept; class values become distributions; NaN rows are routed
+        as scikit-learn routes them (see the module notes on ``missing``).
 
     Raises
     ------
@@ -49,6 +65,19 @@ def tree_from_sklearn(estimator: object) -> Tree:
     >>> est = DecisionTreeClassifier(random_state=0).fit(X, y)
     >>> Tree.from_sklearn(est).predict([[0.2], [2.7]]).tolist()
     ['a', 'b']
+
+    Fit with a missing value, the learned direction is kept (it sends NaN to
+    the smaller child, so it is stored and shown):
+
+    >>> X, y = [[0.0], [1.0], [2.0], [3.0], [np.nan]], ["a", "a", "a", "b", "b"]
+    >>> tree = Tree.from_sklearn(DecisionTreeClassifier(random_state=0).fit(X, y))
+    >>> print(tree.to_text(show_counts=False))
+    |--- x0 <= 2.5
+    |   |--- class: a
+    |--- x0 > 2.5 or missing
+    |   |--- class: b
+    >>> tree.predict([[np.nan]]).tolist()
+    ['b']
     """
     from fedtrees.tree._model import Tree
 
@@ -64,7 +93,7 @@ def tree_from_sklearn(estimator: object) -> Tree:
     return Tree(
         kind=np.where(leaf, NodeKind.LEAF, NodeKind.NUMERIC).astype(np.int8),
         feature=np.where(leaf, LEAF, skl.feature),
-        threshold=np.where(leaf, np.nan, float32_equivalent_threshold(skl.threshold)),
+        threshold=np.where(leaf, np.nan, _thresholds(skl.threshold)),
         left=np.where(leaf, LEAF, skl.children_left),
         right=np.where(leaf, LEAF, skl.children_right),
         branch_ptr=np.zeros(n + 1, dtype=np.int64),
@@ -76,7 +105,36 @@ def tree_from_sklearn(estimator: object) -> Tree:
         n_features=int(skl.n_features),
         classes=_classes(estimator) if is_classifier else None,
         feature_names=None if names is None else tuple(str(s) for s in names),
+        missing=_missing(skl, leaf),
     )
+
+
+def _thresholds(threshold: FloatArray) -> FloatArray:
+    """Float64 thresholds of the float32 comparisons; ``inf`` becomes the largest.
+
+    ``x <= inf`` (the split sending only the missing rows right) holds for every
+    finite ``x``, and so does ``x <= max float64``: the Tree needs it finite.
+    """
+    out: FloatArray = np.minimum(
+        float32_equivalent_threshold(threshold), np.finfo(np.float64).max
+    )
+    return out
+
+
+def _missing(skl: Any, leaf: npt.NDArray[np.bool_]) -> npt.NDArray[np.int8]:
+    """Per node the :class:`Missing` that routes NaN as ``missing_go_to_left`` does.
+
+    ``LARGER`` where it agrees with the larger weighted child (ties right), an
+    explicit ``LEFT`` / ``RIGHT`` elsewhere; leaves are ``LARGER``.
+    """
+    left = np.where(leaf, 0, skl.children_left)
+    right = np.where(leaf, 0, skl.children_right)
+    count = skl.weighted_n_node_samples
+    goes_left = np.asarray(skl.missing_go_to_left, dtype=bool)
+    larger_left = count[left] > count[right]
+    explicit = np.where(goes_left, Missing.LEFT, Missing.RIGHT)
+    same = leaf | (goes_left == larger_left)
+    return np.where(same, Missing.LARGER, explicit).astype(np.int8)
 
 
 def _fitted_tree(estimator: object) -> Any:

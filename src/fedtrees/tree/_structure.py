@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, IntArray
 from fedtrees.exceptions import ValidationError
-from fedtrees.tree._kinds import LEAF, NodeKind
+from fedtrees.tree._kinds import LEAF, Missing, NodeKind
 
 if TYPE_CHECKING:
     from fedtrees.tree._model import Tree
@@ -23,6 +23,15 @@ if TYPE_CHECKING:
 _INT_FIELDS = ("feature", "left", "right", "branch_ptr", "branch_code", "branch_child")
 _FLOAT_FIELDS = ("threshold", "count", "impurity")
 _SUM_TOLERANCE = 1e-9
+_PER_NODE_FIELDS = (
+    "feature",
+    "threshold",
+    "left",
+    "right",
+    "count",
+    "impurity",
+    "missing",
+)
 
 
 def error(message: str) -> ValidationError:
@@ -38,6 +47,11 @@ def coerce_arrays(tree: Tree) -> dict[str, Any]:
     for name in _FLOAT_FIELDS:
         out[name] = _frozen(getattr(tree, name), np.float64, name)
     out["value"] = _frozen(tree.value, np.float64, "value")
+    if tree.missing is None:  # no direction learned anywhere
+        n = out["kind"].shape[0] if out["kind"].ndim == 1 else 0
+        out["missing"] = _frozen(np.full(n, Missing.LARGER), np.int8, "missing")
+    else:
+        out["missing"] = _frozen(tree.missing, np.int8, "missing")
     if tree.classes is not None:
         out["classes"] = _frozen_labels(tree.classes)
     return out
@@ -80,7 +94,7 @@ def _check_lengths(tree: Tree) -> None:
         raise error(
             "a tree needs at least one node ('kind' must be a non-empty 1-D array)"
         )
-    for name in ("feature", "threshold", "left", "right", "count", "impurity"):
+    for name in _PER_NODE_FIELDS:
         array = getattr(tree, name)
         if array.shape != (n,):
             raise error(f"field {name!r} has shape {array.shape}, expected ({n},)")
@@ -134,6 +148,22 @@ def _check_kinds(tree: Tree) -> None:
     )
     default_ok = (tree.right == LEAF) | ((tree.right > idx) & (tree.right < n))
     _require(tabled, default_ok, "default branches must point to a later node or be -1")
+    _check_missing(tree, num)
+
+
+def _check_missing(tree: Tree, num: BoolArray) -> None:
+    directions = [m.value for m in Missing]
+    if not np.isin(tree.missing, directions).all():
+        raise error(
+            "field 'missing' holds an unknown direction (allowed: "
+            "-1 Missing.LARGER, 0 Missing.RIGHT, 1 Missing.LEFT)"
+        )
+    _require(
+        ~num,
+        tree.missing == Missing.LARGER,
+        "field 'missing' may hold LEFT or RIGHT only at numeric splits; other "
+        "nodes need Missing.LARGER (-1)",
+    )
 
 
 def _require(where: BoolArray, condition: BoolArray, message: str) -> None:
@@ -261,6 +291,22 @@ def node_depths(tree: Tree) -> IntArray:
         level = np.isin(parent_of, np.flatnonzero(level))
         d += 1
     return depth
+
+
+def missing_goes_left(tree: Tree) -> BoolArray:
+    """Whether a NaN row goes left at each node (False at non-numeric nodes).
+
+    A learned direction (``LEFT`` / ``RIGHT``) is taken as is; ``LARGER`` resolves
+    to the child with the larger training ``count``, ``right`` on a tie.
+    """
+    num = tree.kind == NodeKind.NUMERIC
+    left, right = np.where(num, tree.left, 0), np.where(num, tree.right, 0)
+    larger_left = num & (tree.count[left] > tree.count[right])
+    learned_left: BoolArray = tree.missing == Missing.LEFT
+    resolved: BoolArray = np.where(
+        tree.missing == Missing.LARGER, larger_left, learned_left
+    )
+    return resolved
 
 
 def children_csr(tree: Tree) -> tuple[IntArray, IntArray]:
