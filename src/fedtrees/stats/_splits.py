@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees.stats._fisher import fisher_sort
@@ -46,7 +47,10 @@ class Best:
     """The best candidate of every open node from one source (gain -inf: none).
 
     ``gain`` is the impurity decrease Δ (AvgImp: the averaged local gain); ``left``
-    the pooled left statistics, NaN where unknown (AvgImp numeric splits).
+    the pooled left statistics, NaN where unknown (AvgImp numeric splits);
+    ``missing`` where a numeric split sends missing values
+    (:class:`fedtrees.tree.Missing`: 1 left, 0 right, -1 the larger child —
+    every source but the histogram engine's learns no direction).
     """
 
     gain: FloatArray
@@ -55,6 +59,7 @@ class Best:
     threshold: FloatArray
     left: FloatArray
     codes: list[IntArray]
+    missing: npt.NDArray[np.int8]
 
     @classmethod
     def none(cls, n_open: int, width: int) -> Best:
@@ -66,7 +71,13 @@ class Best:
             np.full(n_open, np.nan),
             np.zeros((n_open, width)),
             [np.zeros(0, np.int64)] * n_open,
+            _larger(n_open),
         )
+
+
+def _larger(n: int) -> npt.NDArray[np.int8]:
+    """No learned direction for missing values: the larger child, at every node."""
+    return np.full(n, -1, dtype=np.int8)
 
 
 def _gain_of(
@@ -124,6 +135,7 @@ def best_numeric(
         thresholds[rows, slot, cand],
         chosen,
         [np.zeros(0, np.int64)] * n_open,
+        _larger(n_open),
     )
 
 
@@ -142,6 +154,7 @@ def best_avgimp(
         thresholds[rows, slot, cand],
         np.full((n_open, width), np.nan),
         [np.zeros(0, np.int64)] * n_open,
+        _larger(n_open),
     )
 
 
@@ -179,6 +192,7 @@ def best_categorical(
         np.full(n_open, np.nan),
         chosen,
         codes,
+        _larger(n_open),
     )
 
 
@@ -208,6 +222,7 @@ def best_client(
         np.full(n_open, np.nan),
         chosen,
         codes,
+        _larger(n_open),
     )
 
 
@@ -253,5 +268,6 @@ def combine(*sources: Best) -> Best:
                 o if b else c
                 for o, c, b in zip(other.codes, best.codes, better, strict=True)
             ],
+            np.where(better, other.missing, best.missing).astype(np.int8),
         )
     return best

@@ -1,0 +1,80 @@
+"""The histogram engine: one home for binned, federated tree growth.
+
+What XGBoost's and LightGBM's ``hist`` methods do, made federated and exact on
+a grid. FedForest's ``candidates="hist"`` uses it, and so will federated
+boosting. Step by step:
+
+1. **Grid, agreed once** (:mod:`._grid`): every client summarises each numeric
+   column of its rows (all distinct values, or type-1 quantile points); the
+   server cuts the pooled distinct values (exact grid) or inverts the pooled
+   mixture of the client CDFs at ``l/max_bins``. Declared edges skip it.
+2. **Codes** (:func:`bin_codes`): each client bins its rows once (``uint8``;
+   255 = missing) and keeps them, with its rows partitioned by node
+   (:class:`NodeRows`, :func:`partition`), for the whole run.
+3. **One round per level** (:func:`client_histograms`): per (open node,
+   considered feature), the non-zero bins of the client's statistics — class
+   counts, regression moments, or any weighted vectors — the missing bin
+   included.
+4. **Exact pooled sums** (:func:`pool`), and **histogram subtraction**
+   (:func:`subtract`): where a parent's every feature was computed, clients
+   send the smaller child only and the server derives its sibling.
+5. **Split search** (:func:`search`) over every open node of every tree at
+   once, with a learned direction for missing values.
+
+Decisions (the method's docs say more): no per-node refinement — below the
+root a bin may hold more than ``1/max_bins`` of a node's rows, exactly as in
+XGBoost and LightGBM; at most 255 bins (and 255 categories) per feature plus
+the missing code; thresholds are grid edges.
+"""
+
+from fedtrees.algorithms.histogram._grid import (
+    MAX_BINS,
+    MISSING,
+    Grid,
+    GridSketch,
+    agree_grid,
+    bin_codes,
+    check_max_bins,
+    declared_grid,
+    sketch_columns,
+    type1_points,
+)
+from fedtrees.algorithms.histogram._histograms import (
+    Bins,
+    Histograms,
+    RowStats,
+    client_histograms,
+    gather_ranges,
+    node_statistics,
+    pool,
+    subtract,
+)
+from fedtrees.algorithms.histogram._rows import CodeSplits, NodeRows, partition
+from fedtrees.algorithms.histogram._search import CRITERION_CODES, Found, search
+
+__all__ = [
+    "CRITERION_CODES",
+    "MAX_BINS",
+    "MISSING",
+    "Bins",
+    "CodeSplits",
+    "Found",
+    "Grid",
+    "GridSketch",
+    "Histograms",
+    "NodeRows",
+    "RowStats",
+    "agree_grid",
+    "bin_codes",
+    "check_max_bins",
+    "client_histograms",
+    "declared_grid",
+    "gather_ranges",
+    "node_statistics",
+    "partition",
+    "pool",
+    "search",
+    "sketch_columns",
+    "subtract",
+    "type1_points",
+]

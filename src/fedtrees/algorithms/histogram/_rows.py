@@ -1,0 +1,208 @@
+"""A client's rows kept partitioned by node: step 2 of the engine.
+
+Per tree, a permutation of the rows in which every node owns a contiguous
+segment:
+
+* ``perm[b]`` (int64, (B, n)): the rows of tree b; rows of weight 0 (absent
+  from the tree's bootstrap or sample) belong to no segment;
+* ``start[g]``, ``stop[g]`` (indexed by global node id): the present rows of
+  node g are ``perm[tree[g], start[g]:stop[g]]``, in increasing row order (a
+  split partitions its node's segment stably into its children's);
+* ``tree[g]``: g's tree, -1 while no segment is known for g.
+
+A split touches only the rows of the split node; a closed leaf's rows are
+never read again. Segments list a node's rows in increasing row order, so every
+sum over them is accumulated in the same order whatever happened before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from fedtrees._typing import BoolArray, FloatArray, IntArray
+from fedtrees.algorithms.histogram._client_kernels import partition_codes
+from fedtrees.exceptions import ValidationError
+
+__all__ = ["CodeSplits", "NodeRows", "partition"]
+
+NUMERIC, CATEGORICAL, CLIENT = 1, 2, 3
+
+
+@dataclass
+class NodeRows:
+    """Per-tree row permutations with one contiguous segment per node.
+
+    Attributes
+    ----------
+    perm : int64 array of shape (B, n)
+    start, stop : int64 arrays of shape (n_nodes,)
+    tree : int64 array of shape (n_nodes,)
+        Tree of each node with a segment; -1 for ids not reached yet.
+    partitioned : bool array of shape (n_nodes,)
+        Whether the node's segment was already split into its children's.
+    """
+
+    perm: IntArray
+    start: IntArray
+    stop: IntArray
+    tree: IntArray
+    partitioned: BoolArray
+
+    @classmethod
+    def build(cls, weight: FloatArray) -> NodeRows:
+        """Put every present row (``weight[b, i] != 0``) of tree b in root b.
+
+        Examples
+        --------
+        >>> rows = NodeRows.build(np.array([[1.0, 0.0, 2.0]]))
+        >>> rows.perm.tolist(), rows.stop.tolist()
+        ([[0, 2, 1]], [2])
+        """
+        absent = weight == 0.0
+        perm = np.ascontiguousarray(np.argsort(absent, axis=1, kind="stable"))
+        trees = weight.shape[0]
+        return cls(
+            perm.astype(np.int64, copy=False),
+            np.zeros(trees, dtype=np.int64),
+            (~absent).sum(axis=1).astype(np.int64),
+            np.arange(trees, dtype=np.int64),
+            np.zeros(trees, dtype=bool),
+        )
+
+    @property
+    def n_trees(self) -> int:
+        """Number of trees B."""
+        return int(self.perm.shape[0])
+
+    def sizes(self, nodes: IntArray) -> IntArray:
+        """Present rows of each node."""
+        out: IntArray = self.stop[nodes] - self.start[nodes]
+        return out
+
+    def pending(self, split: BoolArray, left: IntArray, right: IntArray) -> IntArray:
+        """Split nodes whose segments are not partitioned yet, in increasing id order.
+
+        ``split[g]``: whether node g of the forest is split. Includes splits below
+        them decided in the same batch, so a partition catches up from any
+        earlier state.
+        """
+        known = self.tree.shape[0]
+        frontier = np.flatnonzero((self.tree >= 0) & ~self.partitioned & split[:known])
+        found = [frontier]
+        while frontier.size:
+            children = np.concatenate([left[frontier], right[frontier]])
+            frontier = children[split[children]]
+            found.append(frontier)
+        return np.sort(np.concatenate(found)).astype(np.int64)
+
+    def prepare_split(
+        self, nodes: IntArray, split: BoolArray, left: IntArray, right: IntArray
+    ) -> tuple[IntArray, IntArray]:
+        """Check a batch of splits; give the children their parent's tree.
+
+        Returns the nodes sorted by tree (then id) and each tree's slice of them,
+        the inputs of a partition kernel; mark them partitioned afterwards
+        (:meth:`done`).
+
+        Raises
+        ------
+        ValidationError
+            Splits that would re-partition or orphan a segment.
+        """
+        nodes = np.unique(np.asarray(nodes, dtype=np.int64))
+        self._grow(split.shape[0])
+        self._check_split(nodes, split, left, right)
+        todo = nodes
+        while todo.size:  # a batch may split a node and then its children
+            known = self.tree[todo] >= 0
+            g = todo[known]
+            self.tree[left[g]] = self.tree[right[g]] = self.tree[g]
+            todo = todo[~known]
+        by_tree = nodes[np.argsort(self.tree[nodes], kind="stable")]
+        return by_tree, self.ranges(self.tree[by_tree])
+
+    def done(self, nodes: IntArray) -> None:
+        """Mark ``nodes`` partitioned."""
+        self.partitioned[nodes] = True
+
+    def open_tree(self, open_nodes: IntArray) -> IntArray:
+        """Trees of unsplit nodes with segments (sorted by tree), or raise."""
+        tree = self.tree[open_nodes]
+        if np.any(tree < 0) or np.any(self.partitioned[open_nodes]):
+            raise ValidationError("Node rows: an open node has no segment.")
+        if np.any(np.diff(tree) < 0):
+            raise ValidationError("Node rows: open nodes must be sorted by tree.")
+        return tree
+
+    def ranges(self, tree_of: IntArray) -> IntArray:
+        """(B, 2) slices of a tree-sorted node list, one per tree."""
+        trees = np.arange(self.n_trees)
+        lo = np.searchsorted(tree_of, trees, side="left")
+        hi = np.searchsorted(tree_of, trees, side="right")
+        return np.stack([lo, hi], axis=1).astype(np.int64)
+
+    def _grow(self, n_nodes: int) -> None:
+        """Extend the node arrays to ``n_nodes`` ids (new ids have no segment)."""
+        extra = n_nodes - self.tree.shape[0]
+        if extra <= 0:
+            return
+        zeros = np.zeros(extra, dtype=np.int64)
+        self.start = np.concatenate([self.start, zeros])
+        self.stop = np.concatenate([self.stop, zeros])
+        self.tree = np.concatenate([self.tree, np.full(extra, -1, dtype=np.int64)])
+        self.partitioned = np.concatenate([self.partitioned, zeros.astype(bool)])
+
+    def _check_split(
+        self, nodes: IntArray, split: BoolArray, left: IntArray, right: IntArray
+    ) -> None:
+        if nodes.size == 0:
+            return
+        children = np.concatenate([left[nodes], right[nodes]])
+        reached = (self.tree[nodes] >= 0) | np.isin(nodes, children)
+        if (
+            not np.all(split[nodes])
+            or np.any(self.partitioned[nodes])
+            or not np.all(reached)
+            or np.any(self.tree[children] >= 0)
+            or np.unique(children).size != children.size
+        ):
+            raise ValidationError("Node rows: split nodes do not extend the forest.")
+
+
+@dataclass(frozen=True, eq=False)
+class CodeSplits:
+    """How the split nodes of a forest route codes, per global node id.
+
+    ``kind[g]``: 0 not split, 1 numeric (codes ``<= bin_limit[g]`` go left, the
+    missing code by ``missing_left[g]``), 2 categorical (codes marked in
+    ``left_sets[set_index[g]]`` go left, the missing code 255 included), 3 the
+    client indicator (every row goes left iff ``client_left[g]``).
+    """
+
+    kind: npt.NDArray[np.int8]
+    feature: IntArray
+    bin_limit: IntArray
+    missing_left: BoolArray
+    set_index: IntArray
+    left_sets: npt.NDArray[np.bool_]
+    client_left: BoolArray
+    left: IntArray
+    right: IntArray
+
+
+def partition(rows: NodeRows, codes: npt.NDArray[np.uint8], splits: CodeSplits) -> None:
+    """Partition the rows of every split node not partitioned yet (in place)."""
+    split = splits.kind > 0
+    nodes = rows.pending(split, splits.left, splits.right)
+    if nodes.size == 0:
+        return
+    by_tree, ranges = rows.prepare_split(nodes, split, splits.left, splits.right)
+    partition_codes(
+        rows.perm, rows.start, rows.stop, by_tree, ranges, codes, splits.feature,
+        splits.kind, splits.bin_limit, splits.missing_left, splits.set_index,
+        splits.left_sets, splits.client_left, splits.left, splits.right,
+    )  # fmt: skip
+    rows.done(nodes)
