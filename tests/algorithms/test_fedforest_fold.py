@@ -224,19 +224,6 @@ def test_one_client_per_tree_folds_every_level() -> None:
     assert set(_kinds(ledger)) == {FOLDED}
 
 
-def test_hist_refinements_fold_for_one_client() -> None:
-    X, y = _data(2000)
-    kw = {"n_estimators": 4, "max_depth": 6, "candidates": "hist", "random_state": 1}
-    kw["n_quantiles"] = 64
-    _, ledger, two_rounds = _folded_and_not(FedForestClassifier, kw, X, y)
-    kinds = _kinds(ledger)
-    refined = kinds.get(FOLDED, 0)
-    assert refined >= 1  # 64 quantiles: some grid bins are too coarse
-    assert kinds["fedforest.histogram"] == 6
-    assert ledger.rounds == 1 + 1 + 6 + refined
-    assert two_rounds.rounds == 1 + 1 + 6 + 2 * refined
-
-
 @pytest.mark.parametrize(("drop_at", "min_split"), [(3, 2), (4, 120)])
 def test_a_dropout_that_leaves_one_client_folds_the_levels_after_it(
     drop_at: int, min_split: int
@@ -403,7 +390,7 @@ def test_a_folded_reply_is_checked_against_its_own_sketch(
     n_clients=st.integers(1, 4),
     depth=st.integers(1, 6),
     regression=st.booleans(),
-    candidates=st.sampled_from(["quantile", "exact", "hist"]),
+    candidates=st.sampled_from(["quantile", "exact"]),
     fraction=st.sampled_from([1.0, 0.3]),
 )
 def test_folded_and_unfolded_fits_grow_the_same_forest(

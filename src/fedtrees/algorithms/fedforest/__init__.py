@@ -6,10 +6,7 @@ averaged) and exact pooled gains, plus Fisher splits on categories and on the
 client indicator. See :class:`FedForestClassifier` and :class:`FedForestRegressor`.
 """
 
-from fedtrees.algorithms.fedforest import (  # register the client handlers
-    _client,
-    _hist_client,
-)
+from fedtrees.algorithms.fedforest import _client  # registers the client handlers
 from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.algorithms.fedforest._diagnose import DiagnosisReport, diagnose
 from fedtrees.algorithms.fedforest._estimator import (
@@ -28,4 +25,4 @@ __all__ = [
     "diagnose",
 ]
 
-del _client, _hist_client
+del _client

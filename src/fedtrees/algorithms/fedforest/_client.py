@@ -33,7 +33,6 @@ from fedtrees.algorithms._requests import (
     local_category_counts,
     request_error,
 )
-from fedtrees.algorithms.fedforest import _hist
 from fedtrees.algorithms.fedforest import _kernels as kernels
 from fedtrees.algorithms.fedforest._forest import (
     SplitBatch,
@@ -47,7 +46,6 @@ from fedtrees.algorithms.fedforest._payloads import (
     EvaluateReply,
     EvaluateRequest,
     ForestState,
-    HistogramRequest,
     LeafStatsReply,
     LeafStatsRequest,
     LevelFields,
@@ -63,7 +61,6 @@ from fedtrees.algorithms.fedforest._payloads import (
     TopKRequest,
     compact,
 )
-from fedtrees.algorithms.fedforest._reach import gather_ranges
 from fedtrees.algorithms.fedforest._rows import (
     ClientRows,
     padded_bins,
@@ -78,7 +75,6 @@ __all__ = [
     "check_open",
     "check_sizes",
     "forest_handler",
-    "refine_points",
 ]
 
 STATE_KEY: Final = "fedforest"
@@ -156,8 +152,8 @@ def check_sizes(request: Any, data: ClientData) -> None:
     """Refuse a request whose size fields do not fit this client, before allocating.
 
     At most :data:`MAX_N_ESTIMATORS` trees; each feature at most once per open
-    node (``pair_feature``); ``q``, ``k`` within the grid limit
-    and ``max_bins`` within the hist grid's (the server validates both);
+    node (``pair_feature``); ``q``, ``k`` within the grid limit (the server
+    validates both);
     ``max_categories`` 0 or this client's largest number of categories; the
     statistics asked (nodes and categorical pairs x categories x classes) fit
     one reply.
@@ -176,10 +172,6 @@ def check_sizes(request: Any, data: ClientData) -> None:
         if hasattr(request, name):
             value = getattr(request, name)
             check_request_size(kind, name, value, MAX_GRID, "the grid limit", low=1)
-    if hasattr(request, "max_bins"):
-        check_request_size(
-            kind, "max_bins", request.max_bins, _hist.MAX_BINS, "the grid", low=1
-        )
     _check_pairs(request, len(data.feature_kinds))
     width = request.width
     check_reply_cells(kind, "classes", (request.n_open, width), "node_stats")
@@ -407,8 +399,6 @@ def _sketch(request: SketchRequest, fit: _Fit, forest: ForestState) -> SketchRep
     stats, rows = _node_stats(fit, request, nodes)
     if request.candidates == "quantile":
         n_points, points = _points(fit, nodes, pairs, rows, request.q)
-    elif request.candidates == "refine":
-        n_points, points = refine_points(fit, nodes, pairs, forest.node_tree, request.q)
     else:  # every present row once: levels l/rows with unit weights enumerate them
         present = np.where(fit.weight > 0, 1.0, 0.0)
         q = max(int(rows.max(initial=1)), 1)
@@ -450,7 +440,7 @@ def _counts(stats: FloatArray, request: LevelFields) -> FloatArray:
 
 def _category_stats(
     fit: _Fit,
-    request: SketchRequest | HistogramRequest,
+    request: SketchRequest,
     nodes: IntArray,
     pairs: IntArray,
 ) -> FloatArray:
@@ -512,38 +502,6 @@ def _distinct(n_points: IntArray, points: FloatArray) -> tuple[IntArray, FloatAr
     pair = np.repeat(np.arange(flat.shape[0]), flat)
     counts = np.bincount(pair[keep], minlength=flat.shape[0]).reshape(n_points.shape)
     return counts.astype(np.int64), np.ascontiguousarray(points[keep])
-
-
-def refine_points(
-    fit: _Fit, nodes: IntArray, pairs: IntArray, node_tree: IntArray, q: int
-) -> tuple[IntArray, FloatArray]:
-    """Refinement sketches of every asked numeric pair: ``2q + 1`` points each.
-
-    :func:`._hist.refine_sketches` on the node's rows (uncapped: points repeat
-    for a client with fewer rows); ``n_points`` is 0 where the client has none.
-    """
-    rows = fit.rows
-    numeric = (pairs >= 0) & ~fit.is_cat[np.maximum(pairs, 0)]
-    s_idx, k_idx = np.nonzero(numeric)
-    node = nodes[s_idx]
-    tree = node_tree[node]
-    n = rows.perm.shape[1]
-    starts, stops = tree * n + rows.start[node], tree * n + rows.stop[node]
-    members = rows.perm.ravel()[gather_ranges(starts, stops)]
-    lengths = stops - starts
-    n_groups = max(s_idx.shape[0], 1)
-    counts, points = _hist.refine_sketches(
-        fit.X[members, np.repeat(pairs[s_idx, k_idx], lengths)],
-        np.repeat(np.arange(s_idx.shape[0]), lengths),
-        n_groups,
-        q,
-        fit.weight[np.repeat(tree, lengths), members],
-    )
-    n_points = np.zeros(pairs.shape, dtype=np.int64)
-    has = counts[: s_idx.shape[0]] > 0
-    n_points[s_idx[has], k_idx[has]] = 2 * q + 1
-    flat = np.ascontiguousarray(points[: s_idx.shape[0]][has].ravel())
-    return n_points, flat
 
 
 @forest_handler("fedforest.evaluate")

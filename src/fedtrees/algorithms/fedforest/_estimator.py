@@ -91,17 +91,9 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
     bootstrap : bool, default True
         Client-stratified bootstrap (§1.2): each client draws its own rows.
     criterion : {"gini", "entropy"}, default "gini"
-    candidates : {"quantile", "exact", "uniform", "hist"}, default "quantile"
+    candidates : {"quantile", "exact", "uniform"}, default "quantile"
         Quantile sketches (the paper), scikit-learn's exact midpoints (reference
-        mode: sends distinct values), uniform bins (Federated Histogram), or
-        ``"hist"`` (beyond the paper, :mod:`fedtrees.algorithms.fedforest._hist`):
-        one global grid of at most 255 bins per feature agreed at the root from
-        the pooled quantile mixture, then one histogram round per level with
-        exact pooled gains on the grid; pairs whose grid is too coarse at a node
-        (a non-atomic bin above 1/q of its weight) get a sketch and an evaluate
-        round of ``2q + 1``-point sketches, so the rank error stays within 1/q
-        (**Decision**: the refinement rule and its sketch size; not the default —
-        see the README's benchmark). Not with ``gain="avgimp"``.
+        mode: sends distinct values), or uniform bins (Federated Histogram).
     n_quantiles : int, default 32
         q: sketch size and candidate count per feature.
     gain : {"exact", "avgimp", "auto"}, default "exact"

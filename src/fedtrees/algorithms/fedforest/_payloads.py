@@ -48,11 +48,6 @@ __all__ = [
     "EvaluateReply",
     "EvaluateRequest",
     "ForestState",
-    "GridReply",
-    "GridRequest",
-    "GridState",
-    "HistogramReply",
-    "HistogramRequest",
     "LeafStatsReply",
     "LeafStatsRequest",
     "LevelFields",
@@ -202,10 +197,8 @@ class SketchReply(Payload):
 class SketchRequest(LevelFields):
     """Sketch every (open node, considered feature), with the node statistics.
 
-    ``min(q, rows) + 1`` quantile points, all distinct values for
-    ``candidates="exact"``, or ``2q + 1`` points whatever the rows for
-    ``"refine"`` (hist mode's per-node refinement, :mod:`._hist`); per-category
-    statistics of the categorical pairs.
+    ``min(q, rows) + 1`` quantile points, or all distinct values for
+    ``candidates="exact"``; per-category statistics of the categorical pairs.
     """
 
     q: int
@@ -216,7 +209,7 @@ class SketchRequest(LevelFields):
     def expected_reply(self) -> ReplySpec:
         """Expect counts and statistics per node; ragged, sorted points per pair."""
         fp = self.pair_feature.shape[1]
-        high = {"quantile": self.q + 1, "refine": 2 * self.q + 1}.get(self.candidates)
+        high = self.q + 1 if self.candidates == "quantile" else None
         return ReplySpec(
             SketchReply,
             {
@@ -604,126 +597,3 @@ def ragged(values: FloatArray, mask: np.ndarray) -> FloatArray:
     """Flatten the entries of a padded array where ``mask`` holds (row-major)."""
     out: FloatArray = np.ascontiguousarray(values[mask], dtype=np.float64)
     return out
-
-
-# -- candidates="hist" (beyond the paper; ALGORITHMS.md §1.1, :mod:`._hist`) ------
-@payload("fedforest.grid_reply")
-class GridReply(Payload):
-    """A client's root summary of every feature (:class:`._hist.GridSketch`)."""
-
-    points: np.ndarray
-    weights: np.ndarray
-    counts: np.ndarray
-    complete: np.ndarray
-
-
-@payload("fedforest.grid")
-class GridRequest(LevelFields):
-    """Summarise every feature at the root, once, for the global bin grid."""
-
-    n_features: int
-    max_bins: int
-
-    def expected_reply(self) -> ReplySpec:
-        """Sorted, NaN-padded points per feature; counts; completeness flags."""
-        shape = (self.n_features, self.max_bins + 1)
-        return ReplySpec(
-            GridReply,
-            {
-                "points": Field.array("f", shape, nan_padding=True, nondecreasing=True),
-                "weights": Field.array("f", shape, finite=False, weights=True),
-                "counts": Field.array(
-                    COUNTS, (self.n_features,), nonnegative=True, weights=True
-                ),
-                "complete": Field.array("b", (self.n_features,)),
-            },
-            check=_check_grid,
-        )
-
-
-def _check_grid(reply: Any) -> None:
-    """Require a complete feature's value weights to be >= 0 and add up to its count."""
-    complete = np.asarray(reply.complete, dtype=bool)
-    weights = np.asarray(reply.weights, dtype=np.float64)[complete]
-    if np.any(weights < 0) or np.any(np.isinf(weights)):
-        raise InvalidField("weights", "holds negative or infinite value weights")
-    check_same_stats(
-        "weights",
-        np.nansum(weights, axis=1),
-        np.asarray(reply.counts, dtype=np.float64)[complete],
-        "a complete feature's value weights sum",
-        False,
-    )
-
-
-@payload("fedforest.grid_state")
-class GridState(Payload):
-    """The agreed grid a client keeps for the run (hist mode)."""
-
-    fit_id: int
-    edges: np.ndarray
-    edge_ptr: np.ndarray
-    atomic: np.ndarray
-    bin_ptr: np.ndarray
-
-
-@payload("fedforest.histogram_reply")
-class HistogramReply(Payload):
-    """Node weights and statistics, non-zero grid bins, categorical statistics.
-
-    ``bin_index`` indexes the request's histogram layout (each numeric pair owns
-    its feature's grid bins, row-major, :func:`._hist.histogram_layout`).
-    """
-
-    counts: np.ndarray
-    node_stats: np.ndarray
-    bin_index: np.ndarray
-    bin_stats: np.ndarray
-    cat_stats: np.ndarray
-
-
-@payload("fedforest.histogram")
-class HistogramRequest(LevelFields):
-    """Grid histograms of every (open node, numeric feature): one round a level.
-
-    ``grid_*`` carry the agreed grid the first time (and in full requests);
-    empty otherwise — the client kept it.
-    """
-
-    grid_edges: np.ndarray
-    grid_edge_ptr: np.ndarray
-    grid_atomic: np.ndarray
-    grid_bin_ptr: np.ndarray
-    n_bins: int
-    max_categories: int
-    n_categorical_pairs: int
-
-    def expected_reply(self) -> ReplySpec:
-        """Per-node statistics; sparse bins inside the layout; categorical stats."""
-        return ReplySpec(
-            HistogramReply,
-            {
-                "counts": Field.array(
-                    COUNTS, (self.n_open,), nonnegative=True, weights=True
-                ),
-                "node_stats": self._stats((self.n_open,), self.width),
-                "bin_index": Field.array(
-                    "iu", (None,), low=0, high=max(self.n_bins - 1, 0)
-                ),
-                "bin_stats": self._stats((None,), self.width),
-                "cat_stats": self._stats(
-                    (self.n_categorical_pairs, self.max_categories), self.width
-                ),
-            },
-            check=self._check_histogram,
-        )
-
-    def _check_histogram(self, reply: Any) -> None:
-        """Sparse bins in order; node weights matching the statistics.
-
-        (Each pair's bins adding up to its node's totals needs the agreed grid,
-        which later requests do not carry; :mod:`._consistency` checks the node
-        totals across rounds.)
-        """
-        _check_bin_index(reply)
-        self._check_node_counts(reply.counts, reply.node_stats)

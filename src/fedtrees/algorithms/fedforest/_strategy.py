@@ -14,10 +14,8 @@ Per depth level, for every open node of every tree at once:
 ``candidates="uniform"`` (the Federated Histogram baseline) replaces 2 by one
 range request at the root; node statistics then come with the evaluations, and
 categorical features are not split (the baseline bins numeric ranges only).
-``candidates="hist"`` agrees a global grid at the root and replaces 2-3 by one
-histogram round, plus a refinement sketch and evaluation only for pairs whose
-grid is too coarse (:mod:`._hist`). A forest of depth D needs about 2·D + 1
-round trips whatever ``n_estimators``. No I/O: the round loop moves the messages.
+A forest of depth D needs about 2·D + 1 round trips whatever ``n_estimators``.
+No I/O: the round loop moves the messages.
 
 Protocol v2 (DESIGN.md, "Per-run client state"): requests carry the forest's
 new splits only (:mod:`._forest`), and each client is asked only about the
@@ -36,8 +34,8 @@ candidates the server would send it
 (:func:`._candidates.own_candidates`) and returns their bins with the sketch.
 The server derives the candidates from the sketches as before and re-indexes
 the bins into the evaluation's layout: what travels is what the two rounds
-would carry, and the forest is the same bit for bit (tested). Hist mode's
-refinement folds the same way; AvgImp keeps its rounds.
+would carry, and the forest is the same bit for bit (tested). AvgImp keeps its
+rounds.
 """
 
 from __future__ import annotations
@@ -51,27 +49,15 @@ import numpy as np
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._candidates import (
     exact_thresholds,
-    mixture_levels,
     own_candidates,
 )
 from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.algorithms.fedforest._consistency import NodeTotals
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
-from fedtrees.algorithms.fedforest._hist import (
-    MAX_BINS,
-    Grid,
-    agree_grid,
-    grid_candidates,
-    histogram_layout,
-)
 from fedtrees.algorithms.fedforest._payloads import (
     AvgImpReply,
     EvaluateReply,
     EvaluateRequest,
-    GridReply,
-    GridRequest,
-    HistogramReply,
-    HistogramRequest,
     LeafStatsReply,
     LeafStatsRequest,
     LevelFields,
@@ -149,8 +135,6 @@ class FedForestStrategy:
         self.started = False
         self.client_range: dict[int, tuple[IntArray, FloatArray, FloatArray]] = {}
         self.layout: dict[int, tuple[IntArray, IntArray]] = {}
-        self.hist_grid: Grid | None = None
-        self.grid_sent: set[int] = set()
         self.clients: list[str] = []
         self.index: dict[str, int] = {}  # a client's position in ``clients``
         self.asked: dict[str, IntArray] = {}
@@ -257,13 +241,13 @@ class FedForestStrategy:
         then. The open nodes' statistics are pooled at every level from the
         clients answering its first round (never parent − left, which would
         keep the dropped rows as phantoms). A dropout in a later round of a
-        level (evaluate, refine, or the sketch after AvgImp's shortlist) finds
+        level (evaluate, or the sketch after AvgImp's shortlist) finds
         candidates, shortlist and totals that still hold its rows, so the level
         starts again: its rounds are repeated without the client. Returns
         whether the current replies are discarded. Nodes closed before the
         dropout keep their statistics: they were decided then.
         """
-        if self.phase in ("ranges", "grid", "leaf_stats", "score"):
+        if self.phase in ("ranges", "leaf_stats", "score"):
             return False  # no level is under way: the replies are all there is
         g = self._g()
         g.table.stats[g.open] = np.nan
@@ -303,16 +287,12 @@ class FedForestStrategy:
     def _first_phase(self) -> str:
         if self.config.candidates == "uniform":
             return "ranges"
-        if self.config.candidates == "hist":
-            return "grid"
         return self._level_phase()
 
     def _level_phase(self) -> str:
         """Return the phase of the first round of every level."""
         if self.config.candidates == "uniform":
             return "evaluate"
-        if self.config.candidates == "hist":
-            return "histogram"
         return (
             "top_k" if self.config.gain == "avgimp" and self.config.top_k else "sketch"
         )
@@ -665,7 +645,7 @@ class FedForestStrategy:
     def _fold_where_alone(
         self, cls: type[LevelFields], rows: tuple[IntArray, ...]
     ) -> type[LevelFields]:
-        """Fold a sketch (or refinement) round with its evaluation, if it can be.
+        """Fold a sketch round with its evaluation, if it can be.
 
         It can where the nodes it asks about (``rows`` per client) may each hold
         rows of at most one active client (:mod:`._reach`; exact gains only):
@@ -704,18 +684,9 @@ class FedForestStrategy:
         return check
 
     def _absorb_sketch_evaluate(self, got: list[_Got]) -> None:
-        self._absorb_folded(got, self._g().open, self.config.candidates)
-
-    def _absorb_refine_evaluate(self, got: list[_Got]) -> None:
-        self._absorb_folded(got, self._pending().nodes, "refine")
-
-    def _absorb_folded(self, got: list[_Got], requested: IntArray, mode: str) -> None:
         """Absorb the sketch part as its own round would be, then the bins."""
-        if mode == "refine":
-            self._absorb_refine(got)
-        else:
-            self._absorb_sketch(got)
-        self._absorb_own_bins(got, requested, mode)
+        self._absorb_sketch(got)
+        self._absorb_own_bins(got, self._g().open, self.config.candidates)
 
     def _absorb_own_bins(self, got: list[_Got], requested: IntArray, mode: str) -> None:
         """Absorb the folded bins as the evaluation round's replies.
@@ -762,141 +733,6 @@ class FedForestStrategy:
         assert self.pending is not None
         return self.pending
 
-    # -- candidates="hist" (beyond the paper) ------------------------------------
-    def _plan_grid(self) -> _Planned:
-        g = self._g()
-        extra = _fixed(n_features=g.n_features, max_bins=MAX_BINS)
-        return GridRequest, g.pair_features(), None, extra
-
-    def _absorb_grid(self, got: list[_Got]) -> None:
-        g = self._g()
-        replies = [as_reply(r, GridReply) for _, _, r in got]
-        self.hist_grid = agree_grid(
-            np.stack([r.points for r in replies]),
-            np.stack([r.counts.astype(np.float64) for r in replies]),
-            np.stack([r.complete for r in replies]),
-            MAX_BINS,
-            weights_per_client=np.stack([r.weights for r in replies]),
-            is_categorical=g.is_categorical,
-        )
-        self.phase = "histogram"
-
-    def _plan_histogram(self) -> _Planned:
-        g = self._g()
-        pairs = g.pair_features()
-        categorical = self._categorical(pairs)
-        grid = self.hist_grid
-        assert grid is not None
-        empty = np.zeros(0, np.int64)
-
-        def extra(k: int, rows: IntArray, full: bool) -> dict[str, Any]:
-            send = full or k not in self.grid_sent
-            self.grid_sent.add(k)
-            return {
-                "grid_edges": grid.edges if send else np.zeros(0),
-                "grid_edge_ptr": compact_ints(grid.edge_ptr) if send else empty,
-                "grid_atomic": grid.atomic if send else np.zeros(0, bool),
-                "grid_bin_ptr": compact_ints(grid.bin_ptr) if send else empty,
-                "n_bins": int(histogram_layout(pairs[rows], grid)[-1]),
-                "max_categories": int(g.n_categories.max(initial=0)),
-                "n_categorical_pairs": int(categorical[rows].sum()),
-            }
-
-        return HistogramRequest, pairs, None, extra
-
-    def _absorb_histogram(self, got: list[_Got]) -> None:
-        g = self._g()
-        grid = self.hist_grid
-        assert grid is not None
-        replies = [(k, a, as_reply(r, HistogramReply)) for k, a, r in got]
-        pairs = g.pair_features()
-        todo = self._pool_level(replies)
-        nodes = g.open[todo]
-        index, stats = _pooled_histograms(replies, pairs, grid)
-        grid_best, flagged = self._grid_splits(index, stats, pairs, todo)
-        cat = self._pooled_categories(replies, pairs)[todo]
-        per_client = self._per_client(replies, todo, "node_stats")
-        other = self._other_candidates(nodes, pairs[todo], cat, per_client)
-        best = combine(grid_best, other)
-        refine = np.where(flagged, pairs[todo], -1)
-        none = np.full((*refine.shape, 1), np.nan)
-        self.pending = _Pending(nodes, refine, none, np.zeros((0, 0)), best)
-        if flagged.any():
-            self.phase = "refine"
-        else:
-            self._decide(Best.none(nodes.shape[0], g.width))
-
-    def _grid_splits(
-        self, index: IntArray, stats: FloatArray, pairs: IntArray, todo: IntArray
-    ) -> tuple[Best, np.ndarray]:
-        """Best grid split of every todo node, and the pairs to refine.
-
-        Nodes are searched in groups of similar numbers of non-empty bins (powers
-        of two), so a level with a few wide nodes does not pad every node to 255.
-        """
-        g, c = self._g(), self.config
-        grid = self.hist_grid
-        assert grid is not None
-        ptr = histogram_layout(pairs, grid)
-        fp = pairs.shape[1]
-        pair = np.searchsorted(ptr, index, side="right") - 1
-        kept = np.bincount(pair // fp, minlength=pairs.shape[0])[todo]
-        bucket = np.ceil(np.log2(np.maximum(kept, 1))).astype(np.int64)
-        best = Best.none(todo.shape[0], g.width)
-        flagged = np.zeros((todo.shape[0], fp), dtype=bool)
-        for b in np.unique(bucket):
-            rows = np.flatnonzero(bucket == b)
-            nodes = g.open[todo[rows]]
-            bins, thresholds, flags = grid_candidates(
-                index,
-                stats,
-                ptr,
-                todo[rows],
-                pairs,
-                grid,
-                c.n_quantiles,
-                c.task != "regression",
-            )
-            part = best_numeric(
-                g.table.stats[nodes],
-                bins,
-                thresholds,
-                pairs[todo[rows]],
-                c.criterion,
-                g.min_leaf(nodes),
-            )
-            _put(best, rows, part)
-            flagged[rows] = flags
-        return best, flagged
-
-    def _plan_refine(self) -> _Planned:
-        p = self.pending
-        assert p is not None
-        extra = _fixed(
-            q=self.config.n_quantiles,
-            candidates="refine",
-            max_categories=0,
-            n_categorical_pairs=0,
-        )
-        return SketchRequest, p.pairs, p.nodes, extra
-
-    def _absorb_refine(self, got: list[_Got]) -> None:
-        g, c = self._g(), self.config
-        p = self.pending
-        assert p is not None
-        sketches = [(k, a, as_reply(r, SketchReply)) for k, a, r in got]
-        n = p.nodes.shape[0]
-        everything = np.arange(n)
-        segments = _segments(sketches, n, everything)
-        fp = p.pairs.shape[1]
-        levels = mixture_levels("refine", c.n_quantiles)
-        out = mixtures_ragged(*segments, n * fp, levels).reshape(n, fp, levels - 1)
-        p.thresholds = np.where((p.pairs >= 0)[..., None], out, np.nan)
-        self.client_range = _client_ranges(sketches, n, everything)
-        self.phase = "evaluate"
-        if not np.isfinite(p.thresholds).any():
-            self._decide(Best.none(n, g.width))
-
 
 class _Got(NamedTuple):
     """A validated reply: the client's index, the positions it was asked about."""
@@ -913,28 +749,17 @@ def _weights_of(stats: np.ndarray, task: str) -> FloatArray:
     return out
 
 
-def _put(into: Best, rows: IntArray, part: Best) -> None:
-    """Write the candidates of ``part`` (one per row) into rows of ``into``."""
-    into.gain[rows] = part.gain
-    into.kind[rows] = part.kind
-    into.feature[rows] = part.feature
-    into.threshold[rows] = part.threshold
-    into.left[rows] = part.left
-    for r, codes in zip(rows, part.codes, strict=True):
-        into.codes[r] = codes
-
-
 def _fixed(**values: Any) -> Callable[[int, IntArray, bool], dict[str, Any]]:
     """Request fields that are the same whatever nodes a client is asked about."""
     return lambda k, rows, full: dict(values)
 
 
-_FOLDED = {"sketch": "sketch_evaluate", "refine": "refine_evaluate"}
+_FOLDED = {"sketch": "sketch_evaluate"}
 """Rounds that fold with their evaluation where every node has one client."""
 
-_PER_CLIENT_PHASES = frozenset({"evaluate", "histogram"})
-"""Phases whose requests differ per client beyond its nodes (its own candidates;
-whether it has the grid yet): never shared between clients."""
+_PER_CLIENT_PHASES = frozenset({"evaluate"})
+"""Phases whose requests differ per client beyond its nodes (its own
+candidates): never shared between clients."""
 
 _Planned = tuple[
     type[LevelFields],
@@ -981,36 +806,6 @@ def _segments(
         np.concatenate(weight)[order],
         points.astype(np.float64),
     )
-
-
-def _pooled_histograms(
-    replies: list[tuple[int, IntArray, HistogramReply]],
-    pairs: IntArray,
-    grid: Grid,
-) -> tuple[IntArray, FloatArray]:
-    """Sum the clients' sparse grid bins: sorted global bin ids and their sums.
-
-    Only non-zero bins travel and only they are summed, so the server never
-    holds open nodes x features x 255 bins.
-    """
-    fp = pairs.shape[1]
-    first = histogram_layout(pairs, grid)
-    ids, values = [], []
-    for _, asked, h in replies:
-        local = histogram_layout(pairs[asked], grid)
-        index = h.bin_index.astype(np.int64)
-        pair = np.searchsorted(local, index, side="right") - 1
-        rows = asked[pair // fp] * fp + pair % fp
-        ids.append(first[rows] + index - local[pair])
-        values.append(h.bin_stats.astype(np.float64))
-    if not ids:
-        return np.zeros(0, np.int64), np.zeros((0, 1))
-    every = np.concatenate(ids)
-    order = np.argsort(every, kind="stable")  # clients in order within a bin
-    every = every[order]
-    starts = np.flatnonzero(np.r_[True, every[1:] != every[:-1]])
-    summed = np.add.reduceat(np.concatenate(values)[order], starts, axis=0)
-    return every[starts], summed
 
 
 def _client_ranges(
