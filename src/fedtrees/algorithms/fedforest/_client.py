@@ -88,7 +88,6 @@ class _Fit:
     fit_id: int
     X: FloatArray
     is_cat: BoolArray
-    order: IntArray
     pos: IntArray
     sval: FloatArray
     codes: IntArray
@@ -316,7 +315,6 @@ def _build(forest: ForestState, data: ClientData) -> _Fit:
         forest.fit_id,
         X,
         is_cat,
-        order,
         pos,
         sval,
         codes,

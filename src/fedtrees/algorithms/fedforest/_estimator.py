@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,8 +31,6 @@ __all__ = ["FedForestClassifier", "FedForestRegressor"]
 
 class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
     """Shared fit/predict of the FedForest estimators."""
-
-    _default_criterion: ClassVar[str]
 
     def _config(self) -> ForestConfig:
         seed = resolve_seed(self.random_state, type(self).__name__)
@@ -159,7 +157,6 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
     """
 
     _task = "classification"
-    _default_criterion = "gini"
 
     def __init__(
         self,
@@ -238,7 +235,6 @@ class FedForestRegressor(RegressorMixin, _FedForest):  # type: ignore[misc]
     """
 
     _task = "regression"
-    _default_criterion = "squared_error"
 
     def __init__(
         self,

@@ -585,15 +585,3 @@ class ScoreRequest(LevelFields):
             raise InvalidField(
                 "hist", f"does not hold every one of the {rows:g} held-out rows once"
             )
-
-
-def pair_pointers(counts: np.ndarray) -> IntArray:
-    """Start of each pair's block in a ragged array (row-major), and the end."""
-    flat = np.asarray(counts, dtype=np.int64).ravel()
-    return np.concatenate([[0], np.cumsum(flat)]).astype(np.int64)
-
-
-def ragged(values: FloatArray, mask: np.ndarray) -> FloatArray:
-    """Flatten the entries of a padded array where ``mask`` holds (row-major)."""
-    out: FloatArray = np.ascontiguousarray(values[mask], dtype=np.float64)
-    return out
