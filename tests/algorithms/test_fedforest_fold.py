@@ -28,10 +28,10 @@ from fedtrees import FedForestClassifier, FedForestRegressor
 from fedtrees.algorithms.fedforest import _strategy
 from fedtrees.algorithms.fedforest._candidates import own_candidates
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
+from fedtrees.algorithms.fedforest._layout import first_bins, rebase_bins
 from fedtrees.algorithms.fedforest._payloads import (
     SketchEvaluateReply,
     SketchEvaluateRequest,
-    first_bins,
 )
 from fedtrees.datasets import synthetic
 from fedtrees.exceptions import (
@@ -272,7 +272,7 @@ def test_folded_bins_move_to_the_evaluated_nodes_only() -> None:
         bin_index=index,
         bin_stats=dense[index],
     )
-    moved, stats = _strategy._rebase_bins(reply, own, at, own[at])
+    moved, stats = rebase_bins(reply, own, at, own[at])
     blocks = np.split(dense, np.cumsum(bins)[:-1])  # one block per pair
     want = np.concatenate([blocks[r * 3 + f] for r in at for f in range(3)])
     got = np.zeros_like(want)

@@ -40,6 +40,7 @@ from fedtrees.algorithms.fedforest._forest import (
     next_version,
     start_state,
 )
+from fedtrees.algorithms.fedforest._layout import compact
 from fedtrees.algorithms.fedforest._payloads import (
     SCORE_BINS,
     AvgImpReply,
@@ -59,7 +60,6 @@ from fedtrees.algorithms.fedforest._payloads import (
     SketchRequest,
     TopKReply,
     TopKRequest,
-    compact,
 )
 from fedtrees.algorithms.fedforest._rows import (
     ClientRows,

@@ -22,7 +22,7 @@ from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._config import ForestConfig, resolve_max_features
 from fedtrees.algorithms.fedforest._forest import SplitBatch, next_version
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
-from fedtrees.algorithms.fedforest._payloads import compact_ints
+from fedtrees.algorithms.fedforest._layout import compact_ints
 from fedtrees.algorithms.fedforest._reach import Reach
 from fedtrees.federation import FederationInfo
 from fedtrees.stats import impurity, node_count

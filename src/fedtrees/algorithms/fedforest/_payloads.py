@@ -14,7 +14,7 @@ client's row count (§1.5): a sketch holds ``min(q, rows) + 1`` points per pair
 (ragged: ``n_points`` says how many), per-bin statistics travel as the non-zero
 bins only (``bin_index`` into the level's ragged bin layout), categorical
 statistics only for categorical pairs, and counts in the smallest dtype that
-holds them exactly (:func:`compact`).
+holds them exactly (:func:`._layout.compact`).
 
 Every reply is checked against the invariants of its kind before the strategy
 sees it: statistics within the bounds the client declared at the agreement,
@@ -35,6 +35,7 @@ import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._candidates import own_candidates
+from fedtrees.algorithms.fedforest._layout import pair_totals
 from fedtrees.exceptions import FedTreesError
 from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
 from fedtrees.federation._checks import (
@@ -61,36 +62,11 @@ __all__ = [
     "SketchRequest",
     "TopKReply",
     "TopKRequest",
-    "compact",
-    "compact_ints",
-    "first_bins",
     "rises_within",
 ]
 
 SCORE_BINS: Final = 100
 COUNTS: Final = "iuf"  # whole counts travel as unsigned ints, others as floats
-
-
-def compact(values: np.ndarray) -> np.ndarray:
-    """Return ``values`` in the smallest dtype that holds them exactly.
-
-    Non-negative whole numbers (bootstrap counts) become uint8/16/32; anything
-    else stays float64. Receivers convert back with ``astype(float)``: lossless.
-    """
-    x = np.asarray(values, dtype=np.float64)
-    if x.size == 0 or not np.all((x >= 0) & (x == np.floor(x)) & (x < 2**32)):
-        return x if x.size else x.astype(np.uint8)
-    return x.astype(np.min_scalar_type(int(x.max())))
-
-
-def compact_ints(values: np.ndarray) -> np.ndarray:
-    """Integer ids in int16 or int32 when they fit (node ids, features)."""
-    x = np.asarray(values, dtype=np.int64)
-    if x.size == 0 or (x.min() >= -(2**15) and x.max() < 2**15):
-        return x.astype(np.int16)
-    if x.min() >= -(2**31) and x.max() < 2**31:
-        return x.astype(np.int32)
-    return x
 
 
 @dataclass(frozen=True, eq=False)
@@ -329,32 +305,6 @@ class EvaluateRequest(LevelFields):
         _check_bin_index(reply)
         node = reply.node_stats if self.with_stats else None
         _check_pair_sums(self.pair_totals(reply), node, self.task == "regression")
-
-
-def pair_totals(thr_count: np.ndarray, reply: Any, width: int) -> FloatArray:
-    """Sum of every pair's bins, shape ``(*thr_count.shape, S)``.
-
-    Pair p (row-major) owns ``thr_count[p] + 1`` consecutive bins of the
-    layout that ``reply.bin_index`` indexes (checked to be inside it).
-    """
-    count = np.asarray(thr_count, dtype=np.int64)
-    starts = first_bins(count)
-    pair = np.searchsorted(starts, reply.bin_index.astype(np.int64), "right") - 1
-    totals = np.zeros((count.size, width))
-    np.add.at(totals, pair, np.asarray(reply.bin_stats, dtype=np.float64))
-    out: FloatArray = totals.reshape(*count.shape, width)
-    return out
-
-
-def first_bins(count: np.ndarray) -> IntArray:
-    """First bin of every pair when pair p owns ``count[p] + 1`` bins (row-major).
-
-    The ragged bin layout of an evaluation (``thr_count``) or of a folded
-    reply's own candidates.
-    """
-    bins = np.asarray(count, dtype=np.int64).ravel() + 1
-    out: IntArray = np.cumsum(bins) - bins
-    return out
 
 
 def _check_pair_sums(

@@ -54,6 +54,17 @@ from fedtrees.algorithms.fedforest._candidates import (
 from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.algorithms.fedforest._consistency import NodeTotals
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
+from fedtrees.algorithms.fedforest._layout import (
+    BinLayout,
+    ClientRange,
+    client_ranges,
+    compact,
+    compact_ints,
+    pooled_bins,
+    rebase_bins,
+    segments,
+    separating,
+)
 from fedtrees.algorithms.fedforest._payloads import (
     AvgImpReply,
     EvaluateReply,
@@ -71,11 +82,13 @@ from fedtrees.algorithms.fedforest._payloads import (
     SketchRequest,
     TopKReply,
     TopKRequest,
-    compact,
-    compact_ints,
-    first_bins,
 )
 from fedtrees.algorithms.fedforest._reach import Reach, positions
+from fedtrees.algorithms.fedforest._scoring import (
+    averaged_gains,
+    node_weights,
+    other_candidates,
+)
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import (
     FederationInfo,
@@ -88,8 +101,6 @@ from fedtrees.stats import uniform_candidates
 from fedtrees.stats._quantile import mixtures_ragged
 from fedtrees.stats._splits import (
     Best,
-    best_avgimp,
-    best_categorical,
     best_client,
     best_numeric,
     combine,
@@ -133,8 +144,8 @@ class FedForestStrategy:
         self.splits_made = 0
         self.scores: list[ScoreReply] = []
         self.started = False
-        self.client_range: dict[int, tuple[IntArray, FloatArray, FloatArray]] = {}
-        self.layout: dict[int, tuple[IntArray, IntArray]] = {}
+        self.client_range: dict[int, ClientRange] = {}
+        self.layout: dict[int, BinLayout] = {}
         self.clients: list[str] = []
         self.index: dict[str, int] = {}  # a client's position in ``clients``
         self.asked: dict[str, IntArray] = {}
@@ -373,7 +384,7 @@ class FedForestStrategy:
         todo = self._pool_level(sketches)
         nodes = g.open[todo]
         thresholds = self._numeric_candidates(sketches, pairs, todo)
-        self.client_range = _client_ranges(sketches, g.open.shape[0], todo)
+        self.client_range = client_ranges(sketches, g.open.shape[0], todo)
         cat = self._pooled_categories(sketches, pairs)[todo]
         per_client = self._per_client(sketches, todo, "node_stats")
         counts = (
@@ -386,7 +397,15 @@ class FedForestStrategy:
             pairs[todo],
             thresholds,
             counts,
-            self._other_candidates(nodes, pairs[todo], cat, per_client),
+            other_candidates(
+                g.table.stats[nodes],
+                cat,
+                pairs[todo],
+                g.is_categorical,
+                c.criterion,
+                g.min_leaf(nodes),
+                per_client if c.split_on_client else None,
+            ),
         )
         self.phase = "evaluate"
         if not np.isfinite(thresholds).any():  # nothing numeric to evaluate
@@ -459,34 +478,15 @@ class FedForestStrategy:
         """Quantile mixture inversion (or exact midpoints) for every numeric pair."""
         g, c = self._g(), self.config
         numeric = (pairs[todo] >= 0) & ~g.is_categorical[np.maximum(pairs[todo], 0)]
-        segments = _segments(sketches, g.open.shape[0], todo)
+        pieces = segments(sketches, g.open.shape[0], todo)
         if c.candidates == "quantile":
             out = mixtures_ragged(
-                *segments, todo.shape[0] * pairs.shape[1], c.n_quantiles
+                *pieces, todo.shape[0] * pairs.shape[1], c.n_quantiles
             )
             out = out.reshape(todo.shape[0], pairs.shape[1], c.n_quantiles - 1)
         else:
-            out = exact_thresholds(*segments, todo.shape[0], pairs.shape[1])
+            out = exact_thresholds(*pieces, todo.shape[0], pairs.shape[1])
         return np.where(numeric[..., None], out, np.nan)
-
-    def _other_candidates(
-        self,
-        nodes: IntArray,
-        pairs: IntArray,
-        cat: FloatArray,
-        client_stats: FloatArray,
-    ) -> Best:
-        """Categorical Fisher groupings and client-indicator splits (pooled, exact)."""
-        g, c = self._g(), self.config
-        parent = g.table.stats[nodes]
-        min_leaf = g.min_leaf(nodes)
-        best = best_categorical(
-            parent, cat, pairs, g.is_categorical, c.criterion, min_leaf
-        )
-        if c.split_on_client:
-            per_client = client_stats.transpose(1, 0, 2)  # (n_todo, K, S)
-            best = combine(best, best_client(parent, per_client, c.criterion, min_leaf))
-        return best
 
     def _plan_evaluate(self) -> _Planned:
         g, c = self._g(), self.config
@@ -502,13 +502,11 @@ class FedForestStrategy:
             )
         assert self.pending is not None
         p = self.pending
-        present = ~np.isnan(p.thresholds)
 
         def extra(k: int, rows: IntArray, full: bool) -> dict[str, Any]:
-            sent, below = self._separating(k, rows, present)
-            self.layout[k] = (compact_ints(sent.sum(axis=-1)), compact_ints(below))
+            sent, self.layout[k] = self._separating(k, rows)
             return {
-                "thr_count": compact(sent.sum(axis=-1)),
+                "thr_count": compact(self.layout[k].count),
                 "thresholds": np.ascontiguousarray(p.thresholds[rows][sent]),
                 "mode": "avgimp" if c.gain == "avgimp" else "stats",
                 "criterion": c.criterion,
@@ -517,33 +515,18 @@ class FedForestStrategy:
 
         return EvaluateRequest, p.pairs, p.nodes, extra
 
-    def _separating(
-        self, k: int, rows: IntArray, present: np.ndarray
-    ) -> tuple[np.ndarray, IntArray]:
-        """Candidates that separate client k's rows at each pair, and those below.
+    def _separating(self, k: int, rows: IntArray) -> tuple[np.ndarray, BinLayout]:
+        """Candidates that separate client k's rows at each pair; its layout.
 
-        A candidate below the client's smallest value at a node, or at/above its
-        largest, puts all its rows on one side: it is not sent, and the client's
-        bins are shifted by the number below its range (``below``). AvgImp and
-        the uniform grid send every candidate.
+        AvgImp and the uniform grid send every candidate (:func:`._layout.
+        separating`).
         """
         p = self.pending
         assert p is not None
-        wanted = present[rows]
         known = self.client_range.get(k)
-        if known is None or self.config.gain == "avgimp":
-            return wanted, np.zeros(wanted.shape[:2], np.int64)
-        positions, low, high = known
-        at = np.searchsorted(positions, rows)
-        at = np.minimum(at, max(positions.shape[0] - 1, 0))
-        found = (positions.shape[0] > 0) & (positions[at] == rows)
-        lo = np.where(found[:, None], low[at], np.nan)[..., None]
-        hi = np.where(found[:, None], high[at], np.nan)[..., None]
-        thr = p.thresholds[rows]
-        unknown = np.isnan(lo)
-        sent = wanted & (unknown | ((thr >= lo) & (thr < hi)))
-        below = (wanted & ~unknown & (thr < lo)).sum(axis=-1)
-        return sent, below.astype(np.int64)
+        if self.config.gain == "avgimp":
+            known = None
+        return separating(p.thresholds, known, rows)
 
     def _absorb_evaluate(self, got: list[_Got]) -> None:
         g, c = self._g(), self.config
@@ -551,10 +534,13 @@ class FedForestStrategy:
         assert p is not None
         present = ~np.isnan(p.thresholds)
         if c.gain == "avgimp":
-            self._decide(self._avgimp(got, present))
+            gains = [(k, a, as_reply(r, AvgImpReply).gains) for k, a, r in got]
+            self._decide(
+                averaged_gains(gains, p.counts, p.thresholds, p.pairs, g.width)
+            )
             return
         evaluated = [(k, a, as_reply(r, EvaluateReply)) for k, a, r in got]
-        bins = _pooled_bins(evaluated, self.layout, present, g.width)
+        bins = pooled_bins(evaluated, self.layout, present, g.width)
         if c.candidates == "uniform":
             bins = bins[self._uniform_nodes(evaluated)]
         p = self.pending
@@ -569,19 +555,6 @@ class FedForestStrategy:
         )
         self._decide(numeric)
 
-    def _avgimp(self, got: list[_Got], present: np.ndarray) -> Best:
-        """AvgImp: the count-weighted average of the clients' own gains."""
-        g = self._g()
-        p = self.pending
-        assert p is not None
-        weights = p.counts / np.maximum(p.counts.sum(axis=0, keepdims=True), 1e-300)
-        average = np.zeros(p.thresholds.shape)
-        for k, asked, reply in got:
-            gains = np.zeros((asked.shape[0], *p.thresholds.shape[1:]))
-            gains[present[asked]] = as_reply(reply, AvgImpReply).gains  # all sent
-            average[asked] += weights[k, asked][:, None, None] * gains
-        return best_avgimp(average, p.thresholds, p.pairs, g.width)
-
     def _uniform_nodes(
         self, evaluated: list[tuple[int, IntArray, EvaluateReply]]
     ) -> IntArray:
@@ -594,7 +567,7 @@ class FedForestStrategy:
             pooled[asked] += e.node_stats.astype(np.float64)
         self._learn_reach(
             p.nodes,
-            [(k, a, _weights_of(e.node_stats, c.task)) for k, a, e in evaluated],
+            [(k, a, node_weights(e.node_stats, c.task)) for k, a, e in evaluated],
         )
         g.set_stats(p.nodes, pooled)
         keep = np.flatnonzero(g.splittable(p.nodes))
@@ -701,15 +674,13 @@ class FedForestStrategy:
         if self.phase != "evaluate":
             return
         p = self._pending()
-        present = ~np.isnan(p.thresholds)
         reach = self._rows_for(p.nodes)
         evaluated = []
         for k, asked, reply in got:
             folded = as_reply(reply, SketchEvaluateReply)
             rows = reach[k]
-            sent, below = self._separating(k, rows, present)
-            count = sent.sum(axis=-1)
-            self.layout[k] = (compact_ints(count), compact_ints(below))
+            _, self.layout[k] = self._separating(k, rows)
+            count = self.layout[k].count
             own, _ = own_candidates(
                 folded.n_points,
                 folded.points,
@@ -724,7 +695,7 @@ class FedForestStrategy:
                     "derived from its own sketch differ from the server's; a "
                     "folded level must have one client per node."
                 )
-            index, stats = _rebase_bins(folded, own, at, count)
+            index, stats = rebase_bins(folded, own, at, count)
             empty = np.zeros((0, self._g().width), np.uint8)
             evaluated.append(_Got(k, rows, EvaluateReply(index, stats, empty)))
         self._absorb_evaluate(evaluated)
@@ -740,13 +711,6 @@ class _Got(NamedTuple):
     client: int
     asked: IntArray
     reply: Payload
-
-
-def _weights_of(stats: np.ndarray, task: str) -> FloatArray:
-    """Node weights from node statistics: Σ class counts, or the moment w."""
-    values = np.asarray(stats, dtype=np.float64)
-    out: FloatArray = values[:, 0] if task == "regression" else values.sum(axis=1)
-    return out
 
 
 def _fixed(**values: Any) -> Callable[[int, IntArray, bool], dict[str, Any]]:
@@ -769,126 +733,3 @@ _Planned = tuple[
 ]
 """A phase's request: its class, pairs, nodes (None: the open level), and the
 extra fields for a client asked about the given positions."""
-
-
-def _segments(
-    sketches: list[tuple[int, IntArray, SketchReply]], n_open: int, todo: IntArray
-) -> tuple[IntArray, IntArray, IntArray, FloatArray, FloatArray]:
-    """Return the clients' sketches of the ``todo`` nodes as ragged segments.
-
-    Returns, per segment (one client's points of one pair) sorted by pair and
-    then client: the pair (row-major over ``todo`` x F'), the start and length in
-    the concatenated ``points``, and the client's node weight; then ``points``.
-    """
-    position = np.full(n_open, -1)
-    position[todo] = np.arange(todo.shape[0])
-    pair, start, length, weight, parts = [], [], [], [], []
-    offset = 0
-    for _, asked, s in sketches:
-        n_points = s.n_points.astype(np.int64)
-        fp = n_points.shape[1]
-        flat = n_points.ravel()
-        starts = (np.cumsum(flat) - flat).reshape(n_points.shape)
-        at = position[asked]
-        rows, cols = np.nonzero((n_points > 0) & (at >= 0)[:, None])
-        pair.append(at[rows] * fp + cols)
-        start.append(starts[rows, cols] + offset)
-        length.append(n_points[rows, cols])
-        weight.append(s.counts.astype(np.float64)[rows])
-        parts.append(s.points)
-        offset += s.points.shape[0]
-    order = np.argsort(np.concatenate(pair), kind="stable")
-    points = np.concatenate(parts) if parts else np.zeros(0)
-    return (
-        np.concatenate(pair)[order],
-        np.concatenate(start)[order],
-        np.concatenate(length)[order],
-        np.concatenate(weight)[order],
-        points.astype(np.float64),
-    )
-
-
-def _client_ranges(
-    sketches: list[tuple[int, IntArray, SketchReply]], n_open: int, todo: IntArray
-) -> dict[int, tuple[IntArray, FloatArray, FloatArray]]:
-    """Each client's smallest and largest value per (todo node, feature).
-
-    A sketch's first point is the minimum and its last the maximum of the
-    client's rows there (type-1 quantiles at levels 0 and 1). Returned per
-    client: its todo positions (sorted), then (n, F') minima and maxima (NaN
-    where it sent no points).
-    """
-    position = np.full(n_open, -1)
-    position[todo] = np.arange(todo.shape[0])
-    out = {}
-    for k, asked, s in sketches:
-        n_points = s.n_points.astype(np.int64)
-        at = position[asked]
-        keep = at >= 0
-        flat = n_points.ravel()
-        first = np.minimum(np.cumsum(flat) - flat, max(s.points.shape[0] - 1, 0))
-        last = np.maximum(np.cumsum(flat) - 1, 0)
-        values = s.points if s.points.size else np.full(1, np.nan)
-        low = np.where(flat > 0, values[first], np.nan).reshape(n_points.shape)
-        high = np.where(flat > 0, values[last], np.nan).reshape(n_points.shape)
-        out[k] = (at[keep], low[keep], high[keep])
-    return out
-
-
-def _pooled_bins(
-    evaluated: list[tuple[int, IntArray, EvaluateReply]],
-    layout: Mapping[int, tuple[IntArray, IntArray]],
-    present: np.ndarray,
-    width: int,
-) -> FloatArray:
-    """Sum the clients' sparse bins; return them padded ``(n, F', cand + 1, S)``.
-
-    A client's ``bin_index`` counts bins over the pairs it was asked about
-    (``asked`` rows x F', row-major, its candidates + 1 bins each); it is mapped
-    to the level's layout, shifted by the candidates left out below the
-    client's range, before the sum.
-    """
-    n_open, fp, n_cand = present.shape
-    in_layout = np.zeros((n_open, fp, n_cand + 1), dtype=bool)
-    in_layout[..., 1:] = present
-    in_layout[..., 0] = True
-    bins_per_pair = in_layout.sum(axis=-1)
-    first = np.cumsum(bins_per_pair.ravel()) - bins_per_pair.ravel()
-    pooled = np.zeros((int(in_layout.sum()), width))
-    for k, asked, e in evaluated:
-        count, below = layout[k]
-        index = e.bin_index.astype(np.int64)
-        local_first = first_bins(count)
-        pair = np.searchsorted(local_first, index, side="right") - 1
-        rows = asked[pair // fp] * fp + pair % fp
-        shift = below.astype(np.int64).ravel()[pair] - local_first[pair]
-        pooled[first[rows] + index + shift] += e.bin_stats.astype(np.float64)
-    out = np.zeros((n_open, fp, n_cand + 1, width))
-    out[in_layout] = pooled
-    return out
-
-
-def _rebase_bins(
-    reply: SketchEvaluateReply, own: IntArray, at: IntArray, count: IntArray
-) -> tuple[IntArray, np.ndarray]:
-    """Move folded bins from the client's own layout to the evaluation's.
-
-    ``own`` counts the candidates of every (asked node, feature) pair, ``count``
-    those of every (evaluated node, feature) pair, and evaluated node i is asked
-    node ``at[i]`` (with ``own[at] == count``). Bins of nodes not evaluated are
-    dropped; a bin keeps its offset inside its pair. When every asked node is
-    evaluated (the usual case) the layouts are the same and nothing moves.
-    """
-    fp = own.shape[1]
-    index = reply.bin_index.astype(np.int64)
-    if at.shape[0] == own.shape[0]:  # sorted and distinct: at == arange
-        return index, reply.bin_stats
-    own_first = first_bins(own)
-    pair = np.searchsorted(own_first, index, side="right") - 1
-    row_of = np.full(own.shape[0], -1, dtype=np.int64)
-    row_of[at] = np.arange(at.shape[0])
-    row = row_of[pair // fp]
-    keep = row >= 0
-    target = row[keep] * fp + pair[keep] % fp
-    moved = first_bins(count)[target] + index[keep] - own_first[pair[keep]]
-    return moved.astype(np.int64), reply.bin_stats[keep]
