@@ -7,7 +7,7 @@ scikit-learn's midpoints of the pooled distinct values
 that client's sketch, so the client can compute the candidates the server would
 send it: :func:`own_candidates`, used by the client of a folded level, by the
 check of its reply and by the server that maps its bins back
-(:mod:`fedtrees.algorithms.fedforest._strategy`, **Decision**: one round per
+(:mod:`fedtrees.algorithms.fedforest._fold`, **Decision**: one round per
 level where every node has one client).
 
 Both sides run the same per-problem code on the same numbers, so the result is
@@ -66,7 +66,7 @@ def own_candidates(
     the ragged ``points``, the node weights ``counts``): the mixture of its one
     sketch inverted (or its midpoints), then only those inside its own range
     [min, max) at the pair — a candidate outside puts all its rows on one side,
-    so the server does not send it (``_separating`` in the strategy).
+    so the server does not send it (:func:`._layout.separating`).
 
     Returns
     -------

@@ -61,13 +61,9 @@ class ForestConfig:
     seed: int
     target: Literal["label", "client"] = "label"
     holdout: float = 0.0
-
-    @property
-    def rounds_per_level(self) -> int:
-        """Round trips per depth level (AvgImp top-k adds a shortlist round)."""
-        if self.candidates == "uniform":
-            return 1
-        return 3 if (self.gain == "avgimp" and self.top_k) else 2
+    fold: bool = True
+    """Internal: one round for a level whose every node has one client (the
+    strategy's **Decision**, :mod:`._fold`); tests switch it off to compare."""
 
 
 def make_config(

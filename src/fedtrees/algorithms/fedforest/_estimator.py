@@ -135,7 +135,7 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
     every node may hold rows of one client only takes one round, the client
     deriving the server's candidates from its own sketch — so ``fit`` without
     ``groups`` (one client) takes 1 + depth rounds, and grows the same forest
-    (:mod:`fedtrees.algorithms.fedforest._strategy`).
+    (:mod:`fedtrees.algorithms.fedforest._fold`).
 
     Examples
     --------

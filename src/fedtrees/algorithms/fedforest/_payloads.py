@@ -368,7 +368,7 @@ class SketchEvaluateRequest(SketchRequest):
     """Sketch, then evaluate the candidates the server would send: one round.
 
     Sent where every asked node may hold rows of this client only
-    (**Decision**, :mod:`._strategy`): the pooled sketch of each node is then
+    (**Decision**, :mod:`._fold`): the pooled sketch of each node is then
     the client's own, so the client derives the server's candidates itself
     (:func:`._candidates.own_candidates`) and returns their bins with the
     sketch. The fields are those of :class:`SketchRequest`.
