@@ -58,7 +58,7 @@ class RequestBuilder:
         """
         g = state.growth
         nodes = g.open if ask.nodes is None else ask.nodes
-        shared = g.request_fields()  # advances the forest version: once a round
+        shared = state.deltas.delta_fields()  # the next version: once a round
         rows = state.rows_for(nodes)
         active = [rows[state.index[c]] for c in state.active]
         folded = ask.fold if ask.fold and self.fold.folds(ask, active) else None
@@ -74,7 +74,7 @@ class RequestBuilder:
                 return made[key]
             fields, kept = ask.fields(k, r, full)
             payload: Payload = request(
-                **(g.full_fields(client) if full else shared),
+                **(state.deltas.full_fields(client) if full else shared),
                 open_nodes=compact_ints(nodes[r]),
                 pair_feature=compact_ints(ask.pairs[r]),
                 **fields,

@@ -22,6 +22,7 @@ import numpy as np
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.algorithms.fedforest._consistency import NodeTotals
+from fedtrees.algorithms.fedforest._forest import ForestDeltas
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._layout import ClientRange
 from fedtrees.algorithms.fedforest._payloads import ScoreReply
@@ -71,6 +72,8 @@ class LevelState:
     """A client's position in ``clients``."""
     active: list[str]
     reach: Reach
+    deltas: ForestDeltas
+    """What the clients have been told of the forest (each request's delta)."""
     totals: NodeTotals = field(default_factory=NodeTotals)
     asked: dict[str, IntArray] = field(default_factory=dict)
     """Per client, the positions of the round's nodes it was asked about."""
@@ -96,6 +99,7 @@ class LevelState:
             index={c: k for k, c in enumerate(clients)},
             active=list(clients),
             reach=growth.root_reach(),
+            deltas=ForestDeltas(growth),
         )
 
     def need_pending(self) -> Pending:
