@@ -186,7 +186,7 @@ def test_encode_broadcast_equals_encoding_each_client() -> None:
 
 
 def test_a_client_with_another_version_asks_for_a_resync() -> None:
-    from fedtrees.algorithms.fedforest import _client
+    from fedtrees.algorithms.fedforest import _client, _handlers
 
     X, y, groups = _data()
     fed = Federation.from_groups(X, y, groups)
@@ -203,7 +203,7 @@ def test_a_client_with_another_version_asks_for_a_resync() -> None:
     ]
     data = fed.transport._clients["a"]  # type: ignore[attr-defined]
     fresh = ClientState()
-    assert isinstance(_client.sketch(requests[0], data, fresh), Resync)
+    assert isinstance(_handlers.sketch(requests[0], data, fresh), Resync)
     # a digest that does not follow from the batch is refused the same way
     first = next(
         decode(m.data).payload
@@ -211,7 +211,7 @@ def test_a_client_with_another_version_asks_for_a_resync() -> None:
         if m.direction == "down" and m.client == "a" and m.round == 1
     )
     state = ClientState()
-    assert not isinstance(_client.sketch(first, data, state), Resync)
+    assert not isinstance(_handlers.sketch(first, data, state), Resync)
     kept = state.get(_client.STATE_KEY, ForestState)
     assert kept is not None
     assert kept.digest == first.digest  # type: ignore[union-attr]
@@ -221,9 +221,26 @@ def test_a_client_with_another_version_asks_for_a_resync() -> None:
 
 def test_non_finite_candidates_are_refused_by_field() -> None:
     """The compiled bin search relies on this: checked first."""
-    from fedtrees.algorithms.fedforest import _client
+    from fedtrees.algorithms.fedforest import _answers
     from fedtrees.exceptions import ValidationError
 
-    _client._check_finite(np.array([1.0, 2.0, 0.5, 3.0]))
+    _answers.check_finite(np.array([1.0, 2.0, 0.5, 3.0]))
     with pytest.raises(ValidationError, match="thresholds"):
-        _client._check_finite(np.array([1.0, np.nan, 0.5, 3.0]))
+        _answers.check_finite(np.array([1.0, np.nan, 0.5, 3.0]))
+
+
+def test_every_request_kind_has_its_handler_registered() -> None:
+    """Registration is explicit: the package's HANDLERS, one per request kind,
+    are the handlers the client dispatches to."""
+    from fedtrees.algorithms.fedforest import HANDLERS, _payloads
+    from fedtrees.federation._client import _HANDLERS
+
+    requests = {
+        cls.kind
+        for cls in vars(_payloads).values()
+        if isinstance(cls, type)
+        and issubclass(cls, _payloads.LevelFields)
+        and cls is not _payloads.LevelFields
+    }
+    assert set(HANDLERS) == requests
+    assert all(_HANDLERS[kind] is answer for kind, answer in HANDLERS.items())
