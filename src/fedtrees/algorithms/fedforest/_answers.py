@@ -53,6 +53,7 @@ def request_nodes(request: LevelFields) -> tuple[IntArray, IntArray]:
 def node_stats(
     fit: ClientFit, request: LevelFields, open_nodes: IntArray
 ) -> tuple[FloatArray, IntArray]:
+    """Return each open node's statistics ``(n, S)`` and its present rows."""
     return fit.rows.node_statistics(
         open_nodes,
         fit.weight,
@@ -64,6 +65,7 @@ def node_stats(
 
 
 def node_weights(stats: FloatArray, request: LevelFields) -> FloatArray:
+    """Return each node's weight: its class counts' sum, or the moment Σw."""
     out: FloatArray = stats[:, 0] if request.task == "regression" else stats.sum(axis=1)
     return out
 

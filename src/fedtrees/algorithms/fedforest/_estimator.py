@@ -91,7 +91,8 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
     criterion : {"gini", "entropy"}, default "gini"
     candidates : {"quantile", "exact", "uniform"}, default "quantile"
         Quantile sketches (the paper), scikit-learn's exact midpoints (reference
-        mode: sends distinct values), or uniform bins (Federated Histogram).
+        mode: sends distinct values), or uniform bins (Federated Histogram; not
+        with ``gain="avgimp"``).
     n_quantiles : int, default 32
         q: sketch size and candidate count per feature.
     gain : {"exact", "avgimp", "auto"}, default "exact"

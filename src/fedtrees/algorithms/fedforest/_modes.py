@@ -14,6 +14,15 @@ the phase that starts every level, and its steps.
 The gain rule (``gain=``) varies the quantile and exact modes: AvgImp evaluates
 with the clients' own gains, and with ``top_k`` a shortlist round starts each
 level. :func:`candidate_mode` picks the mode of a configuration.
+
+A new mode is one more class that satisfies the protocol, named in
+:data:`MODES` (and in ``ForestConfig.candidates``): its setup phases and the
+phase that starts every level, a step per phase (its ``ask`` builds no state;
+what it needs back from a client's request its fields function returns, and
+the request builder records it in ``LevelState.layouts``), ``reset`` for what
+it caches during a level, and ``expected_rounds``. The strategy does not
+change: it only runs the steps, addresses their requests and applies the
+dropout policy.
 """
 
 from __future__ import annotations
@@ -80,7 +89,7 @@ class SketchMode:
         return self._steps
 
     def reset(self) -> None:
-        """Forget the level's shortlist."""
+        """Forget the level's shortlist: it holds the dropped client's choices."""
         self.shortlist = None
 
     def expected_rounds(self, n_clients: int) -> int:

@@ -35,7 +35,12 @@ import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._candidates import own_candidates
-from fedtrees.algorithms.fedforest._layout import pair_totals
+from fedtrees.algorithms.fedforest._layout import (
+    check_bin_index,
+    check_pair_sums,
+    check_ragged_points,
+    pair_totals,
+)
 from fedtrees.exceptions import FedTreesError
 from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
 from fedtrees.federation._checks import (
@@ -62,7 +67,6 @@ __all__ = [
     "SketchRequest",
     "TopKReply",
     "TopKRequest",
-    "rises_within",
 ]
 
 SCORE_BINS: Final = 100
@@ -204,7 +208,7 @@ class SketchRequest(LevelFields):
 
     def _check_sketch(self, reply: Any) -> None:
         """Ragged points; node weights matching the statistics."""
-        _check_ragged_points(reply)
+        check_ragged_points(reply)
         self._check_node_counts(reply.counts, reply.node_stats)
         if reply.cat_stats.size and self.task != "regression":
             # A categorical pair's categories hold at most the rows of its node.
@@ -213,27 +217,6 @@ class SketchRequest(LevelFields):
             check_at_most(
                 "cat_stats", per_pair, np.asarray(top), "a pair's categories hold"
             )
-
-
-def rises_within(values: np.ndarray, starts: np.ndarray) -> bool:
-    """Whether a ragged array never falls inside a block (blocks at ``starts``)."""
-    falls = np.diff(values) < 0
-    cuts = np.asarray(starts, dtype=np.int64)
-    falls[cuts[(cuts > 0) & (cuts < values.shape[0])] - 1] = False
-    return not bool(np.any(falls))
-
-
-def _check_ragged_points(reply: Any) -> None:
-    """Points must match ``n_points`` in number and rise within each pair."""
-    n_points = np.asarray(reply.n_points, dtype=np.int64).ravel()
-    points = reply.points
-    if int(n_points.sum()) != points.shape[0]:
-        raise InvalidField(
-            "points",
-            f"holds {points.shape[0]} values; n_points sums to {int(n_points.sum())}",
-        )
-    if not rises_within(points, np.cumsum(n_points) - n_points):
-        raise InvalidField("points", "must be non-decreasing within each pair")
 
 
 @payload("fedforest.evaluate_reply")
@@ -302,51 +285,9 @@ class EvaluateRequest(LevelFields):
 
     def _check_bins(self, reply: Any) -> None:
         """Each numeric pair's bins add up to its node's totals (the same for all)."""
-        _check_bin_index(reply)
+        check_bin_index(reply)
         node = reply.node_stats if self.with_stats else None
-        _check_pair_sums(self.pair_totals(reply), node, self.task == "regression")
-
-
-def _check_pair_sums(
-    totals: FloatArray, node_stats: np.ndarray | None, regression: bool
-) -> None:
-    """Every used pair's bins sum to its node's statistics (or to each other).
-
-    Categorical and unused pairs have one empty bin: pairs whose bins are all
-    zero are not compared. Without ``node_stats`` a node's pairs are compared
-    with its first used pair.
-    """
-    if regression:
-        check_moments("bin_stats", totals)
-    used = np.any(totals != 0, axis=2)  # (n_open, F')
-    first = np.argmax(used, axis=1)
-    if node_stats is None:
-        want = totals[np.arange(totals.shape[0]), first]
-    else:
-        want = np.asarray(node_stats, dtype=np.float64)
-    want = np.broadcast_to(want[:, None, :], totals.shape)
-    check_same_stats(
-        "bin_stats",
-        np.where(used[..., None], totals, want),
-        want,
-        "a pair's bins sum (vs the node's other pairs)"
-        if node_stats is None
-        else "a pair's bins sum (vs the node's statistics)",
-        regression,
-    )
-
-
-def _check_bin_index(reply: Any, n_bins: int | None = None) -> None:
-    """Bins strictly increasing, one statistic each, inside ``n_bins`` if given."""
-    index = reply.bin_index
-    if reply.bin_stats.shape[0] != index.shape[0]:
-        raise InvalidField("bin_stats", "needs one row per bin_index entry")
-    if np.any(np.diff(index.astype(np.int64)) <= 0):
-        raise InvalidField("bin_index", "must be strictly increasing")
-    if n_bins is not None and index.size and int(index[-1]) >= n_bins:
-        raise InvalidField(
-            "bin_index", f"holds bin {int(index[-1])}; the layout has {n_bins} bins"
-        )
+        check_pair_sums(self.pair_totals(reply), node, self.task == "regression")
 
 
 # -- a level whose every node has one client: sketch and evaluate in one round ---
@@ -406,9 +347,9 @@ class SketchEvaluateRequest(SketchRequest):
         """Check the sketch, then bins inside the own layout that sum to the nodes."""
         self._check_sketch(reply)
         count, _ = self.own_layout(reply)
-        _check_bin_index(reply, int(count.sum()) + int(count.size))
+        check_bin_index(reply, int(count.sum()) + int(count.size))
         totals = pair_totals(count, reply, self.width)
-        _check_pair_sums(totals, reply.node_stats, self.task == "regression")
+        check_pair_sums(totals, reply.node_stats, self.task == "regression")
 
 
 @payload("fedforest.ranges_reply")

@@ -1,6 +1,7 @@
 """What the FedForest server knows during a fit: one state, built when the fit starts.
 
-:class:`LevelState` holds the forest being grown (:class:`._growth.ForestGrowth`),
+:class:`LevelState` holds the forest being grown (:class:`._growth.ForestGrowth`)
+and what the clients have been told of it (:class:`._forest.ForestDeltas`),
 where each client may have rows (:class:`._reach.Reach`), the clients' node
 totals for the cross-round checks (:class:`._consistency.NodeTotals`), the
 clients still active, what each was asked in the current round and the bins'

@@ -152,7 +152,11 @@ class CandidateMode(Protocol):
         ...
 
     def reset(self) -> None:
-        """Forget what the current level cached (a dropout starts it again)."""
+        """Forget what the level cached: a client dropped out during it.
+
+        Called on every dropout in a level, before the level's replies are
+        pooled from the active clients (or the level starts again).
+        """
         ...
 
     def expected_rounds(self, n_clients: int) -> int:
