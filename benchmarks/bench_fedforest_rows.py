@@ -17,15 +17,20 @@ splitting run once), so other load on a shared machine does not count; run with
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from _table import print_frame
 
-from fedtrees.algorithms.fedforest import _kernels as old
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/
+from tests.algorithms import fedforest_reference as old
+
+from fedtrees.algorithms.fedforest import _kernels
 from fedtrees.algorithms.fedforest._rows import (
     ClientRows,
     padded_bins,
@@ -111,7 +116,7 @@ def level(
     n: dict[str, float] = {}
 
     def route() -> None:
-        old.route(node, w, X, 0, *table, is_cat)
+        _kernels.route(node, w, X, 0, *table, is_cat)
 
     timed(o, "route", route, repeat=1)
     stats, counts = timed(

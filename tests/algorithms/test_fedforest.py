@@ -214,7 +214,6 @@ def test_avgimp_sends_one_gain_per_candidate() -> None:
     "mode",
     [
         {"candidates": "quantile"},
-        {"candidates": "hist"},  # 5 distinct values: a complete grid of 5
         {"candidates": "uniform"},
         {"gain": "avgimp"},
     ],
@@ -254,7 +253,7 @@ def test_no_regression_message_grows_with_the_rows() -> None:
 
 @pytest.mark.parametrize(
     ("candidates", "kind"),
-    [("exact", "fedforest.sketch_reply"), ("hist", "fedforest.grid_reply")],
+    [("exact", "fedforest.sketch_reply")],
 )
 def test_distinct_values_are_sent_by_design(candidates: str, kind: str) -> None:
     # Distinct values, fewer rows than max_bins: exact mode sketches every value,
@@ -475,29 +474,3 @@ def test_avgimp_finishes_when_a_whole_level_is_pure() -> None:
 
     assert model.trees_[0].n_leaves == 2
     assert model.score(X, y) == 1.0
-
-
-def test_hist_mode_is_one_round_a_level_plus_refinements_and_as_accurate() -> None:
-    """``candidates="hist"``: a grid round, one histogram round per level, and a
-    sketch + evaluate pair only on levels where the grid is too coarse."""
-    rows = {"a": 211, "b": 223, "c": 227}
-    rng = np.random.default_rng(5)
-    n = sum(rows.values())
-    X = rng.normal(size=(n, 6))
-    y = (X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(scale=0.3, size=n) > 0).astype(int)
-    groups = np.repeat(list(rows), list(rows.values()))
-    X_test = rng.normal(size=(2000, 6))
-    y_test = (X_test[:, 0] + X_test[:, 1] * X_test[:, 2] > 0).astype(int)
-    scores = {}
-    for mode in ("quantile", "hist"):
-        model = FedForestClassifier(
-            n_estimators=20, max_depth=4, candidates=mode, random_state=0
-        ).fit(X, y, groups=groups)
-        scores[mode] = model.score(X_test, y_test)
-    kinds = model.communication_.to_frame().groupby("kind")["round"].nunique()
-    assert kinds["fedforest.grid"] == 1
-    assert kinds["fedforest.histogram"] == 4
-    refined = kinds.get("fedforest.sketch", 0)
-    assert kinds.get("fedforest.evaluate", 0) == refined
-    assert model.communication_.rounds == 1 + 1 + 4 + 2 * refined
-    assert abs(scores["hist"] - scores["quantile"]) < 0.03

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -25,13 +23,12 @@ from hypothesis import strategies as st
 from sklearn.tree import DecisionTreeClassifier
 
 from fedtrees import FedForestClassifier, FedForestRegressor
-from fedtrees.algorithms.fedforest import _strategy
 from fedtrees.algorithms.fedforest._candidates import own_candidates
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
+from fedtrees.algorithms.fedforest._layout import first_bins, rebase_bins
 from fedtrees.algorithms.fedforest._payloads import (
     SketchEvaluateReply,
     SketchEvaluateRequest,
-    first_bins,
 )
 from fedtrees.datasets import synthetic
 from fedtrees.exceptions import (
@@ -60,15 +57,15 @@ from tests.audit_helpers import estimator_fit, leveled
 FOLDED = "fedforest.sketch_evaluate"
 
 
-@contextmanager
-def unfolded() -> Iterator[None]:
-    """Switch the fold off: every level takes its sketch and evaluation rounds."""
-    keep = _strategy.FedForestStrategy._fold_where_alone
-    _strategy.FedForestStrategy._fold_where_alone = lambda self, cls, rows: cls  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        _strategy.FedForestStrategy._fold_where_alone = keep  # type: ignore[method-assign]
+Model = TypeVar("Model", FedForestClassifier, FedForestRegressor)
+
+
+def unfolded(model: Model) -> Model:
+    """Switch the fold off (``ForestConfig.fold``): every level takes its sketch
+    and evaluation rounds."""
+    config = model._config
+    model._config = lambda: dataclasses.replace(config(), fold=False)  # type: ignore[method-assign]
+    return model
 
 
 def _data(n: int = 600, regression: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -102,9 +99,8 @@ def _folded_and_not(
     """
     folded = make(**kw)
     ledger = _fit(folded, X, y, groups, **fed)
-    with unfolded():
-        reference = make(**kw)
-        two_rounds = _fit(reference, X, y, groups, **fed)
+    reference = unfolded(make(**kw))
+    two_rounds = _fit(reference, X, y, groups, **fed)
     assert folded.trees_ == reference.trees_  # the Tree equality compares arrays
     return folded, ledger, two_rounds
 
@@ -161,8 +157,8 @@ def test_fit_without_groups_folds_and_predicts_as_before() -> None:
     with pytest.warns(CentralizedFitWarning):
         model = FedForestClassifier(**kw).fit(X, y)
     assert model.communication_.rounds == 1 + 3
-    with unfolded(), pytest.warns(CentralizedFitWarning):
-        reference = FedForestClassifier(**kw).fit(X, y)
+    with pytest.warns(CentralizedFitWarning):
+        reference = unfolded(FedForestClassifier(**kw)).fit(X, y)
     np.testing.assert_array_equal(model.predict_proba(X), reference.predict_proba(X))
 
 
@@ -224,19 +220,6 @@ def test_one_client_per_tree_folds_every_level() -> None:
     assert set(_kinds(ledger)) == {FOLDED}
 
 
-def test_hist_refinements_fold_for_one_client() -> None:
-    X, y = _data(2000)
-    kw = {"n_estimators": 4, "max_depth": 6, "candidates": "hist", "random_state": 1}
-    kw["n_quantiles"] = 64
-    _, ledger, two_rounds = _folded_and_not(FedForestClassifier, kw, X, y)
-    kinds = _kinds(ledger)
-    refined = kinds.get(FOLDED, 0)
-    assert refined >= 1  # 64 quantiles: some grid bins are too coarse
-    assert kinds["fedforest.histogram"] == 6
-    assert ledger.rounds == 1 + 1 + 6 + refined
-    assert two_rounds.rounds == 1 + 1 + 6 + 2 * refined
-
-
 @pytest.mark.parametrize(("drop_at", "min_split"), [(3, 2), (4, 120)])
 def test_a_dropout_that_leaves_one_client_folds_the_levels_after_it(
     drop_at: int, min_split: int
@@ -285,7 +268,7 @@ def test_folded_bins_move_to_the_evaluated_nodes_only() -> None:
         bin_index=index,
         bin_stats=dense[index],
     )
-    moved, stats = _strategy._rebase_bins(reply, own, at, own[at])
+    moved, stats = rebase_bins(reply, own, at, own[at])
     blocks = np.split(dense, np.cumsum(bins)[:-1])  # one block per pair
     want = np.concatenate([blocks[r * 3 + f] for r in at for f in range(3)])
     got = np.zeros_like(want)
@@ -403,7 +386,7 @@ def test_a_folded_reply_is_checked_against_its_own_sketch(
     n_clients=st.integers(1, 4),
     depth=st.integers(1, 6),
     regression=st.booleans(),
-    candidates=st.sampled_from(["quantile", "exact", "hist"]),
+    candidates=st.sampled_from(["quantile", "exact"]),
     fraction=st.sampled_from([1.0, 0.3]),
 )
 def test_folded_and_unfolded_fits_grow_the_same_forest(
@@ -450,9 +433,9 @@ def test_children_of_client_splits_are_asked_of_their_side_only() -> None:
     model = FedForestRegressor(random_state=0, **kw)
     ledger = _fit(model, data.X, data.y, data.groups)
     blind = (np.zeros(0, np.int64), np.zeros((0, 0), bool))
-    with unfolded(), pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ForestGrowth, "client_sides", lambda self, n, p: blind)
-        reference = FedForestRegressor(random_state=0, **kw)
+        reference = unfolded(FedForestRegressor(random_state=0, **kw))
         before = _fit(reference, data.X, data.y, data.groups)
     assert model.trees_ == reference.trees_
     assert any(NodeKind.CLIENT in t.kind for t in model.trees_)

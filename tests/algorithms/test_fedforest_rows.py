@@ -8,13 +8,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fedtrees.algorithms.fedforest import _kernels as old
+from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, route
 from fedtrees.algorithms.fedforest._rows import (
     ClientRows,
     padded_bins,
     ragged_thresholds,
 )
 from fedtrees.exceptions import ValidationError
+from tests.algorithms import fedforest_reference as old
 
 N_TREES, N_FEATURES, FP, N_CAND, N_CAT, N_CLASSES, CODE = 5, 5, 3, 6, 4, 3, 1
 IS_CAT = np.array([False, False, True, False, False])
@@ -56,7 +57,7 @@ class Forest:
             if rng.random() < 0.2:
                 continue  # a leaf: its rows drop out for good
             if not self.client_split and rng.random() < 0.2:
-                f, codes, self.client_split = old.SPLIT_CLIENT, [0, CODE], True
+                f, codes, self.client_split = SPLIT_CLIENT, [0, CODE], True
             else:
                 f = int(rng.integers(N_FEATURES))
                 codes = list(rng.choice(N_CAT, 2, replace=False)) if IS_CAT[f] else []
@@ -225,7 +226,7 @@ def test_rows_kernels_are_bit_identical(
         forest.grow(rng, d["X"])
         table = forest.table()
         feature, _, left, right, _, _ = table
-        old.route(node, d["weight"], d["X"], CODE, *table, IS_CAT)
+        route(node, d["weight"], d["X"], CODE, *table, IS_CAT)
         pending = rows.pending(feature, left, right)
         rows.split(d["X"], IS_CAT, CODE, pending, *table)
     assert forest.client_split or seed != 0
@@ -247,7 +248,7 @@ def test_split_catches_up_over_several_levels() -> None:
     at_once = ClientRows.build(d["weight"])
     pending = at_once.pending(feature, left, right)
     at_once.split(d["X"], IS_CAT, CODE, pending, *table)
-    old.route(node, d["weight"], d["X"], CODE, *table, IS_CAT)
+    route(node, d["weight"], d["X"], CODE, *table, IS_CAT)
     for rows in (stepwise, at_once):
         _check_segments(rows, node, d["weight"], forest)
     with pytest.raises(ValidationError, match="do not extend"):

@@ -52,11 +52,7 @@ def _fit(
         strategy, task=task, ledger=ledger
     )
     model.fit_federation(fed)
-    # candidates="hist": a column of at most max_bins distinct values sends them all
-    grid = {"fedforest.grid_reply": ["points"]}
-    assert find_client_values(ledger, fed, per_row=grid).messages == len(
-        ledger.captured
-    )
+    assert find_client_values(ledger, fed).messages == len(ledger.captured)
     return list(model.trees_), ledger
 
 
@@ -190,7 +186,7 @@ def test_encode_broadcast_equals_encoding_each_client() -> None:
 
 
 def test_a_client_with_another_version_asks_for_a_resync() -> None:
-    from fedtrees.algorithms.fedforest import _client
+    from fedtrees.algorithms.fedforest import _client, _handlers
 
     X, y, groups = _data()
     fed = Federation.from_groups(X, y, groups)
@@ -207,7 +203,7 @@ def test_a_client_with_another_version_asks_for_a_resync() -> None:
     ]
     data = fed.transport._clients["a"]  # type: ignore[attr-defined]
     fresh = ClientState()
-    assert isinstance(_client.sketch(requests[0], data, fresh), Resync)
+    assert isinstance(_handlers.sketch(requests[0], data, fresh), Resync)
     # a digest that does not follow from the batch is refused the same way
     first = next(
         decode(m.data).payload
@@ -215,7 +211,7 @@ def test_a_client_with_another_version_asks_for_a_resync() -> None:
         if m.direction == "down" and m.client == "a" and m.round == 1
     )
     state = ClientState()
-    assert not isinstance(_client.sketch(first, data, state), Resync)
+    assert not isinstance(_handlers.sketch(first, data, state), Resync)
     kept = state.get(_client.STATE_KEY, ForestState)
     assert kept is not None
     assert kept.digest == first.digest  # type: ignore[union-attr]
@@ -223,117 +219,28 @@ def test_a_client_with_another_version_asks_for_a_resync() -> None:
     assert chain(kept.digest, batch) == requests[1].digest or batch.size == 0  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("regression", [False, True])
-def test_hist_mode_survives_lost_state_and_sends_the_grid_once(
-    regression: bool,
-) -> None:
-    make = FedForestRegressor if regression else FedForestClassifier
-    params = {
-        "n_estimators": 4,
-        "max_depth": 4,
-        "n_quantiles": 8,
-        "candidates": "hist",
-        "random_state": 2,
-    }
-    reference, clean = _fit(make(**params), regression=regression)
-    faults = (Fault("b", "forget", round=3), Fault("c", "forget", round=5))
-    trees, ledger = _fit(make(**params), faults, regression)
-    assert trees == reference
-    resent = _resyncs(ledger)
-    assert {(3, "b"), (5, "c")} <= resent  # a client that lost its grid in a
-    assert all(  # refinement round asks again at the next histogram round
-        (client, r) in {("b", 3), ("c", 5)} or (client == "c" and r > 5)
-        for r, client in resent
-    )
-    grids = [
-        (m.round, m.client)
-        for m in clean.captured
-        if m.direction == "down"
-        and m.kind == "fedforest.histogram"
-        and decode(m.data).payload.grid_edge_ptr.size  # type: ignore[union-attr]
-    ]
-    assert sorted(grids) == [(2, c) for c in sorted(ROWS)]  # once, after round 1
-
-
-def test_sparse_client_histograms_equal_the_dense_kernel() -> None:
-    """The histogram handler's sparse sums are the dense kernel's non-zero rows."""
-    from fedtrees.algorithms.fedforest import _client, _hist, _hist_client
-    from fedtrees.algorithms.fedforest._payloads import GridState
-
-    X, y, groups = _data()
-    fed = Federation.from_groups(X, y, groups)
-    ledger = Ledger(keep_messages=True)
-    model = FedForestClassifier(
-        n_estimators=3, max_depth=4, candidates="hist", random_state=0
-    )
-    model._run = lambda federation, strategy, callbacks=(): federation.run(  # type: ignore[method-assign]
-        strategy, task="classification", ledger=ledger
-    )
-    model.fit_federation(fed)
-    state = fed.transport._states["a"]  # type: ignore[attr-defined]
-    fit = state.memo[_client.STATE_KEY]
-    forest = state.get(_client.STATE_KEY, ForestState)
-    kept = state.get(_hist_client.GRID_KEY, GridState)
-    grid = _hist.Grid(kept.edges, kept.edge_ptr, kept.atomic, kept.bin_ptr)  # type: ignore[union-attr]
-    codes = _hist.grid_codes(fit.X, grid)
-    checked = 0
-    for message in ledger.captured:
-        if message.direction != "down" or message.client != "a":
-            continue
-        request = decode(message.data).payload
-        if message.kind != "fedforest.histogram":
-            continue
-        nodes, pairs = _client._request_nodes(request)  # type: ignore[arg-type]
-        index, values, n_bins = _hist_client._sparse_histograms(
-            fit,
-            nodes,
-            pairs,
-            forest.node_tree,
-            codes,
-            grid,
-            request,  # type: ignore[arg-type, union-attr]
-        )
-        dense, ptr = _hist.client_histograms(
-            fit.rows.perm,
-            fit.rows.start,
-            fit.rows.stop,
-            nodes,
-            forest.node_tree,  # type: ignore[union-attr]
-            pairs,
-            codes,
-            fit.weight,
-            fit.codes,
-            fit.targets,
-            request.width,  # type: ignore[union-attr]
-            grid,
-        )
-        assert n_bins == ptr[-1]
-        assert np.array_equal(index, np.flatnonzero(np.any(dense != 0, axis=1)))
-        assert np.array_equal(values, dense[index])
-        checked += 1
-    assert checked == 4
-
-
-def test_non_finite_candidates_and_a_broken_grid_are_refused_by_field() -> None:
-    """The compiled bin search and uint8 codes rely on these: checked first."""
-    from types import SimpleNamespace
-
-    from fedtrees.algorithms.fedforest import _client, _hist_client
+def test_non_finite_candidates_are_refused_by_field() -> None:
+    """The compiled bin search relies on this: checked first."""
+    from fedtrees.algorithms.fedforest import _answers
     from fedtrees.exceptions import ValidationError
 
-    _client._check_finite(np.array([1.0, 2.0, 0.5, 3.0]))
+    _answers.check_finite(np.array([1.0, 2.0, 0.5, 3.0]))
     with pytest.raises(ValidationError, match="thresholds"):
-        _client._check_finite(np.array([1.0, np.nan, 0.5, 3.0]))
+        _answers.check_finite(np.array([1.0, np.nan, 0.5, 3.0]))
 
-    def grid(edges: list[float], bins: int) -> SimpleNamespace:
-        return SimpleNamespace(
-            grid_edges=np.array(edges),
-            grid_edge_ptr=np.array([0, len(edges)]),
-            grid_bin_ptr=np.array([0, bins]),
-            grid_atomic=np.zeros(bins, bool),
-        )
 
-    _hist_client._check_grid(grid([1.0, 2.0], 3))  # type: ignore[arg-type]
-    for bad in (grid([np.inf, 1.0], 3), grid([1.0, 2.0], 5), grid([0.0] * 300, 301)):
-        with pytest.raises(ValidationError, match="grid_"):
-            _hist_client._check_grid(bad)  # type: ignore[arg-type]
+def test_every_request_kind_has_its_handler_registered() -> None:
+    """Registration is explicit: the package's HANDLERS, one per request kind,
+    are the handlers the client dispatches to."""
+    from fedtrees.algorithms.fedforest import HANDLERS, _payloads
+    from fedtrees.federation._client import _HANDLERS
+
+    requests = {
+        cls.kind
+        for cls in vars(_payloads).values()
+        if isinstance(cls, type)
+        and issubclass(cls, _payloads.LevelFields)
+        and cls is not _payloads.LevelFields
+    }
+    assert set(HANDLERS) == requests
+    assert all(_HANDLERS[kind] is answer for kind, answer in HANDLERS.items())

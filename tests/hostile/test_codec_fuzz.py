@@ -151,7 +151,6 @@ METHODS: dict[str, Callable[[], tuple[Federation, Ledger]]] = {
     "fedforest-alone": _fit(  # one client: sketch and evaluate folded, a resync
         _forest(), Y_CLASS, (Fault("a", "forget", round=2),), np.full(N_ROWS, "a")
     ),
-    "fedforest-hist": _fit(_forest(candidates="hist"), Y_CLASS, FORGET),
     "fedforest-avgimp": _fit(_forest(gain="avgimp", top_k=2), Y_CLASS),
     "fedforest-holdout": _holdout,
     "fedforest-regressor": _fit(

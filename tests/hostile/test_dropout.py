@@ -29,7 +29,6 @@ DEPTH = 3
 MODES: dict[str, dict[str, Any]] = {
     "quantile": {},
     "exact": {"candidates": "exact"},
-    "hist": {"candidates": "hist", "n_quantiles": 32},  # refines its last level
     "uniform": {"candidates": "uniform"},
     "avgimp": {"gain": "avgimp", "top_k": 2},
 }
@@ -37,7 +36,6 @@ MODES: dict[str, dict[str, Any]] = {
 LEVEL_START = {
     "quantile": "fedforest.sketch",
     "exact": "fedforest.sketch",
-    "hist": "fedforest.histogram",
     "uniform": "fedforest.evaluate",
     "avgimp": "fedforest.top_k",
 }

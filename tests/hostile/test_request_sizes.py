@@ -132,9 +132,6 @@ RUNS: dict[str, Callable[[], dict[str, Captured]]] = {
     "toy": lambda: _captured_by(
         lambda fed, ledger: run_toy(fed, n_rounds=1, ledger=ledger)
     ),
-    "fedforest-hist": lambda: _capture(
-        FedForestClassifier(1, max_depth=2, random_state=0, candidates="hist")
-    ),
     "fedga": lambda: _capture(
         FedGAClassifier(
             population_size=4,
@@ -199,10 +196,8 @@ CASES: list[tuple[str, str, str, Callable[[Any], Any]]] = [
     ("fedforest", "fedforest.sketch", "q", lambda _: HUGE),
     ("fedforest-avgimp", "fedforest.top_k", "q", lambda _: HUGE),
     ("fedforest-avgimp", "fedforest.top_k", "k", lambda _: HUGE),
-    ("fedforest-hist", "fedforest.histogram", "max_categories", lambda _: HUGE),
     ("fedforest", "fedforest.sketch", "participation", lambda _: np.ones(10**5 + 1)),
     ("fedforest-avgimp", "fedforest.top_k", "pair_feature", _wide_pairs),
-    ("fedforest-hist", "fedforest.grid", "max_bins", lambda _: HUGE),
     ("fedforest-holdout", "fedforest.score", "node_values", _wide_values),
     ("local", "local.forest", "params", _many_trees),
     ("toy", "toy.histogram", "feature", lambda _: HUGE),

@@ -142,6 +142,28 @@ def test_sketch_points_are_type1_quantiles(seed: int, q: int) -> None:
         )
 
 
+@given(seed=st.integers(0, 10_000), m=st.sampled_from([2, 5, 32, 255]))
+def test_uncapped_type1_points_of_every_group(seed: int, m: int) -> None:
+    """The compiled rule at resolution m for whole groups (points repeat in
+    groups of fewer rows): the histogram engine's entry point."""
+    from fedtrees.stats._quantile_kernel import type1_points
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, 60, 4)
+    groups = [rng.integers(0, 20, n).astype(float) for n in sizes]
+    weights = [rng.integers(1, 4, n) for n in sizes]
+    start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    values = np.concatenate([np.sort(g) for g in groups])
+    order = [np.argsort(g, kind="stable") for g in groups]
+    w = np.concatenate([wg[o] for wg, o in zip(weights, order, strict=True)])
+    out = type1_points(values, w.astype(float), start, m)
+    for g, (x, wg) in enumerate(zip(groups, weights, strict=True)):
+        if x.size == 0:
+            assert np.isnan(out[g]).all()
+        else:
+            np.testing.assert_array_equal(out[g], _type1_reference(np.repeat(x, wg), m))
+
+
 def test_batched_client_and_server_parts_equal_one_at_a_time(
     rng: np.random.Generator,
 ) -> None:

@@ -2,7 +2,8 @@
 
 Client part: :func:`quantile_sketches` — the node count and the type-1 empirical
 quantiles ``Q(l/m)``, ``l = 0..m``, ``m = min(q, rows)`` (**Decision**: a client with
-fewer than q rows sends ``min(q, n_k(t)) + 1`` points). Server part:
+fewer than q rows sends ``min(q, n_k(t)) + 1`` points), by the compiled rule every
+FedForest client uses (:mod:`fedtrees.stats._quantile_kernel`). Server part:
 :func:`mixture_quantiles` — the piecewise-linear client CDFs are mixed with weights
 ``n_k/n`` and the mixture is inverted at ``m/q``. Client quantiles are never
 averaged. Rank error (Thm 3.1): ``sup|F − F̂| <= Σ_k w_k/m_k``, i.e. ``<= 1/q`` when
@@ -28,6 +29,7 @@ from fedtrees.stats._mixture_kernel import (
     invert_mixtures,
     invert_ragged,
 )
+from fedtrees.stats._quantile_kernel import type1_points
 
 __all__ = [
     "QuantileSketch",
@@ -104,20 +106,8 @@ def quantile_sketches(
     v, g, w = v[order], g[order], w[order]
     totals = np.bincount(g, weights=w, minlength=n_groups).astype(np.float64)
     rows = np.bincount(g, minlength=n_groups)
-    start = np.concatenate([[0], np.cumsum(rows)[:-1]])
-    cumulative = np.cumsum(w)
-    before = np.concatenate([[0.0], cumulative])[start]
-    level = (cumulative - np.repeat(before, rows)) / np.repeat(
-        np.where(totals > 0, totals, 1), rows
-    )
-    m = np.minimum(q, rows)
-    target_group = np.repeat(np.arange(n_groups), np.where(m > 0, m + 1, 0))
-    target_l = _ranks_within(target_group)
-    target = target_l / np.maximum(m[target_group], 1)
-    first = _first_at_least(g, level, target_group, target)
-    last = start + rows - 1
-    points = np.full((n_groups, q + 1), np.nan)
-    points[target_group, target_l] = v[np.minimum(first, last[target_group])]
+    group_start = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
+    points: FloatArray = type1_points(v, w, group_start, q, True)
     return totals, points
 
 
@@ -149,41 +139,6 @@ def _sketch_inputs(
         )
     keep = w > 0
     return v[keep], g[keep], w[keep]
-
-
-def _ranks_within(sorted_group: IntArray) -> IntArray:
-    """0, 1, 2, ... restarting at every new value of a sorted group array."""
-    n = sorted_group.shape[0]
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    new = np.ones(n, dtype=bool)
-    new[1:] = sorted_group[1:] != sorted_group[:-1]
-    starts = np.flatnonzero(new)
-    return np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
-
-
-def _first_at_least(
-    data_group: IntArray,
-    data_value: FloatArray,
-    query_group: IntArray,
-    query: FloatArray,
-) -> IntArray:
-    """Return, per query, the first data index of its group with value >= query.
-
-    Data must be sorted by (group, value). One merge sort, no per-group loop:
-    queries sort before equal data values, so the number of data items before a
-    query in the merged order is the answer.
-    """
-    n = data_group.shape[0]
-    kind = np.concatenate([np.ones(n, np.int8), np.zeros(query.shape[0], np.int8)])
-    value = np.concatenate([data_value, query])
-    group = np.concatenate([data_group, query_group])
-    order = np.lexsort((kind, value, group))
-    is_data = kind[order] == 1
-    data_before = np.cumsum(is_data) - is_data
-    answer = np.empty(query.shape[0], dtype=np.int64)
-    answer[order[~is_data] - n] = data_before[~is_data]
-    return answer
 
 
 # -- quantile: server part --------------------------------------------------

@@ -1,13 +1,13 @@
 """Candidate thresholds from sketches: the server's pooled ones, a lone client's own.
 
 The server turns a level's sketches into candidates (ALGORITHMS.md §1.1): the
-pooled quantile mixture inverted at levels l/q (``"quantile"``; l/2q for hist
-mode's ``"refine"``), or scikit-learn's midpoints of the pooled distinct values
+pooled quantile mixture inverted at levels l/q (``"quantile"``), or
+scikit-learn's midpoints of the pooled distinct values
 (``"exact"``). Where a node's rows all lie on one client, the pooled sketch *is*
 that client's sketch, so the client can compute the candidates the server would
 send it: :func:`own_candidates`, used by the client of a folded level, by the
 check of its reply and by the server that maps its bins back
-(:mod:`fedtrees.algorithms.fedforest._strategy`, **Decision**: one round per
+(:mod:`fedtrees.algorithms.fedforest._fold`, **Decision**: one round per
 level where every node has one client).
 
 Both sides run the same per-problem code on the same numbers, so the result is
@@ -24,12 +24,7 @@ from fedtrees._typing import FloatArray, IntArray
 from fedtrees.stats import exact_candidates
 from fedtrees.stats._quantile import mixtures_ragged
 
-__all__ = ["exact_thresholds", "mixture_levels", "own_candidates"]
-
-
-def mixture_levels(candidates: str, q: int) -> int:
-    """Levels the mixture is inverted at: q, or 2q for a hist refinement sketch."""
-    return 2 * q if candidates == "refine" else q
+__all__ = ["exact_thresholds", "own_candidates"]
 
 
 def exact_thresholds(
@@ -71,7 +66,7 @@ def own_candidates(
     the ragged ``points``, the node weights ``counts``): the mixture of its one
     sketch inverted (or its midpoints), then only those inside its own range
     [min, max) at the pair — a candidate outside puts all its rows on one side,
-    so the server does not send it (``_separating`` in the strategy).
+    so the server does not send it (:func:`._layout.separating`).
 
     Returns
     -------
@@ -97,10 +92,7 @@ def own_candidates(
         table = exact_thresholds(pair, start, length, weight, values, shape[0], fp)
         table = table.reshape(flat.shape[0], table.shape[-1])
     else:
-        levels = mixture_levels(candidates, q)
-        table = mixtures_ragged(
-            pair, start, length, weight, values, flat.shape[0], levels
-        )
+        table = mixtures_ragged(pair, start, length, weight, values, flat.shape[0], q)
     low = np.full(flat.shape[0], np.nan)
     high = np.full(flat.shape[0], np.nan)
     low[pair], high[pair] = values[start], values[start + length - 1]

@@ -1,13 +1,16 @@
-"""FedForest client handlers: keep the forest, route local rows, sketch, evaluate.
+"""FedForest client: the fit a client keeps across rounds, and a request's checks.
 
 Protocol v2 (DESIGN.md, "Per-run client state"): a client keeps in its per-run
 state the forest it has been told (:class:`ForestState`, kept: it survives
 between Flower messages) and, in its memo, what it derived from it and its data
-(presorted features, bootstrap weights, each row's node in each tree). A request
-carries only the splits since the version the server believes the client holds;
-a client whose kept version differs answers :class:`Resync`. Results never
-depend on the state: a client that lost it is resent the whole forest and
-computes the same replies (tests drop it at random rounds).
+(:class:`ClientFit`: presorted features, bootstrap weights, its rows partitioned
+by node). A request carries only the splits since the version the server
+believes the client holds; a client whose kept version differs answers
+:class:`Resync`. Results never depend on the state: a client that lost it is
+resent the whole forest and computes the same replies (tests drop it at random
+rounds). Every size a request names is checked before anything is allocated.
+The handlers (:mod:`._handlers`) answer from the prepared fit
+(:func:`forest_handler`) with the statistics of :mod:`._answers`.
 
 Randomness is keyed (STYLE habit 8): tree b's bootstrap on a client uses
 ``default_rng([seed, 0, b, crc32(client id)])`` — independent of order and
@@ -16,7 +19,6 @@ transport; held-out rows (diagnostics) use ``[seed, 3, crc32(client id)]``.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,52 +35,26 @@ from fedtrees.algorithms._requests import (
     local_category_counts,
     request_error,
 )
-from fedtrees.algorithms.fedforest import _hist
-from fedtrees.algorithms.fedforest import _kernels as kernels
 from fedtrees.algorithms.fedforest._forest import (
     SplitBatch,
     apply_batch,
     next_version,
     start_state,
 )
-from fedtrees.algorithms.fedforest._payloads import (
-    SCORE_BINS,
-    AvgImpReply,
-    EvaluateReply,
-    EvaluateRequest,
-    ForestState,
-    HistogramRequest,
-    LeafStatsReply,
-    LeafStatsRequest,
-    LevelFields,
-    RangesReply,
-    RangesRequest,
-    ScoreReply,
-    ScoreRequest,
-    SketchEvaluateReply,
-    SketchEvaluateRequest,
-    SketchReply,
-    SketchRequest,
-    TopKReply,
-    TopKRequest,
-    compact,
-)
-from fedtrees.algorithms.fedforest._reach import gather_ranges
-from fedtrees.algorithms.fedforest._rows import (
-    ClientRows,
-    padded_bins,
-    ragged_thresholds,
-)
+from fedtrees.algorithms.fedforest._kernels import SPLIT_NONE
+from fedtrees.algorithms.fedforest._payloads import ForestState, LevelFields
+from fedtrees.algorithms.fedforest._rows import ClientRows
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import ClientData, ClientState, Payload, Resync, handler
-from fedtrees.stats import split_gains
 
 __all__ = [
     "STATE_KEY",
+    "ClientFit",
     "check_open",
     "check_sizes",
     "forest_handler",
-    "refine_points",
+    "keep_forest",
+    "prepare",
 ]
 
 STATE_KEY: Final = "fedforest"
@@ -86,13 +62,12 @@ BOOTSTRAP, HOLDOUT = 0, 3
 
 
 @dataclass
-class _Fit:
+class ClientFit:
     """What one client derives for one fit: presorted data, weights, routing."""
 
     fit_id: int
     X: FloatArray
     is_cat: BoolArray
-    order: IntArray
     pos: IntArray
     sval: FloatArray
     codes: IntArray
@@ -110,7 +85,7 @@ def check_open(request: LevelFields, forest: ForestState, n_features: int) -> No
     if open_nodes.size and (
         np.any(open_nodes < 0)
         or np.any(open_nodes >= n)
-        or np.any(forest.node_feature[open_nodes] != kernels.SPLIT_NONE)
+        or np.any(forest.node_feature[open_nodes] != SPLIT_NONE)
         or np.any(np.diff(forest.node_tree[open_nodes]) < 0)
     ):
         raise ValidationError(
@@ -146,7 +121,7 @@ def _forest(
     return forest
 
 
-def _keep_forest(request: LevelFields, data: ClientData, state: ClientState) -> None:
+def keep_forest(request: LevelFields, data: ClientData, state: ClientState) -> None:
     """Keep the request's forest for later rounds (a first request needs no rows)."""
     check_sizes(request, data)
     _forest(request, state, len(data.feature_kinds))
@@ -156,8 +131,8 @@ def check_sizes(request: Any, data: ClientData) -> None:
     """Refuse a request whose size fields do not fit this client, before allocating.
 
     At most :data:`MAX_N_ESTIMATORS` trees; each feature at most once per open
-    node (``pair_feature``); ``q``, ``k`` within the grid limit
-    and ``max_bins`` within the hist grid's (the server validates both);
+    node (``pair_feature``); ``q``, ``k`` within the grid limit (the server
+    validates both);
     ``max_categories`` 0 or this client's largest number of categories; the
     statistics asked (nodes and categorical pairs x categories x classes) fit
     one reply.
@@ -176,10 +151,6 @@ def check_sizes(request: Any, data: ClientData) -> None:
         if hasattr(request, name):
             value = getattr(request, name)
             check_request_size(kind, name, value, MAX_GRID, "the grid limit", low=1)
-    if hasattr(request, "max_bins"):
-        check_request_size(
-            kind, "max_bins", request.max_bins, _hist.MAX_BINS, "the grid", low=1
-        )
     _check_pairs(request, len(data.feature_kinds))
     width = request.width
     check_reply_cells(kind, "classes", (request.n_open, width), "node_stats")
@@ -226,9 +197,9 @@ def _check_categories(request: Any, data: ClientData, width: int) -> None:
         check_reply_cells(kind, "max_categories", shape, "cat_stats")
 
 
-def _prepare(
+def prepare(
     request: LevelFields, data: ClientData, state: ClientState
-) -> tuple[_Fit, ForestState] | Resync:
+) -> tuple[ClientFit, ForestState] | Resync:
     """Return the client's fit state routed to the request's forest, or a resync."""
     check_sizes(request, data)
     n_features = len(data.feature_kinds)
@@ -237,21 +208,21 @@ def _prepare(
         return Resync("the kept forest is not the request's base version")
     check_open(request, forest, n_features)
     fit = state.memo.get(STATE_KEY)
-    if not isinstance(fit, _Fit) or fit.fit_id != request.fit_id:
+    if not isinstance(fit, ClientFit) or fit.fit_id != request.fit_id:
         fit = _build(forest, data)
         state.memo[STATE_KEY] = fit
     _split_rows(fit, forest)
     return fit, forest
 
 
-Body = Callable[[Any, _Fit, ForestState, ClientState], Payload]
+Body = Callable[[Any, ClientFit, ForestState, ClientState], Payload]
 
 
 def forest_handler(kind: str) -> Callable[[Body], Callable[..., Payload]]:
     """Register a FedForest handler that answers from the prepared fit and forest.
 
     The registered handler moves the kept forest to the request's version and
-    partitions the rows (:func:`_prepare`), or answers :class:`Resync` when it
+    partitions the rows (:func:`prepare`), or answers :class:`Resync` when it
     cannot; the body then sees ``(request, fit, forest, state)``.
     """
 
@@ -259,7 +230,7 @@ def forest_handler(kind: str) -> Callable[[Body], Callable[..., Payload]]:
         @handler(kind, stateful=True)
         @functools.wraps(body)
         def answer(request: Any, data: ClientData, state: ClientState) -> Payload:
-            prepared = _prepare(request, data, state)
+            prepared = prepare(request, data, state)
             if isinstance(prepared, Resync):
                 return prepared
             return body(request, *prepared, state)
@@ -269,7 +240,7 @@ def forest_handler(kind: str) -> Callable[[Body], Callable[..., Payload]]:
     return register
 
 
-def _split_rows(fit: _Fit, forest: ForestState) -> None:
+def _split_rows(fit: ClientFit, forest: ForestState) -> None:
     """Partition the rows of the nodes split since the last request (no routing)."""
     rows = fit.rows
     rows.split(
@@ -286,26 +257,7 @@ def _split_rows(fit: _Fit, forest: ForestState) -> None:
     )
 
 
-def _route(
-    fit: _Fit, forest: ForestState, node: IntArray, weight: FloatArray, X: FloatArray
-) -> None:
-    """Move the rows of ``X`` down the kept forest (``node`` in place; scoring)."""
-    kernels.route(
-        node,
-        weight,
-        X,
-        fit.client_code,
-        forest.node_feature,
-        forest.node_threshold,
-        forest.node_left,
-        forest.node_right,
-        forest.set_ptr,
-        forest.set_codes,
-        fit.is_cat,
-    )
-
-
-def _build(forest: ForestState, data: ClientData) -> _Fit:
+def _build(forest: ForestState, data: ClientData) -> ClientFit:
     X = np.ascontiguousarray(data.finite_matrix())
     n = X.shape[0]
     is_cat = np.array([k == "categorical" for k in data.feature_kinds], dtype=bool)
@@ -320,11 +272,10 @@ def _build(forest: ForestState, data: ClientData) -> _Fit:
     rng = keyed_rng(forest.seed, HOLDOUT, client_key(data.client_id))
     held_out: BoolArray = np.asarray(rng.random(size=(n,)) < forest.holdout)
     weight = _weights(forest, data, n, held_out)
-    return _Fit(
+    return ClientFit(
         forest.fit_id,
         X,
         is_cat,
-        order,
         pos,
         sval,
         codes,
@@ -366,352 +317,3 @@ def _weights(
         if not forest.participation[b]:
             weight[b] = 0.0
     return weight
-
-
-def _node_stats(
-    fit: _Fit, request: LevelFields, open_nodes: IntArray
-) -> tuple[FloatArray, IntArray]:
-    return fit.rows.node_statistics(
-        open_nodes,
-        fit.weight,
-        fit.codes,
-        fit.targets,
-        request.task != "regression",
-        request.width,
-    )
-
-
-def _request_nodes(request: LevelFields) -> tuple[IntArray, IntArray]:
-    """Return the request's open nodes and their considered features (int64)."""
-    return (
-        np.ascontiguousarray(request.open_nodes, dtype=np.int64),
-        np.ascontiguousarray(request.pair_feature, dtype=np.int64),
-    )
-
-
-def _lean_stats(stats: FloatArray, request: LevelFields) -> np.ndarray:
-    """Class counts in their smallest exact dtype; regression moments as floats."""
-    return stats if request.task == "regression" else compact(stats)
-
-
-@forest_handler("fedforest.sketch")
-def sketch(
-    request: SketchRequest, fit: _Fit, forest: ForestState, state: ClientState
-) -> SketchReply:
-    """Ragged quantile sketches (or distinct values) and statistics of every pair."""
-    return _sketch(request, fit, forest)
-
-
-def _sketch(request: SketchRequest, fit: _Fit, forest: ForestState) -> SketchReply:
-    nodes, pairs = _request_nodes(request)
-    stats, rows = _node_stats(fit, request, nodes)
-    if request.candidates == "quantile":
-        n_points, points = _points(fit, nodes, pairs, rows, request.q)
-    elif request.candidates == "refine":
-        n_points, points = refine_points(fit, nodes, pairs, forest.node_tree, request.q)
-    else:  # every present row once: levels l/rows with unit weights enumerate them
-        present = np.where(fit.weight > 0, 1.0, 0.0)
-        q = max(int(rows.max(initial=1)), 1)
-        n_points, points = _distinct(*_points(fit, nodes, pairs, rows, q, present))
-    return SketchReply(
-        compact(_counts(stats, request)),
-        _lean_stats(stats, request),
-        compact(n_points),
-        points,
-        _lean_stats(_category_stats(fit, request, nodes, pairs), request),
-    )
-
-
-@forest_handler("fedforest.sketch_evaluate")
-def sketch_evaluate(
-    request: SketchEvaluateRequest,
-    fit: _Fit,
-    forest: ForestState,
-    state: ClientState,
-) -> SketchEvaluateReply:
-    """Sketch, then the bins of the candidates the server would derive from it.
-
-    The server asks this only where every asked node may hold rows of this
-    client alone (the strategy's **Decision**): the candidates are then the
-    client's own (:func:`._candidates.own_candidates`).
-    """
-    sketched = _sketch(request, fit, forest)
-    count, thresholds = request.own_layout(sketched)
-    nodes, pairs = _request_nodes(request)
-    index, bins = _sparse_bins(fit, request, nodes, pairs, count, thresholds)
-    kept = {f.name: getattr(sketched, f.name) for f in dataclasses.fields(sketched)}
-    return SketchEvaluateReply(**kept, bin_index=index, bin_stats=bins)
-
-
-def _counts(stats: FloatArray, request: LevelFields) -> FloatArray:
-    out: FloatArray = stats[:, 0] if request.task == "regression" else stats.sum(axis=1)
-    return out
-
-
-def _category_stats(
-    fit: _Fit,
-    request: SketchRequest | HistogramRequest,
-    nodes: IntArray,
-    pairs: IntArray,
-) -> FloatArray:
-    """Per-category statistics of the categorical pairs only, in row-major order."""
-    categorical = (pairs >= 0) & fit.is_cat[np.maximum(pairs, 0)]
-    shape = (int(categorical.sum()), request.max_categories, request.width)
-    if shape[0] == 0:
-        return np.zeros(shape)
-    dense = fit.rows.category_statistics(
-        nodes,
-        fit.X,
-        pairs,
-        fit.is_cat,
-        fit.weight,
-        fit.codes,
-        fit.targets,
-        request.task != "regression",
-        request.max_categories,
-        request.width,
-    )
-    out: FloatArray = dense[categorical]
-    return out
-
-
-def _points(
-    fit: _Fit,
-    nodes: IntArray,
-    pairs: IntArray,
-    rows: IntArray,
-    q: int,
-    weight: FloatArray | None = None,
-) -> tuple[IntArray, FloatArray]:
-    """Return points per pair ``(n_open, F')`` and the flat ragged points."""
-    numeric = (pairs >= 0) & ~fit.is_cat[np.maximum(pairs, 0)] & (rows[:, None] > 0)
-    n_points = np.where(numeric, np.minimum(q, rows)[:, None] + 1, 0)
-    out_ptr = np.concatenate([[0], np.cumsum(n_points.ravel())]).astype(np.int64)
-    flat = fit.rows.sketch_points(
-        nodes,
-        pairs,
-        fit.is_cat,
-        fit.pos,
-        fit.sval,
-        fit.weight if weight is None else weight,
-        rows,
-        q,
-        out_ptr,
-        int(out_ptr[-1]),
-    )
-    return n_points.astype(np.int64), flat
-
-
-def _distinct(n_points: IntArray, points: FloatArray) -> tuple[IntArray, FloatArray]:
-    """Keep each pair's distinct values (exact mode), still ragged."""
-    flat = n_points.ravel()
-    first = np.zeros(points.shape[0], dtype=bool)
-    first[(np.cumsum(flat) - flat)[flat > 0]] = True
-    keep = first.copy()
-    keep[1:] |= points[1:] != points[:-1]
-    pair = np.repeat(np.arange(flat.shape[0]), flat)
-    counts = np.bincount(pair[keep], minlength=flat.shape[0]).reshape(n_points.shape)
-    return counts.astype(np.int64), np.ascontiguousarray(points[keep])
-
-
-def refine_points(
-    fit: _Fit, nodes: IntArray, pairs: IntArray, node_tree: IntArray, q: int
-) -> tuple[IntArray, FloatArray]:
-    """Refinement sketches of every asked numeric pair: ``2q + 1`` points each.
-
-    :func:`._hist.refine_sketches` on the node's rows (uncapped: points repeat
-    for a client with fewer rows); ``n_points`` is 0 where the client has none.
-    """
-    rows = fit.rows
-    numeric = (pairs >= 0) & ~fit.is_cat[np.maximum(pairs, 0)]
-    s_idx, k_idx = np.nonzero(numeric)
-    node = nodes[s_idx]
-    tree = node_tree[node]
-    n = rows.perm.shape[1]
-    starts, stops = tree * n + rows.start[node], tree * n + rows.stop[node]
-    members = rows.perm.ravel()[gather_ranges(starts, stops)]
-    lengths = stops - starts
-    n_groups = max(s_idx.shape[0], 1)
-    counts, points = _hist.refine_sketches(
-        fit.X[members, np.repeat(pairs[s_idx, k_idx], lengths)],
-        np.repeat(np.arange(s_idx.shape[0]), lengths),
-        n_groups,
-        q,
-        fit.weight[np.repeat(tree, lengths), members],
-    )
-    n_points = np.zeros(pairs.shape, dtype=np.int64)
-    has = counts[: s_idx.shape[0]] > 0
-    n_points[s_idx[has], k_idx[has]] = 2 * q + 1
-    flat = np.ascontiguousarray(points[: s_idx.shape[0]][has].ravel())
-    return n_points, flat
-
-
-@forest_handler("fedforest.evaluate")
-def evaluate(
-    request: EvaluateRequest, fit: _Fit, _forest: ForestState, state: ClientState
-) -> EvaluateReply | AvgImpReply:
-    """Non-zero per-bin statistics of the candidates (or own gains, AvgImp)."""
-    nodes, pairs = _request_nodes(request)
-    count = np.asarray(request.thr_count, dtype=np.int64)
-    if count.shape != pairs.shape or int(count.sum()) != request.thresholds.shape[0]:
-        raise ValidationError("FedForest request: thr_count does not match thresholds.")
-    thresholds = np.ascontiguousarray(request.thresholds, dtype=np.float64)
-    _check_finite(thresholds)
-    if request.mode == "avgimp":
-        thr_ptr = np.concatenate([[0], np.cumsum(count.ravel())]).astype(np.int64)
-        bins = _bin_stats(fit, request, nodes, pairs, thr_ptr, thresholds)
-        width = max(int(count.max(initial=0)), 1)
-        padded = padded_bins(bins, thr_ptr, (*count.shape, width))
-        gains = _local_gains(padded, request.criterion)
-        present = np.arange(width)[None, None, :] < count[..., None]
-        return AvgImpReply(np.ascontiguousarray(gains[present]))
-    index, bins = _sparse_bins(fit, request, nodes, pairs, count, thresholds)
-    node_stats = (
-        _node_stats(fit, request, nodes)[0]
-        if request.with_stats
-        else np.zeros((0, request.width))
-    )
-    return EvaluateReply(index, bins, _lean_stats(node_stats, request))
-
-
-def _sparse_bins(
-    fit: _Fit,
-    request: LevelFields,
-    nodes: IntArray,
-    pairs: IntArray,
-    count: IntArray,
-    thresholds: FloatArray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return the non-zero bins between ``count`` candidates per pair (index, stats)."""
-    thr_ptr = np.concatenate([[0], np.cumsum(count.ravel())]).astype(np.int64)
-    bins = _bin_stats(fit, request, nodes, pairs, thr_ptr, thresholds)
-    index = np.flatnonzero(np.any(bins != 0, axis=1))
-    return compact(index), _lean_stats(bins[index], request)
-
-
-def _check_finite(thresholds: FloatArray) -> None:
-    """Refuse candidates that are NaN or infinite before the compiled bin search.
-
-    Candidates come sorted from the mixture inversion, which can leave two
-    neighbours one rounding step out of order; that is not refused here.
-    """
-    if not np.all(np.isfinite(thresholds)):
-        raise ValidationError("FedForest request: thresholds must be finite.")
-
-
-def _bin_stats(
-    fit: _Fit,
-    request: LevelFields,
-    nodes: IntArray,
-    pairs: IntArray,
-    thr_ptr: IntArray,
-    thresholds: FloatArray,
-) -> FloatArray:
-    """Statistics per bin between consecutive candidates, ragged (rows = bins)."""
-    return fit.rows.evaluate_bins(
-        nodes,
-        fit.X,
-        pairs,
-        fit.is_cat,
-        thr_ptr,
-        thresholds,
-        fit.weight,
-        fit.codes,
-        fit.targets,
-        request.task != "regression",
-        request.width,
-    )
-
-
-def _local_gains(bins: FloatArray, criterion: str) -> FloatArray:
-    """Return the local gain of every candidate; 0 if all rows fall on one side."""
-    left = np.cumsum(bins, axis=-2)[..., :-1, :]
-    gains = split_gains(bins.sum(axis=-2), left, criterion, 0.0)  # type: ignore[arg-type]
-    return np.where(np.isfinite(gains), gains, 0.0)
-
-
-@handler("fedforest.ranges", stateful=True)
-def ranges(request: RangesRequest, data: ClientData, state: ClientState) -> RangesReply:
-    """Each feature's (min, max) over the client's rows (Federated Histogram)."""
-    _keep_forest(request, data, state)
-    X = data.finite_matrix()
-    return RangesReply(np.stack([X.min(axis=0), X.max(axis=0)], axis=1))
-
-
-@forest_handler("fedforest.leaf_stats")
-def leaf_stats(
-    request: LeafStatsRequest, fit: _Fit, _forest: ForestState, state: ClientState
-) -> LeafStatsReply:
-    """Statistics of the open nodes."""
-    stats, _ = _node_stats(fit, request, _request_nodes(request)[0])
-    return LeafStatsReply(_lean_stats(stats, request))
-
-
-@forest_handler("fedforest.top_k")
-def top_k(
-    request: TopKRequest, fit: _Fit, _forest: ForestState, state: ClientState
-) -> TopKReply:
-    """AvgImp shortlist: best local gain per considered feature (local quantiles)."""
-    nodes, pairs = _request_nodes(request)
-    _, rows = _node_stats(fit, request, nodes)
-    n_points, flat = _points(fit, nodes, pairs, rows, request.q)
-    points = np.full((*pairs.shape, request.q + 1), np.nan)
-    points[np.arange(request.q + 1)[None, None, :] < n_points[..., None]] = flat
-    local = points[..., 1:-1]  # interior local quantiles as local candidates
-    thr_ptr, thr = ragged_thresholds(local)
-    bins = _bin_stats(fit, request, nodes, pairs, thr_ptr, thr)
-    padded = padded_bins(bins, thr_ptr, local.shape)
-    gains = _local_gains(padded, request.criterion)
-    best = np.where(pairs >= 0, gains.max(axis=-1, initial=0.0), -np.inf)
-    k = min(request.k, best.shape[1])
-    order = np.argsort(-best, axis=1, kind="stable")[:, :k]
-    chosen = np.take_along_axis(best, order, axis=1)
-    slots_out = np.where(np.isfinite(chosen), order, -1)
-    pad = request.k - k
-    return TopKReply(
-        np.pad(slots_out, ((0, 0), (0, pad)), constant_values=-1).astype(np.int64),
-        np.pad(np.where(np.isfinite(chosen), chosen, 0.0), ((0, 0), (0, pad))),
-    )
-
-
-@forest_handler("fedforest.score")
-def score(
-    request: ScoreRequest, fit: _Fit, forest: ForestState, state: ClientState
-) -> ScoreReply:
-    """Score the forest on this client's held-out rows (diagnostics, §1.4)."""
-    _check_node_values(request, forest)
-    held = np.flatnonzero(fit.held_out)
-    trees = forest.participation.shape[0]
-    node = np.repeat(np.arange(trees, dtype=np.int64)[:, None], held.shape[0], axis=1)
-    _route(fit, forest, node, np.ones(node.shape), fit.X[held])
-    values = request.node_values[node].mean(axis=0)  # (held, V): averaged over trees
-    if request.task == "regression":
-        y = fit.targets[held]
-        err = float(((values[:, 0] - y) ** 2).sum())
-        sums = np.array([held.shape[0], 0.0, err, y.sum(), (y * y).sum()])
-        return ScoreReply(np.zeros((0, 0, SCORE_BINS)), sums)
-    truth = fit.codes[held]
-    c = values.shape[1]
-    bins = np.minimum((values * SCORE_BINS).astype(np.int64), SCORE_BINS - 1)
-    flat = (truth[:, None] * c + np.arange(c)[None, :]) * SCORE_BINS + bins
-    hist = np.bincount(flat.ravel(), minlength=c * c * SCORE_BINS).reshape(
-        c, c, SCORE_BINS
-    )
-    correct = float((values.argmax(axis=1) == truth).sum())
-    return ScoreReply(
-        hist.astype(np.float64), np.array([held.shape[0], correct, 0.0, 0.0, 0.0])
-    )
-
-
-def _check_node_values(request: ScoreRequest, forest: ForestState) -> None:
-    """One row of values per node of the forest; a histogram that fits a reply."""
-    values, n_nodes = request.node_values, forest.node_feature.shape[0]
-    if values.ndim != 2 or values.shape[0] != n_nodes or values.shape[1] < 1:
-        raise request_error(
-            request.kind,
-            "node_values",
-            f"one row of values per node of the kept forest ({n_nodes})",
-            f"shape {values.shape}",
-        )
-    c = values.shape[1]
-    check_reply_cells(request.kind, "node_values", (c, c, SCORE_BINS), "hist")

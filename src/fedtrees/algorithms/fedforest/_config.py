@@ -21,7 +21,6 @@ from fedtrees.algorithms._params import (
     count_or_fraction,
     resolve_max_features,
 )
-from fedtrees.exceptions import ValidationError
 
 __all__ = [
     "MAX_DEPTH_CAP",
@@ -35,7 +34,7 @@ MAX_DEPTH_CAP: Final = 64
 """``max_depth=None`` grows until the other stopping rules end every branch; a
 safety cap bounds the number of rounds."""
 
-Candidates = Literal["quantile", "exact", "uniform", "hist"]
+Candidates = Literal["quantile", "exact", "uniform"]
 Gain = Literal["exact", "avgimp"]
 
 
@@ -62,13 +61,9 @@ class ForestConfig:
     seed: int
     target: Literal["label", "client"] = "label"
     holdout: float = 0.0
-
-    @property
-    def rounds_per_level(self) -> int:
-        """Round trips per depth level (AvgImp top-k adds a shortlist round)."""
-        if self.candidates in ("uniform", "hist"):
-            return 1
-        return 3 if (self.gain == "avgimp" and self.top_k) else 2
+    fold: bool = True
+    """Internal: one round for a level whose every node has one client (the
+    strategy's **Decision**, :mod:`._fold`); tests switch it off to compare."""
 
 
 def make_config(
@@ -79,11 +74,6 @@ def make_config(
     depth = params["max_depth"]
     top_k = params["top_k"]
     gain = check_choice(params["gain"], "gain", owner, ("exact", "avgimp", "auto"))
-    if gain == "avgimp" and params["candidates"] == "hist":
-        raise ValidationError(
-            f"{owner}: candidates='hist' scores exact pooled gains on its grid; "
-            "it cannot be combined with gain='avgimp'."
-        )
     return ForestConfig(
         task=task,  # type: ignore[arg-type]
         n_estimators=check_size(
@@ -111,7 +101,7 @@ def make_config(
             params["candidates"],
             "candidates",
             owner,
-            ("quantile", "exact", "uniform", "hist"),
+            ("quantile", "exact", "uniform"),
         ),
         n_quantiles=check_size(
             params["n_quantiles"], "n_quantiles", owner, 2, MAX_GRID

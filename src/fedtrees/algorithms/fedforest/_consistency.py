@@ -4,7 +4,7 @@ A client's statistics of a node come from the same rows whenever it reports them
 (the bootstrap and the hold-out are keyed), so:
 
 - a node's totals never change: what a client reported for a node in a sketch
-  (or histogram, leaf-statistics, uniform evaluate) round it reports again in
+  (or leaf-statistics, uniform evaluate) round it reports again in
   the next round that gives them, and every numeric pair's bins of the evaluate
   round add up to them;
 - a node's children never hold more than it: each child's totals, and the sum
@@ -32,7 +32,6 @@ from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._payloads import (
     EvaluateReply,
     EvaluateRequest,
-    HistogramReply,
     LeafStatsReply,
     LevelFields,
     SketchReply,
@@ -143,7 +142,7 @@ class NodeTotals:
 
 def _node_stats(reply: Payload) -> FloatArray | None:
     """Return the open nodes' statistics a reply carries (None if it has none)."""
-    if isinstance(reply, SketchReply | HistogramReply | LeafStatsReply):
+    if isinstance(reply, SketchReply | LeafStatsReply):
         out: FloatArray = np.asarray(reply.node_stats, dtype=np.float64)
         return out
     if isinstance(reply, EvaluateReply) and reply.node_stats.shape[0]:

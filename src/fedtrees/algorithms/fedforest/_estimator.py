@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,8 +31,6 @@ __all__ = ["FedForestClassifier", "FedForestRegressor"]
 
 class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
     """Shared fit/predict of the FedForest estimators."""
-
-    _default_criterion: ClassVar[str]
 
     def _config(self) -> ForestConfig:
         seed = resolve_seed(self.random_state, type(self).__name__)
@@ -91,17 +89,10 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
     bootstrap : bool, default True
         Client-stratified bootstrap (§1.2): each client draws its own rows.
     criterion : {"gini", "entropy"}, default "gini"
-    candidates : {"quantile", "exact", "uniform", "hist"}, default "quantile"
+    candidates : {"quantile", "exact", "uniform"}, default "quantile"
         Quantile sketches (the paper), scikit-learn's exact midpoints (reference
-        mode: sends distinct values), uniform bins (Federated Histogram), or
-        ``"hist"`` (beyond the paper, :mod:`fedtrees.algorithms.fedforest._hist`):
-        one global grid of at most 255 bins per feature agreed at the root from
-        the pooled quantile mixture, then one histogram round per level with
-        exact pooled gains on the grid; pairs whose grid is too coarse at a node
-        (a non-atomic bin above 1/q of its weight) get a sketch and an evaluate
-        round of ``2q + 1``-point sketches, so the rank error stays within 1/q
-        (**Decision**: the refinement rule and its sketch size; not the default —
-        see the README's benchmark). Not with ``gain="avgimp"``.
+        mode: sends distinct values), or uniform bins (Federated Histogram; not
+        with ``gain="avgimp"``).
     n_quantiles : int, default 32
         q: sketch size and candidate count per feature.
     gain : {"exact", "avgimp", "auto"}, default "exact"
@@ -145,7 +136,7 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
     every node may hold rows of one client only takes one round, the client
     deriving the server's candidates from its own sketch — so ``fit`` without
     ``groups`` (one client) takes 1 + depth rounds, and grows the same forest
-    (:mod:`fedtrees.algorithms.fedforest._strategy`).
+    (:mod:`fedtrees.algorithms.fedforest._fold`).
 
     Examples
     --------
@@ -167,7 +158,6 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
     """
 
     _task = "classification"
-    _default_criterion = "gini"
 
     def __init__(
         self,
@@ -246,7 +236,6 @@ class FedForestRegressor(RegressorMixin, _FedForest):  # type: ignore[misc]
     """
 
     _task = "regression"
-    _default_criterion = "squared_error"
 
     def __init__(
         self,

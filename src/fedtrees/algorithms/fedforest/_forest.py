@@ -1,27 +1,42 @@
 """The forest a FedForest client has been told: versions, deltas, and checks.
 
 Protocol v2 (DESIGN.md, "Per-run client state"): the server sends each level's
-new splits only. A split batch lists split nodes in increasing id order; split
-i of a forest with n nodes gets children n + 2i (left) and n + 2i + 1 (right), in
-its parent's tree — the order in which the server appends them, so ids agree
-without being sent. Versions chain: ``digest = H(base, batch)`` (BLAKE2b, 128
-bits), so a client that missed a batch, or kept another fit's forest, sees that
-its version differs from the request's ``base`` and asks for a resync.
+new splits only (:class:`ForestDeltas`, the server's end of the chain; the
+client's end is :func:`apply_batch`). A split batch lists split nodes in
+increasing id order; split i of a forest with n nodes gets children n + 2i
+(left) and n + 2i + 1 (right), in its parent's tree — the order in which the
+server appends them, so ids agree without being sent. Versions chain:
+``digest = H(base, batch)`` (BLAKE2b, 128 bits), so a client that missed a
+batch, or kept another fit's forest, sees that its version differs from the
+request's ``base`` and asks for a resync.
 """
 
 from __future__ import annotations
 
 import hashlib
+import secrets
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
+from fedtrees.algorithms.fedforest._layout import compact_ints
 from fedtrees.algorithms.fedforest._payloads import ForestState, LevelFields
 from fedtrees.exceptions import ValidationError
 
-__all__ = ["SplitBatch", "apply_batch", "chain", "next_version", "start_state"]
+if TYPE_CHECKING:
+    from fedtrees.algorithms.fedforest._growth import ForestGrowth
+
+__all__ = [
+    "ForestDeltas",
+    "SplitBatch",
+    "apply_batch",
+    "chain",
+    "next_version",
+    "start_state",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,6 +83,119 @@ def chain(base: str, batch: SplitBatch) -> str:
     ):
         h.update(np.ascontiguousarray(array).tobytes())
     return h.hexdigest()
+
+
+class ForestDeltas:
+    """What the clients have been told of the growing forest: the server's end.
+
+    Every request carries the splits made since the previous request (a batch
+    from version ``base`` to ``digest``) and neutral settings
+    (:meth:`delta_fields`); a first request, or one resent after a resync, is
+    the full form: the fit's settings for that client and every split so far
+    (:meth:`full_fields`).
+    """
+
+    def __init__(self, growth: ForestGrowth) -> None:
+        self.growth = growth
+        # A random id in [2^61, 2^62): always 19 digits, so the encoded size (and
+        # the ledger's byte counts) never depends on the draw.
+        self.fit_id = (1 << 61) | secrets.randbits(61)
+        self._sent_splits, self._sent_digest = 0, ""
+
+    def delta_fields(self) -> dict[str, Any]:
+        """Fields every client's next request shares: the splits since the last one.
+
+        Advances the version the clients are assumed to hold; the open nodes
+        and features each client is asked about are added per client.
+        """
+        nodes = self._split_nodes()
+        batch = self._batch(nodes[self._sent_splits :])
+        base = self._sent_digest
+        self._sent_digest = next_version(base, batch)
+        self._sent_splits = nodes.shape[0]
+        return {
+            "fit_id": self.fit_id,
+            "level": self.growth.level,
+            "base": base,
+            "digest": self._sent_digest,
+            "full": False,
+            **self._batch_fields(batch),
+            **self._neutral_setup(),
+        }
+
+    def full_fields(self, client: str) -> dict[str, Any]:
+        """Return the same fields in full form for one client (first, resync)."""
+        g, c = self.growth, self.growth.config
+        nodes = self._split_nodes()[: self._sent_splits]
+        code = int(np.flatnonzero(g.clients == client)[0])
+        return {
+            "fit_id": self.fit_id,
+            "level": g.level,
+            "base": "",
+            "digest": self._sent_digest,
+            "full": True,
+            **self._batch_fields(self._batch(nodes)),
+            "seed": c.seed,
+            "bootstrap": c.bootstrap,
+            "task": c.task,
+            "target": c.target,
+            "classes": self._classes_field(),
+            "holdout": c.holdout,
+            "client_code": code,
+            "participation": g.participation[:, code].copy(),
+        }
+
+    def _neutral_setup(self) -> dict[str, Any]:
+        """Return neutral settings: a delta request does not carry them."""
+        c = self.growth.config
+        return {
+            "seed": 0,
+            "bootstrap": False,
+            "task": c.task,
+            "target": c.target,
+            "classes": self._classes_field(),
+            "holdout": 0.0,
+            "client_code": -1,
+            "participation": np.zeros(0, bool),
+        }
+
+    def _classes_field(self) -> np.ndarray:
+        # The class count sets the width of every statistic the reply is checked
+        # against, so deltas carry the labels too (a few bytes).
+        g = self.growth
+        return g.classes if g.config.task != "regression" else np.zeros(0, str)
+
+    def _split_nodes(self) -> IntArray:
+        """Split nodes in increasing id order: the order their children were added."""
+        t = self.growth.table
+        nodes = np.flatnonzero(t.feature != SPLIT_NONE)
+        trees = self.growth.config.n_estimators
+        assert np.array_equal(t.left[nodes], trees + 2 * np.arange(nodes.shape[0])), (
+            "children must follow the split order"
+        )
+        return nodes
+
+    def _batch(self, nodes: IntArray) -> SplitBatch:
+        t, sets = self.growth.table, self.growth.sets
+        codes = [sets.get(int(g), np.zeros(0, np.int64)) for g in nodes]
+        ptr = np.concatenate([[0], np.cumsum([s.shape[0] for s in codes])])
+        return SplitBatch(
+            nodes.astype(np.int64),
+            t.feature[nodes].astype(np.int64),
+            t.threshold[nodes].astype(np.float64),
+            ptr.astype(np.int64),
+            np.concatenate(codes).astype(np.int64) if codes else np.zeros(0, np.int64),
+        )
+
+    @staticmethod
+    def _batch_fields(batch: SplitBatch) -> dict[str, Any]:
+        return {
+            "split_node": compact_ints(batch.node),
+            "split_feature": compact_ints(batch.feature),
+            "split_threshold": batch.threshold,
+            "split_set_ptr": compact_ints(batch.set_ptr),
+            "split_set_codes": compact_ints(batch.set_codes),
+        }
 
 
 def start_state(request: LevelFields) -> ForestState:

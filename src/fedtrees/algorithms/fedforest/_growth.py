@@ -11,7 +11,6 @@ weighted (bootstrap counts x sample weights).
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -20,9 +19,7 @@ import numpy as np
 from fedtrees._random import keyed_rng
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._config import ForestConfig, resolve_max_features
-from fedtrees.algorithms.fedforest._forest import SplitBatch, next_version
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
-from fedtrees.algorithms.fedforest._payloads import compact_ints
 from fedtrees.algorithms.fedforest._reach import Reach
 from fedtrees.federation import FederationInfo
 from fedtrees.stats import impurity, node_count
@@ -81,9 +78,6 @@ class ForestGrowth:
             [len(c or ()) for c in schema.categories], dtype=np.int64
         )
         self.max_features = resolve_max_features(config.max_features, self.n_features)
-        # A random id in [2^61, 2^62): always 19 digits, so the encoded size (and
-        # the ledger's byte counts) never depends on the draw.
-        self.fit_id = (1 << 61) | secrets.randbits(61)
         trees = config.n_estimators
         self.table = _Table(
             np.arange(trees, dtype=np.int64),
@@ -100,9 +94,8 @@ class ForestGrowth:
         self.level = 0
         self.participation = self._participation(trees)
         self._root_total = np.full(trees, np.nan)
-        self._sent_splits, self._sent_digest = 0, ""
 
-    # -- what requests carry ---------------------------------------------------
+    # -- who takes part, what each node considers --------------------------------
     def _participation(self, trees: int) -> np.ndarray:
         """Client subsampling per tree (``client_fraction``, §1.2), keyed by tree."""
         k = self.clients.shape[0]
@@ -135,50 +128,6 @@ class ForestGrowth:
             keys = rng.random((stop - start, f))
             out[start:stop] = np.sort(np.argsort(keys, axis=1)[:, :fp], axis=1)
         return out
-
-    def request_fields(self) -> dict[str, Any]:
-        """Fields every client's next request shares: the splits since the last one.
-
-        Advances the version the clients are assumed to hold (protocol v2, see
-        :mod:`fedtrees.algorithms.fedforest._forest`); the open nodes and
-        features each client is asked about are added per client.
-        """
-        nodes = self._split_nodes()
-        batch = self._batch(nodes[self._sent_splits :])
-        base = self._sent_digest
-        self._sent_digest = next_version(base, batch)
-        self._sent_splits = nodes.shape[0]
-        return {
-            "fit_id": self.fit_id,
-            "level": self.level,
-            "base": base,
-            "digest": self._sent_digest,
-            "full": False,
-            **self._batch_fields(batch),
-            **self._neutral_setup(),
-        }
-
-    def full_fields(self, client: str) -> dict[str, Any]:
-        """Return the same fields in full form for one client (first, resync)."""
-        nodes = self._split_nodes()[: self._sent_splits]
-        code = int(np.flatnonzero(self.clients == client)[0])
-        c = self.config
-        return {
-            "fit_id": self.fit_id,
-            "level": self.level,
-            "base": "",
-            "digest": self._sent_digest,
-            "full": True,
-            **self._batch_fields(self._batch(nodes)),
-            "seed": c.seed,
-            "bootstrap": c.bootstrap,
-            "task": c.task,
-            "target": c.target,
-            "classes": self._classes_field(),
-            "holdout": c.holdout,
-            "client_code": code,
-            "participation": self.participation[:, code].copy(),
-        }
 
     def root_reach(self) -> Reach:
         """Clients reach the roots of the trees they take part in."""
@@ -218,56 +167,6 @@ class ForestGrowth:
             if t.right[parent] == nodes[pos]:
                 reaches[i] = ~reaches[i]
         return at, reaches
-
-    def _neutral_setup(self) -> dict[str, Any]:
-        """Return neutral settings: a delta request does not carry them."""
-        c = self.config
-        return {
-            "seed": 0,
-            "bootstrap": False,
-            "task": c.task,
-            "target": c.target,
-            "classes": self._classes_field(),
-            "holdout": 0.0,
-            "client_code": -1,
-            "participation": np.zeros(0, bool),
-        }
-
-    def _classes_field(self) -> np.ndarray:
-        # The class count sets the width of every statistic the reply is checked
-        # against, so deltas carry the labels too (a few bytes).
-        return self.classes if self.config.task != "regression" else np.zeros(0, str)
-
-    def _split_nodes(self) -> IntArray:
-        """Split nodes in increasing id order: the order their children were added."""
-        nodes = np.flatnonzero(self.table.feature != SPLIT_NONE)
-        trees = self.config.n_estimators
-        assert np.array_equal(
-            self.table.left[nodes], trees + 2 * np.arange(nodes.shape[0])
-        ), "children must follow the split order"
-        return nodes
-
-    def _batch(self, nodes: IntArray) -> SplitBatch:
-        t = self.table
-        sets = [self.sets.get(int(g), np.zeros(0, np.int64)) for g in nodes]
-        ptr = np.concatenate([[0], np.cumsum([s.shape[0] for s in sets])])
-        return SplitBatch(
-            nodes.astype(np.int64),
-            t.feature[nodes].astype(np.int64),
-            t.threshold[nodes].astype(np.float64),
-            ptr.astype(np.int64),
-            np.concatenate(sets).astype(np.int64) if sets else np.zeros(0, np.int64),
-        )
-
-    @staticmethod
-    def _batch_fields(batch: SplitBatch) -> dict[str, Any]:
-        return {
-            "split_node": compact_ints(batch.node),
-            "split_feature": compact_ints(batch.feature),
-            "split_threshold": batch.threshold,
-            "split_set_ptr": compact_ints(batch.set_ptr),
-            "split_set_codes": compact_ints(batch.set_codes),
-        }
 
     # -- statistics and stopping --------------------------------------------
     def set_stats(self, nodes: IntArray, stats: FloatArray) -> None:

@@ -14,7 +14,7 @@ client's row count (§1.5): a sketch holds ``min(q, rows) + 1`` points per pair
 (ragged: ``n_points`` says how many), per-bin statistics travel as the non-zero
 bins only (``bin_index`` into the level's ragged bin layout), categorical
 statistics only for categorical pairs, and counts in the smallest dtype that
-holds them exactly (:func:`compact`).
+holds them exactly (:func:`._layout.compact`).
 
 Every reply is checked against the invariants of its kind before the strategy
 sees it: statistics within the bounds the client declared at the agreement,
@@ -35,6 +35,12 @@ import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._candidates import own_candidates
+from fedtrees.algorithms.fedforest._layout import (
+    check_bin_index,
+    check_pair_sums,
+    check_ragged_points,
+    pair_totals,
+)
 from fedtrees.exceptions import FedTreesError
 from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
 from fedtrees.federation._checks import (
@@ -48,11 +54,6 @@ __all__ = [
     "EvaluateReply",
     "EvaluateRequest",
     "ForestState",
-    "GridReply",
-    "GridRequest",
-    "GridState",
-    "HistogramReply",
-    "HistogramRequest",
     "LeafStatsReply",
     "LeafStatsRequest",
     "LevelFields",
@@ -66,36 +67,10 @@ __all__ = [
     "SketchRequest",
     "TopKReply",
     "TopKRequest",
-    "compact",
-    "compact_ints",
-    "first_bins",
-    "rises_within",
 ]
 
 SCORE_BINS: Final = 100
 COUNTS: Final = "iuf"  # whole counts travel as unsigned ints, others as floats
-
-
-def compact(values: np.ndarray) -> np.ndarray:
-    """Return ``values`` in the smallest dtype that holds them exactly.
-
-    Non-negative whole numbers (bootstrap counts) become uint8/16/32; anything
-    else stays float64. Receivers convert back with ``astype(float)``: lossless.
-    """
-    x = np.asarray(values, dtype=np.float64)
-    if x.size == 0 or not np.all((x >= 0) & (x == np.floor(x)) & (x < 2**32)):
-        return x if x.size else x.astype(np.uint8)
-    return x.astype(np.min_scalar_type(int(x.max())))
-
-
-def compact_ints(values: np.ndarray) -> np.ndarray:
-    """Integer ids in int16 or int32 when they fit (node ids, features)."""
-    x = np.asarray(values, dtype=np.int64)
-    if x.size == 0 or (x.min() >= -(2**15) and x.max() < 2**15):
-        return x.astype(np.int16)
-    if x.min() >= -(2**31) and x.max() < 2**31:
-        return x.astype(np.int32)
-    return x
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,10 +177,8 @@ class SketchReply(Payload):
 class SketchRequest(LevelFields):
     """Sketch every (open node, considered feature), with the node statistics.
 
-    ``min(q, rows) + 1`` quantile points, all distinct values for
-    ``candidates="exact"``, or ``2q + 1`` points whatever the rows for
-    ``"refine"`` (hist mode's per-node refinement, :mod:`._hist`); per-category
-    statistics of the categorical pairs.
+    ``min(q, rows) + 1`` quantile points, or all distinct values for
+    ``candidates="exact"``; per-category statistics of the categorical pairs.
     """
 
     q: int
@@ -216,7 +189,7 @@ class SketchRequest(LevelFields):
     def expected_reply(self) -> ReplySpec:
         """Expect counts and statistics per node; ragged, sorted points per pair."""
         fp = self.pair_feature.shape[1]
-        high = {"quantile": self.q + 1, "refine": 2 * self.q + 1}.get(self.candidates)
+        high = self.q + 1 if self.candidates == "quantile" else None
         return ReplySpec(
             SketchReply,
             {
@@ -235,7 +208,7 @@ class SketchRequest(LevelFields):
 
     def _check_sketch(self, reply: Any) -> None:
         """Ragged points; node weights matching the statistics."""
-        _check_ragged_points(reply)
+        check_ragged_points(reply)
         self._check_node_counts(reply.counts, reply.node_stats)
         if reply.cat_stats.size and self.task != "regression":
             # A categorical pair's categories hold at most the rows of its node.
@@ -244,27 +217,6 @@ class SketchRequest(LevelFields):
             check_at_most(
                 "cat_stats", per_pair, np.asarray(top), "a pair's categories hold"
             )
-
-
-def rises_within(values: np.ndarray, starts: np.ndarray) -> bool:
-    """Whether a ragged array never falls inside a block (blocks at ``starts``)."""
-    falls = np.diff(values) < 0
-    cuts = np.asarray(starts, dtype=np.int64)
-    falls[cuts[(cuts > 0) & (cuts < values.shape[0])] - 1] = False
-    return not bool(np.any(falls))
-
-
-def _check_ragged_points(reply: Any) -> None:
-    """Points must match ``n_points`` in number and rise within each pair."""
-    n_points = np.asarray(reply.n_points, dtype=np.int64).ravel()
-    points = reply.points
-    if int(n_points.sum()) != points.shape[0]:
-        raise InvalidField(
-            "points",
-            f"holds {points.shape[0]} values; n_points sums to {int(n_points.sum())}",
-        )
-    if not rises_within(points, np.cumsum(n_points) - n_points):
-        raise InvalidField("points", "must be non-decreasing within each pair")
 
 
 @payload("fedforest.evaluate_reply")
@@ -333,77 +285,9 @@ class EvaluateRequest(LevelFields):
 
     def _check_bins(self, reply: Any) -> None:
         """Each numeric pair's bins add up to its node's totals (the same for all)."""
-        _check_bin_index(reply)
+        check_bin_index(reply)
         node = reply.node_stats if self.with_stats else None
-        _check_pair_sums(self.pair_totals(reply), node, self.task == "regression")
-
-
-def pair_totals(thr_count: np.ndarray, reply: Any, width: int) -> FloatArray:
-    """Sum of every pair's bins, shape ``(*thr_count.shape, S)``.
-
-    Pair p (row-major) owns ``thr_count[p] + 1`` consecutive bins of the
-    layout that ``reply.bin_index`` indexes (checked to be inside it).
-    """
-    count = np.asarray(thr_count, dtype=np.int64)
-    starts = first_bins(count)
-    pair = np.searchsorted(starts, reply.bin_index.astype(np.int64), "right") - 1
-    totals = np.zeros((count.size, width))
-    np.add.at(totals, pair, np.asarray(reply.bin_stats, dtype=np.float64))
-    out: FloatArray = totals.reshape(*count.shape, width)
-    return out
-
-
-def first_bins(count: np.ndarray) -> IntArray:
-    """First bin of every pair when pair p owns ``count[p] + 1`` bins (row-major).
-
-    The ragged bin layout of an evaluation (``thr_count``) or of a folded
-    reply's own candidates.
-    """
-    bins = np.asarray(count, dtype=np.int64).ravel() + 1
-    out: IntArray = np.cumsum(bins) - bins
-    return out
-
-
-def _check_pair_sums(
-    totals: FloatArray, node_stats: np.ndarray | None, regression: bool
-) -> None:
-    """Every used pair's bins sum to its node's statistics (or to each other).
-
-    Categorical and unused pairs have one empty bin: pairs whose bins are all
-    zero are not compared. Without ``node_stats`` a node's pairs are compared
-    with its first used pair.
-    """
-    if regression:
-        check_moments("bin_stats", totals)
-    used = np.any(totals != 0, axis=2)  # (n_open, F')
-    first = np.argmax(used, axis=1)
-    if node_stats is None:
-        want = totals[np.arange(totals.shape[0]), first]
-    else:
-        want = np.asarray(node_stats, dtype=np.float64)
-    want = np.broadcast_to(want[:, None, :], totals.shape)
-    check_same_stats(
-        "bin_stats",
-        np.where(used[..., None], totals, want),
-        want,
-        "a pair's bins sum (vs the node's other pairs)"
-        if node_stats is None
-        else "a pair's bins sum (vs the node's statistics)",
-        regression,
-    )
-
-
-def _check_bin_index(reply: Any, n_bins: int | None = None) -> None:
-    """Bins strictly increasing, one statistic each, inside ``n_bins`` if given."""
-    index = reply.bin_index
-    if reply.bin_stats.shape[0] != index.shape[0]:
-        raise InvalidField("bin_stats", "needs one row per bin_index entry")
-    if np.any(np.diff(index.astype(np.int64)) <= 0):
-        raise InvalidField("bin_index", "must be strictly increasing")
-    if n_bins is not None and index.size and int(index[-1]) >= n_bins:
-        raise InvalidField(
-            "bin_index", f"holds bin {int(index[-1])}; the layout has {n_bins} bins"
-        )
+        check_pair_sums(self.pair_totals(reply), node, self.task == "regression")
 
 
 # -- a level whose every node has one client: sketch and evaluate in one round ---
@@ -425,7 +309,7 @@ class SketchEvaluateRequest(SketchRequest):
     """Sketch, then evaluate the candidates the server would send: one round.
 
     Sent where every asked node may hold rows of this client only
-    (**Decision**, :mod:`._strategy`): the pooled sketch of each node is then
+    (**Decision**, :mod:`._fold`): the pooled sketch of each node is then
     the client's own, so the client derives the server's candidates itself
     (:func:`._candidates.own_candidates`) and returns their bins with the
     sketch. The fields are those of :class:`SketchRequest`.
@@ -463,9 +347,9 @@ class SketchEvaluateRequest(SketchRequest):
         """Check the sketch, then bins inside the own layout that sum to the nodes."""
         self._check_sketch(reply)
         count, _ = self.own_layout(reply)
-        _check_bin_index(reply, int(count.sum()) + int(count.size))
+        check_bin_index(reply, int(count.sum()) + int(count.size))
         totals = pair_totals(count, reply, self.width)
-        _check_pair_sums(totals, reply.node_stats, self.task == "regression")
+        check_pair_sums(totals, reply.node_stats, self.task == "regression")
 
 
 @payload("fedforest.ranges_reply")
@@ -592,138 +476,3 @@ class ScoreRequest(LevelFields):
             raise InvalidField(
                 "hist", f"does not hold every one of the {rows:g} held-out rows once"
             )
-
-
-def pair_pointers(counts: np.ndarray) -> IntArray:
-    """Start of each pair's block in a ragged array (row-major), and the end."""
-    flat = np.asarray(counts, dtype=np.int64).ravel()
-    return np.concatenate([[0], np.cumsum(flat)]).astype(np.int64)
-
-
-def ragged(values: FloatArray, mask: np.ndarray) -> FloatArray:
-    """Flatten the entries of a padded array where ``mask`` holds (row-major)."""
-    out: FloatArray = np.ascontiguousarray(values[mask], dtype=np.float64)
-    return out
-
-
-# -- candidates="hist" (beyond the paper; ALGORITHMS.md §1.1, :mod:`._hist`) ------
-@payload("fedforest.grid_reply")
-class GridReply(Payload):
-    """A client's root summary of every feature (:class:`._hist.GridSketch`)."""
-
-    points: np.ndarray
-    weights: np.ndarray
-    counts: np.ndarray
-    complete: np.ndarray
-
-
-@payload("fedforest.grid")
-class GridRequest(LevelFields):
-    """Summarise every feature at the root, once, for the global bin grid."""
-
-    n_features: int
-    max_bins: int
-
-    def expected_reply(self) -> ReplySpec:
-        """Sorted, NaN-padded points per feature; counts; completeness flags."""
-        shape = (self.n_features, self.max_bins + 1)
-        return ReplySpec(
-            GridReply,
-            {
-                "points": Field.array("f", shape, nan_padding=True, nondecreasing=True),
-                "weights": Field.array("f", shape, finite=False, weights=True),
-                "counts": Field.array(
-                    COUNTS, (self.n_features,), nonnegative=True, weights=True
-                ),
-                "complete": Field.array("b", (self.n_features,)),
-            },
-            check=_check_grid,
-        )
-
-
-def _check_grid(reply: Any) -> None:
-    """Require a complete feature's value weights to be >= 0 and add up to its count."""
-    complete = np.asarray(reply.complete, dtype=bool)
-    weights = np.asarray(reply.weights, dtype=np.float64)[complete]
-    if np.any(weights < 0) or np.any(np.isinf(weights)):
-        raise InvalidField("weights", "holds negative or infinite value weights")
-    check_same_stats(
-        "weights",
-        np.nansum(weights, axis=1),
-        np.asarray(reply.counts, dtype=np.float64)[complete],
-        "a complete feature's value weights sum",
-        False,
-    )
-
-
-@payload("fedforest.grid_state")
-class GridState(Payload):
-    """The agreed grid a client keeps for the run (hist mode)."""
-
-    fit_id: int
-    edges: np.ndarray
-    edge_ptr: np.ndarray
-    atomic: np.ndarray
-    bin_ptr: np.ndarray
-
-
-@payload("fedforest.histogram_reply")
-class HistogramReply(Payload):
-    """Node weights and statistics, non-zero grid bins, categorical statistics.
-
-    ``bin_index`` indexes the request's histogram layout (each numeric pair owns
-    its feature's grid bins, row-major, :func:`._hist.histogram_layout`).
-    """
-
-    counts: np.ndarray
-    node_stats: np.ndarray
-    bin_index: np.ndarray
-    bin_stats: np.ndarray
-    cat_stats: np.ndarray
-
-
-@payload("fedforest.histogram")
-class HistogramRequest(LevelFields):
-    """Grid histograms of every (open node, numeric feature): one round a level.
-
-    ``grid_*`` carry the agreed grid the first time (and in full requests);
-    empty otherwise — the client kept it.
-    """
-
-    grid_edges: np.ndarray
-    grid_edge_ptr: np.ndarray
-    grid_atomic: np.ndarray
-    grid_bin_ptr: np.ndarray
-    n_bins: int
-    max_categories: int
-    n_categorical_pairs: int
-
-    def expected_reply(self) -> ReplySpec:
-        """Per-node statistics; sparse bins inside the layout; categorical stats."""
-        return ReplySpec(
-            HistogramReply,
-            {
-                "counts": Field.array(
-                    COUNTS, (self.n_open,), nonnegative=True, weights=True
-                ),
-                "node_stats": self._stats((self.n_open,), self.width),
-                "bin_index": Field.array(
-                    "iu", (None,), low=0, high=max(self.n_bins - 1, 0)
-                ),
-                "bin_stats": self._stats((None,), self.width),
-                "cat_stats": self._stats(
-                    (self.n_categorical_pairs, self.max_categories), self.width
-                ),
-            },
-            check=self._check_histogram,
-        )
-
-    def _check_histogram(self, reply: Any) -> None:
-        """Sparse bins in order; node weights matching the statistics.
-
-        (Each pair's bins adding up to its node's totals needs the agreed grid,
-        which later requests do not carry; :mod:`._consistency` checks the node
-        totals across rounds.)
-        """
-        _check_bin_index(reply)
-        self._check_node_counts(reply.counts, reply.node_stats)

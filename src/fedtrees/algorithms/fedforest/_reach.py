@@ -28,12 +28,6 @@ class Reach:
     nodes: IntArray
     rows: tuple[IntArray, ...]
 
-    @classmethod
-    def everywhere(cls, nodes: IntArray, n_clients: int) -> Reach:
-        """Every client may reach every node."""
-        every = np.arange(nodes.shape[0], dtype=np.int64)
-        return cls(nodes, (every,) * n_clients)
-
     def rows_for(self, nodes: IntArray, parent: IntArray) -> tuple[IntArray, ...]:
         """Return, per client, the positions in ``nodes`` it may reach.
 

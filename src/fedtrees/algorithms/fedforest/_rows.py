@@ -1,8 +1,9 @@
 """A client's rows kept partitioned by node: the index behind the fast kernels.
 
-Today's kernels (:mod:`._kernels`) scan all n rows of every tree at every level,
-routing each one from its last node. :class:`ClientRows` instead keeps, per tree,
-a permutation of the rows in which every node owns a contiguous segment:
+The node-scan kernels (``tests/algorithms/fedforest_reference.py``) scan all n
+rows of every tree at every level, routing each one from its last node.
+:class:`ClientRows` instead keeps, per tree, a permutation of the rows in which
+every node owns a contiguous segment:
 
 * ``perm[b]`` (int64, (B, n)) — rows of tree b; rows of weight 0 (absent from
   the tree's bootstrap) belong to no segment;
@@ -14,7 +15,7 @@ a permutation of the rows in which every node owns a contiguous segment:
 
 A split touches only the rows of the split node, and a closed leaf's rows are
 never read again. Because a segment lists a node's rows in the order the old
-kernels visit them, every method is bit-identical to its :mod:`._kernels`
+kernels visit them, every method is bit-identical to its node-scan
 counterpart on the same request state.
 
 Typical use on a client, once per request::
@@ -161,7 +162,7 @@ class ClientRows:
     ) -> tuple[FloatArray, IntArray]:
         """Statistics and present-row counts of the open nodes.
 
-        Bit-identical to ``_kernels.node_statistics``.
+        Bit-identical to the node-scan ``node_statistics``.
 
         Returns
         -------
@@ -199,7 +200,7 @@ class ClientRows:
     ) -> FloatArray:
         """Flat weighted type-1 quantile points of every numeric pair.
 
-        Bit-identical to ``_kernels.sketch_points``: pair (s, k) with feature j
+        Bit-identical to the node-scan ``sketch_points``: pair (s, k) with feature j
         numeric and rows in node s writes ``min(q, rows) + 1`` points at
         ``out_ptr[s * fp + k]``. ``weight`` may differ from the build weights
         (exact mode passes 0/1) but must be nonzero on the same rows.
@@ -240,7 +241,7 @@ class ClientRows:
     ) -> FloatArray:
         """Per-category statistics, shape (n_open, fp, max_categories, width).
 
-        Bit-identical to ``_kernels.category_statistics``; reads no row when no
+        Bit-identical to the node-scan ``category_statistics``; reads no row when no
         pair is categorical.
         """
         shape = (*pair_feature.shape, max_categories, width)
@@ -293,7 +294,7 @@ class ClientRows:
         ndarray of float64, shape (thr_ptr[-1] + n_open * fp, width)
             Pair p owns rows ``thr_ptr[p] + p`` to ``thr_ptr[p + 1] + p``
             inclusive: bin m holds the rows with m candidates below their value.
-            Equal, pair by pair, to ``_kernels.evaluate_bins`` (see
+            Equal, pair by pair, to the node-scan ``evaluate_bins`` (see
             :func:`padded_bins`).
         """
         n_pairs = pair_feature.shape[0] * pair_feature.shape[1]
@@ -387,7 +388,7 @@ def ragged_thresholds(thresholds: FloatArray) -> tuple[IntArray, FloatArray]:
 def padded_bins(
     bins: FloatArray, thr_ptr: IntArray, shape: tuple[int, int, int]
 ) -> FloatArray:
-    """Lay ragged bins out as ``_kernels.evaluate_bins`` does, zero-padded.
+    """Lay ragged bins out as the node-scan ``evaluate_bins`` does, zero-padded.
 
     Parameters
     ----------

@@ -2,7 +2,8 @@
 
 Layout: the present rows of global node g (tree b) are ``perm[b, start[g]:stop[g]]``
 in increasing row order. Looping over a segment therefore visits a node's rows in
-the order :mod:`._kernels` visits them (i = 0..n-1), so every float sum is
+the order the node-scan kernels visit them (i = 0..n-1;
+``tests/algorithms/fedforest_reference.py``), so every float sum is
 accumulated in the same order and the outputs are bit-identical — but rows of
 closed leaves are never touched and no row is routed twice.
 
@@ -18,7 +19,8 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, _member, _quantiles
+from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, _member
+from fedtrees.stats._quantile_kernel import sketch_quantiles as _quantiles
 
 __all__ = [
     "category_statistics",
@@ -135,7 +137,7 @@ def node_statistics(
     classification: bool,
     width: int,
 ) -> tuple[Any, Any]:  # pragma: no cover - compiled
-    """Statistics and present-row counts of open nodes (``_kernels`` layout)."""
+    """Statistics and present-row counts of open nodes (the node-scan layout)."""
     n_open = open_nodes.shape[0]
     stats = np.zeros((n_open, width))
     rows = np.zeros(n_open, dtype=np.int64)
@@ -228,7 +230,7 @@ def sketch_points(
     Per tree and feature, the ranks ``pos[j, i]`` of the considering nodes' rows
     are put in order either by bucketing them in rank space (many rows) or by
     sorting each node's ranks (few rows); ranks are distinct, so both give the
-    order ``_kernels.sketch_points`` uses.
+    order the node-scan ``sketch_points`` uses.
     """
     points = np.empty(n_points_total)
     n_features, n = pos.shape
@@ -246,7 +248,7 @@ def sketch_points(
             used, needed, largest = 0, 0, 1
             for s in range(lo, hi):
                 m = stop[open_nodes[s]] - start[open_nodes[s]]
-                last = -1  # the last pair naming j, as in ``_kernels``
+                last = -1  # the last pair naming j, as the node scan does
                 for k in range(fp):
                     if pair_feature[s, k] == j:
                         last = k
@@ -321,7 +323,7 @@ def category_statistics(
 def _count_below(thr: Any, lo: int, hi: int, x: float) -> int:  # pragma: no cover
     """Return lo + #(thr[lo:hi] < x) for sorted ``thr[lo:hi]`` (branch-free search).
 
-    Same result as ``_kernels.evaluate_bins``'s binary search; the loop runs a
+    Same result as the node-scan ``evaluate_bins``'s binary search; the loop runs a
     fixed log2(hi - lo) steps and the comparison becomes a conditional move.
     """
     n = hi - lo

@@ -1,115 +1,56 @@
 """The FedForest server strategy: level-wise batched growth of all trees (§1.2).
 
-Per depth level, for every open node of every tree at once:
+All trees grow together, one depth level at a time, from sufficient statistics
+pooled over the clients (ALGORITHMS.md §1.1). Each round is one
+:class:`._steps.Phase`, answered by one step of the fit's candidate mode
+(:mod:`._modes`, one per ``candidates=``):
 
-1. (AvgImp with ``top_k``) each client shortlists its k best features;
-2. **sketch**: each client sends node counts and statistics, quantile points of
-   every considered numeric feature (``"exact"``: all distinct values) and
-   per-category statistics; the server mixes the client CDFs and inverts them
-   (never averaging quantiles) into candidate thresholds;
-3. **evaluate**: each client sends per-bin statistics between candidates (or, for
-   AvgImp, its own gains); the server sums them, scores every candidate (exact
-   pooled gain), adds Fisher groupings of categories and of clients, and splits.
+- ``"quantile"`` / ``"exact"``: per level a sketch round, which pools the node
+  statistics and derives candidate thresholds, then an evaluation round, which
+  pools per-bin statistics and splits (:mod:`._sketching`); AvgImp's
+  ``top_k`` adds a shortlist round first;
+- ``"uniform"``: the features' ranges once, then one evaluation round per level
+  (:mod:`._uniform`).
 
-``candidates="uniform"`` (the Federated Histogram baseline) replaces 2 by one
-range request at the root; node statistics then come with the evaluations, and
-categorical features are not split (the baseline bins numeric ranges only).
-``candidates="hist"`` agrees a global grid at the root and replaces 2-3 by one
-histogram round, plus a refinement sketch and evaluation only for pairs whose
-grid is too coarse (:mod:`._hist`). A forest of depth D needs about 2·D + 1
-round trips whatever ``n_estimators``. No I/O: the round loop moves the messages.
+A forest of depth D needs about 2·D + 1 round trips whatever ``n_estimators``;
+a level whose every node has one client takes one (:mod:`._fold`). After the
+last level come the statistics of leaves that lack them (AvgImp) and the
+held-out score (diagnostics). No I/O: the round loop moves the messages.
 
-Protocol v2 (DESIGN.md, "Per-run client state"): requests carry the forest's
-new splits only (:mod:`._forest`), and each client is asked only about the
-nodes it may reach (:mod:`._reach`) and, when evaluating, only the candidates
-inside its own range at each node (its sketch's first and last points); the
-server maps its sparse replies back to the level's layout.
-
-**Decision** (beyond the paper): a level where every open node may hold rows of
-one active client only takes **one** round, ``fedforest.sketch_evaluate``,
-instead of a sketch and an evaluation: every level of a one-client federation
-(``fit`` without ``groups``) or of one client per tree (``client_fraction``),
-and levels whose nodes each lie inside one client's rows (learned from the
-previous sketch, or known below a split on the client indicator). Each node's
-pooled sketch is then its one client's sketch, so that client computes the
-candidates the server would send it
-(:func:`._candidates.own_candidates`) and returns their bins with the sketch.
-The server derives the candidates from the sketches as before and re-indexes
-the bins into the evaluation's layout: what travels is what the two rounds
-would carry, and the forest is the same bit for bit (tested). Hist mode's
-refinement folds the same way; AvgImp keeps its rounds.
+:meth:`FedForestStrategy.plan_round` asks the current step what to request and
+lets the request builder address it (:mod:`._requests`: who is asked about
+which nodes, shared payloads, forest deltas, resyncs);
+:meth:`FedForestStrategy.aggregate` applies the dropout policy, then lets the
+step fold the replies and name the next phase.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
 
-import numpy as np
-
-from fedtrees._typing import FloatArray, IntArray
-from fedtrees.algorithms.fedforest._candidates import (
-    exact_thresholds,
-    mixture_levels,
-    own_candidates,
-)
 from fedtrees.algorithms.fedforest._config import ForestConfig
-from fedtrees.algorithms.fedforest._consistency import NodeTotals
+from fedtrees.algorithms.fedforest._fold import FoldPolicy
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
-from fedtrees.algorithms.fedforest._hist import (
-    MAX_BINS,
-    Grid,
-    agree_grid,
-    grid_candidates,
-    histogram_layout,
+from fedtrees.algorithms.fedforest._modes import candidate_mode
+from fedtrees.algorithms.fedforest._payloads import ScoreReply
+from fedtrees.algorithms.fedforest._requests import RequestBuilder
+from fedtrees.algorithms.fedforest._state import LevelState
+from fedtrees.algorithms.fedforest._steps import (
+    CandidateMode,
+    Got,
+    LeafStatsStep,
+    Phase,
+    ScoreStep,
+    Step,
 )
-from fedtrees.algorithms.fedforest._payloads import (
-    AvgImpReply,
-    EvaluateReply,
-    EvaluateRequest,
-    GridReply,
-    GridRequest,
-    HistogramReply,
-    HistogramRequest,
-    LeafStatsReply,
-    LeafStatsRequest,
-    LevelFields,
-    RangesReply,
-    RangesRequest,
-    ScoreReply,
-    ScoreRequest,
-    SketchEvaluateReply,
-    SketchEvaluateRequest,
-    SketchReply,
-    SketchRequest,
-    TopKReply,
-    TopKRequest,
-    compact,
-    compact_ints,
-    first_bins,
-)
-from fedtrees.algorithms.fedforest._reach import Reach, positions
 from fedtrees.exceptions import LocalProtocolError
-from fedtrees.federation import (
-    FederationInfo,
-    InvalidField,
-    Payload,
-    RoundPlan,
-    as_reply,
-)
-from fedtrees.stats import uniform_candidates
-from fedtrees.stats._quantile import mixtures_ragged
-from fedtrees.stats._splits import (
-    Best,
-    best_avgimp,
-    best_categorical,
-    best_client,
-    best_numeric,
-    combine,
-)
+from fedtrees.federation import FederationInfo, Payload, RoundPlan
 
 __all__ = ["FedForestStrategy", "ForestResult"]
+
+_NO_LEVEL = frozenset({Phase.LEAF_STATS, Phase.SCORE})
+"""Phases after the last level: no level is under way."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,134 +62,78 @@ class ForestResult:
     scores: tuple[ScoreReply, ...] = ()
 
 
-@dataclass
-class _Pending:
-    """What a level's sketch round left for its evaluation round."""
-
-    nodes: IntArray
-    pairs: IntArray
-    thresholds: FloatArray
-    counts: FloatArray
-    other: Best
-
-
 class FedForestStrategy:
     """Server side of FedForest; see the module docstring for the protocol."""
 
     def __init__(self, config: ForestConfig) -> None:
         self.config = config
-        self.growth: ForestGrowth | None = None
-        self.info: FederationInfo | None = None
-        self.active: list[str] = []
-        self.phase = ""
-        self.pending: _Pending | None = None
-        self.shortlist: IntArray | None = None
-        self.grid: FloatArray | None = None
-        self.splits_made = 0
-        self.scores: list[ScoreReply] = []
-        self.started = False
-        self.client_range: dict[int, tuple[IntArray, FloatArray, FloatArray]] = {}
-        self.layout: dict[int, tuple[IntArray, IntArray]] = {}
-        self.hist_grid: Grid | None = None
-        self.grid_sent: set[int] = set()
-        self.clients: list[str] = []
-        self.index: dict[str, int] = {}  # a client's position in ``clients``
-        self.asked: dict[str, IntArray] = {}
-        self.reach = Reach(np.zeros(0, np.int64), ())
-        self.totals = NodeTotals()  # per client, its open nodes' totals (checks)
+        self.mode: CandidateMode = candidate_mode(config)
+        self.steps: Mapping[Phase, Step] = {
+            **self.mode.steps(),
+            Phase.LEAF_STATS: LeafStatsStep(),
+            Phase.SCORE: ScoreStep(),
+        }
+        self.builder = RequestBuilder(FoldPolicy(config.fold))
+        self.phase = Phase.DONE
+        self.opening = False  # the current round opened its level
+        self._state: LevelState | None = None
+
+    @property
+    def state(self) -> LevelState:
+        """The fit's state (built by :meth:`start`)."""
+        if self._state is None:
+            raise LocalProtocolError("FedForestStrategy: start() was not called.")
+        return self._state
 
     # -- the ServerStrategy protocol ------------------------------------------------
     def start(self, info: FederationInfo) -> None:
-        """Create the roots; the first phase depends on the candidate mode."""
-        self.info = info
-        self.growth = ForestGrowth(self.config, info)
-        self.active = list(info.clients)
-        self.clients = list(info.clients)
-        self.index = {c: k for k, c in enumerate(self.clients)}
-        self.reach = self.growth.root_reach()
-        self.phase = self._first_phase()
+        """Create the roots; the first phase is the mode's setup, or its level."""
+        self._state = LevelState.start(self.config, info, self.mode.first)
+        self.phase = (*self.mode.setup, self.mode.first)[0]
 
     def expected_rounds(self) -> int:
-        """Upper bound of the rounds after the agreement (for progress bars).
-
-        One client folds every level into one round (see the module docstring).
-        """
-        c = self.config
-        alone = len(self.clients) == 1 and c.gain == "exact"
-        per_level = 1 if alone else c.rounds_per_level
-        extra = 1 if c.candidates == "uniform" or c.gain == "avgimp" else 0
-        return per_level * c.max_depth + extra
+        """Upper bound of the rounds after the agreement (for progress bars)."""
+        return self.mode.expected_rounds(len(self.state.clients))
 
     def round_metrics(self, round: int) -> dict[str, float]:
         """Depth level, open nodes and splits so far."""
-        g = self._g()
+        s = self.state
         return {
-            "level": float(g.level),
-            "open_nodes": float(g.open.shape[0]),
-            "splits": float(self.splits_made),
+            "level": float(s.growth.level),
+            "open_nodes": float(s.growth.open.shape[0]),
+            "splits": float(s.splits_made),
         }
 
     def plan_round(self, round: int) -> RoundPlan | None:
-        """Return the next request (shortlist, sketch, evaluate, ranges, ...).
-
-        Each client is asked only about the nodes it may reach (:mod:`._reach`);
-        clients with the same nodes share one payload, encoded once. Every
-        request carries the same forest delta; a client that lost its state is
-        resent the full form in the same round. The first request of a fit goes
-        out in full form, since no client holds a forest yet.
-        """
-        if self.phase == "done":
+        """Return the next request: the current step's ask, addressed to the clients."""
+        if self.phase is Phase.DONE:
             return None
-        g = self._g()
-        cls, pairs, nodes, extra = getattr(self, f"_plan_{self.phase}")()
-        nodes = g.open if nodes is None else nodes
-        shared = g.request_fields()
-        rows = self._rows_for(nodes)
-        cls = self._fold_where_alone(cls, rows)
-        self.asked = dict(zip(self.clients, rows, strict=True))
-        made: dict[bytes, Payload] = {}
-        shareable = self.phase not in _PER_CLIENT_PHASES
-
-        def build(client: str, full: bool = False) -> Payload:
-            r, k = self.asked[client], self.index[client]
-            key = r.tobytes()
-            if shareable and not full and key in made:
-                return made[key]
-            request: Payload = cls(
-                **(g.full_fields(client) if full else shared),
-                open_nodes=compact_ints(nodes[r]),
-                pair_feature=compact_ints(pairs[r]),
-                **extra(k, r, full),
-            )
-            if shareable and not full:
-                made[key] = request
-            return request
-
-        def full(client: str) -> Payload:
-            return build(client, full=True)
-
-        first = not self.started
-        self.started = True
-        requests = {c: build(c, full=first) for c in self.active}
-        if self.phase == "evaluate":
-            # Requests are built: a resync (rebuilt later) then sends every
-            # candidate, and its layout is recorded again. Frees K x nodes x F'.
-            self.client_range = {}
-        return RoundPlan(requests, self.config.on_dropout, full, self._checker())
+        self.opening = self.phase is self.mode.first
+        planned = self.builder.build(self.steps[self.phase].ask(self.state), self.state)
+        if planned.folded is not None:
+            self.phase = planned.folded
+        return planned.plan
 
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
-        """Fold the validated replies of the current phase into the growth state.
+        """Fold the validated replies of the current phase into the fit's state.
 
         After a dropout the level is rebuilt from the clients still active
         (:meth:`_after_dropout`) before anything is folded.
         """
-        dropped = [c for c in self.active if c not in replies]
-        self.active = [c for c in self.active if c in replies]
+        s = self.state
+        dropped = [c for c in s.active if c not in replies]
+        s.active = [c for c in s.active if c in replies]
         if dropped and self._after_dropout():
             return
-        got = [_Got(self.index[c], self.asked[c], replies[c]) for c in sorted(replies)]
-        getattr(self, f"_absorb_{self.phase}")(got)
+        got = [Got(s.index[c], s.asked[c], replies[c]) for c in sorted(replies)]
+        self.phase = self.steps[self.phase].absorb(s, got)
 
+    def finish(self) -> ForestResult:
+        """Return the grown forest."""
+        s = self.state
+        return ForestResult(s.growth, s.info, s.scores)
+
+    # -- dropouts ------------------------------------------------------------------
     def _after_dropout(self) -> bool:
         """Make every statistic from now on come from the active clients only.
 
@@ -257,843 +142,21 @@ class FedForestStrategy:
         then. The open nodes' statistics are pooled at every level from the
         clients answering its first round (never parent − left, which would
         keep the dropped rows as phantoms). A dropout in a later round of a
-        level (evaluate, refine, or the sketch after AvgImp's shortlist) finds
+        level (the evaluation, or the sketch after AvgImp's shortlist) finds
         candidates, shortlist and totals that still hold its rows, so the level
-        starts again: its rounds are repeated without the client. Returns
-        whether the current replies are discarded. Nodes closed before the
-        dropout keep their statistics: they were decided then.
+        starts again: its rounds are repeated without the client. Whatever the
+        mode cached during the level holds the client's rows too: it is reset
+        either way. Returns whether the current replies are discarded. Nodes
+        closed before the dropout keep their statistics: they were decided
+        then; a setup round (before the first level) or a round after the last
+        one keeps its replies.
         """
-        if self.phase in ("ranges", "grid", "leaf_stats", "score"):
-            return False  # no level is under way: the replies are all there is
-        g = self._g()
-        g.table.stats[g.open] = np.nan
-        if self.phase in (self._level_phase(), "sketch_evaluate"):
+        if self.phase in self.mode.setup or self.phase in _NO_LEVEL:
+            return False
+        self.state.forget_open_stats()
+        self.mode.reset()
+        if self.opening:
             return False  # the level's first round: nothing to start again
-        self.pending, self.shortlist, self.client_range = None, None, {}
-        self.phase = self._level_phase()
+        self.state.pending = None
+        self.phase = self.mode.first
         return True
-
-    def _rows_for(self, nodes: IntArray) -> tuple[IntArray, ...]:
-        """Per client, the positions in ``nodes`` it is asked about.
-
-        Below a split on the client indicator the server knows each client's
-        side: a child is asked only of the clients sent to it.
-        """
-        g = self._g()
-        parents = g.parents(nodes)
-        rows = self.reach.rows_for(nodes, parents)
-        at, reaches = g.client_sides(nodes, parents)
-        if at.shape[0] == 0:
-            return rows
-        return tuple(
-            np.setdiff1d(r, at[~reaches[:, k]], assume_unique=True)
-            for k, r in enumerate(rows)
-        )
-
-    def finish(self) -> ForestResult:
-        """Return the grown forest."""
-        assert self.info is not None
-        return ForestResult(self._g(), self.info, tuple(self.scores))
-
-    # -- phases ----------------------------------------------------------------------
-    def _g(self) -> ForestGrowth:
-        assert self.growth is not None
-        return self.growth
-
-    def _first_phase(self) -> str:
-        if self.config.candidates == "uniform":
-            return "ranges"
-        if self.config.candidates == "hist":
-            return "grid"
-        return self._level_phase()
-
-    def _level_phase(self) -> str:
-        """Return the phase of the first round of every level."""
-        if self.config.candidates == "uniform":
-            return "evaluate"
-        if self.config.candidates == "hist":
-            return "histogram"
-        return (
-            "top_k" if self.config.gain == "avgimp" and self.config.top_k else "sketch"
-        )
-
-    def _after_level(self) -> None:
-        g = self._g()
-        if g.open.shape[0]:
-            self.phase = self._level_phase()
-            return
-        self.phase = (
-            "leaf_stats" if g.unknown_leaves().shape[0] else self._final_phase()
-        )
-
-    def _final_phase(self) -> str:
-        return "score" if self.config.holdout > 0 else "done"
-
-    def _plan_score(self) -> _Planned:
-        g = self._g()
-        empty = np.full((0, 1), -1, dtype=np.int64)
-        values = g.node_values()
-        return ScoreRequest, empty, np.zeros(0, np.int64), _fixed(node_values=values)
-
-    def _absorb_score(self, got: list[_Got]) -> None:
-        self.scores = [as_reply(reply, ScoreReply) for _, _, reply in got]
-        self.phase = "done"
-
-    def _plan_ranges(self) -> _Planned:
-        g = self._g()
-        return RangesRequest, g.pair_features(), None, _fixed(n_features=g.n_features)
-
-    def _absorb_ranges(self, got: list[_Got]) -> None:
-        ranges = np.stack([as_reply(r, RangesReply).ranges for _, _, r in got])
-        self.grid = uniform_candidates(ranges, self.config.n_quantiles)
-        self.phase = "evaluate"
-
-    def _plan_top_k(self) -> _Planned:
-        g, c = self._g(), self.config
-        extra = _fixed(q=c.n_quantiles, k=c.top_k or 1, criterion=c.criterion)
-        return TopKRequest, g.pair_features(), None, extra
-
-    def _absorb_top_k(self, got: list[_Got]) -> None:
-        g = self._g()
-        pairs = g.pair_features()
-        picked = np.zeros(pairs.shape, dtype=bool)
-        for _, asked, reply in got:
-            slots = as_reply(reply, TopKReply).slots
-            rows, cols = np.nonzero(slots >= 0)
-            picked[asked[rows], slots[rows, cols]] = True
-        self.shortlist = np.where(picked, pairs, -1)
-        self.phase = "sketch"
-
-    def _plan_sketch(self) -> _Planned:
-        g = self._g()
-        pairs = self.shortlist if self.shortlist is not None else g.pair_features()
-        categorical = self._categorical(pairs)
-
-        def extra(k: int, rows: IntArray, full: bool) -> dict[str, Any]:
-            return {
-                "q": self.config.n_quantiles,
-                "candidates": self.config.candidates,
-                "max_categories": int(g.n_categories.max(initial=0)),
-                "n_categorical_pairs": int(categorical[rows].sum()),
-            }
-
-        return SketchRequest, pairs, None, extra
-
-    def _categorical(self, pairs: IntArray) -> np.ndarray:
-        categorical: np.ndarray = (pairs >= 0) & self._g().is_categorical[
-            np.maximum(pairs, 0)
-        ]
-        return categorical
-
-    def _absorb_sketch(self, got: list[_Got]) -> None:
-        g, c = self._g(), self.config
-        sketches = [(k, asked, as_reply(r, SketchReply)) for k, asked, r in got]
-        pairs = self.shortlist if self.shortlist is not None else g.pair_features()
-        self.shortlist = None
-        todo = self._pool_level(sketches)
-        nodes = g.open[todo]
-        thresholds = self._numeric_candidates(sketches, pairs, todo)
-        self.client_range = _client_ranges(sketches, g.open.shape[0], todo)
-        cat = self._pooled_categories(sketches, pairs)[todo]
-        per_client = self._per_client(sketches, todo, "node_stats")
-        counts = (
-            self._per_client(sketches, todo, "counts")[..., 0]
-            if c.gain == "avgimp"
-            else np.zeros((0, 0))
-        )
-        self.pending = _Pending(
-            nodes,
-            pairs[todo],
-            thresholds,
-            counts,
-            self._other_candidates(nodes, pairs[todo], cat, per_client),
-        )
-        self.phase = "evaluate"
-        if not np.isfinite(thresholds).any():  # nothing numeric to evaluate
-            self._decide(Best.none(nodes.shape[0], g.width))
-
-    def _pool_level(self, replies: list[tuple[int, IntArray, Any]]) -> IntArray:
-        """Sum the open nodes' statistics, learn where clients have rows.
-
-        Returns the positions of the open nodes that may still split.
-        """
-        g = self._g()
-        pooled = np.zeros((g.open.shape[0], g.width))
-        for _, asked, reply in replies:
-            pooled[asked] += reply.node_stats.astype(np.float64)
-        g.set_stats(g.open, pooled)  # from the clients answering now: no phantoms
-        self._learn_reach(g.open, [(k, a, r.counts) for k, a, r in replies])
-        todo: IntArray = np.flatnonzero(g.splittable(g.open))
-        return todo
-
-    def _learn_reach(
-        self, nodes: IntArray, counts: list[tuple[int, IntArray, np.ndarray]]
-    ) -> None:
-        """Record where each client has rows (exact: weight > 0 iff rows)."""
-        rows = [np.zeros(0, np.int64)] * len(self.clients)
-        for k, asked, count in counts:
-            rows[k] = asked[np.asarray(count) > 0]
-        self.reach = Reach(nodes.copy(), tuple(rows))
-
-    def _per_client(
-        self, replies: list[tuple[int, IntArray, Any]], todo: IntArray, name: str
-    ) -> FloatArray:
-        """Dense ``(K, n_todo, S)`` statistics per client (client splits, AvgImp).
-
-        Only built when a rule needs each client's own statistics; otherwise
-        ``(0, n_todo, S)`` (the server keeps per-client index arrays only).
-        """
-        g, c = self._g(), self.config
-        width = 1 if name == "counts" else g.width
-        if name == "node_stats" and not c.split_on_client:
-            return np.zeros((0, todo.shape[0], width))
-        position = np.full(g.open.shape[0], -1)
-        position[todo] = np.arange(todo.shape[0])
-        out = np.zeros((len(self.clients), todo.shape[0], width))
-        for k, asked, reply in replies:
-            values = np.asarray(getattr(reply, name), dtype=np.float64)
-            at = position[asked]
-            out[k, at[at >= 0]] = values.reshape(asked.shape[0], width)[at >= 0]
-        if name == "node_stats":
-            out = out[[self.index[a] for a in self.active]]
-        return out
-
-    def _pooled_categories(
-        self, sketches: list[tuple[int, IntArray, Any]], pairs: IntArray
-    ) -> FloatArray:
-        """Sum the per-category statistics, dense ``(n_open, F', categories, S)``."""
-        g = self._g()
-        dense = np.zeros((*pairs.shape, int(g.n_categories.max(initial=0)), g.width))
-        categorical = self._categorical(pairs)
-        for _, asked, s in sketches:
-            rows, cols = np.nonzero(categorical[asked])
-            dense[asked[rows], cols] += s.cat_stats.astype(np.float64)
-        return dense
-
-    def _numeric_candidates(
-        self,
-        sketches: list[tuple[int, IntArray, SketchReply]],
-        pairs: IntArray,
-        todo: IntArray,
-    ) -> FloatArray:
-        """Quantile mixture inversion (or exact midpoints) for every numeric pair."""
-        g, c = self._g(), self.config
-        numeric = (pairs[todo] >= 0) & ~g.is_categorical[np.maximum(pairs[todo], 0)]
-        segments = _segments(sketches, g.open.shape[0], todo)
-        if c.candidates == "quantile":
-            out = mixtures_ragged(
-                *segments, todo.shape[0] * pairs.shape[1], c.n_quantiles
-            )
-            out = out.reshape(todo.shape[0], pairs.shape[1], c.n_quantiles - 1)
-        else:
-            out = exact_thresholds(*segments, todo.shape[0], pairs.shape[1])
-        return np.where(numeric[..., None], out, np.nan)
-
-    def _other_candidates(
-        self,
-        nodes: IntArray,
-        pairs: IntArray,
-        cat: FloatArray,
-        client_stats: FloatArray,
-    ) -> Best:
-        """Categorical Fisher groupings and client-indicator splits (pooled, exact)."""
-        g, c = self._g(), self.config
-        parent = g.table.stats[nodes]
-        min_leaf = g.min_leaf(nodes)
-        best = best_categorical(
-            parent, cat, pairs, g.is_categorical, c.criterion, min_leaf
-        )
-        if c.split_on_client:
-            per_client = client_stats.transpose(1, 0, 2)  # (n_todo, K, S)
-            best = combine(best, best_client(parent, per_client, c.criterion, min_leaf))
-        return best
-
-    def _plan_evaluate(self) -> _Planned:
-        g, c = self._g(), self.config
-        if c.candidates == "uniform":
-            pairs = g.pair_features()
-            assert self.grid is not None
-            numeric = (pairs >= 0) & ~g.is_categorical[np.maximum(pairs, 0)]
-            thresholds = np.where(
-                numeric[..., None], self.grid[np.maximum(pairs, 0)], np.nan
-            )
-            self.pending = _Pending(
-                g.open, pairs, thresholds, np.zeros((0, 0)), Best.none(0, g.width)
-            )
-        assert self.pending is not None
-        p = self.pending
-        present = ~np.isnan(p.thresholds)
-
-        def extra(k: int, rows: IntArray, full: bool) -> dict[str, Any]:
-            sent, below = self._separating(k, rows, present)
-            self.layout[k] = (compact_ints(sent.sum(axis=-1)), compact_ints(below))
-            return {
-                "thr_count": compact(sent.sum(axis=-1)),
-                "thresholds": np.ascontiguousarray(p.thresholds[rows][sent]),
-                "mode": "avgimp" if c.gain == "avgimp" else "stats",
-                "criterion": c.criterion,
-                "with_stats": c.candidates == "uniform",
-            }
-
-        return EvaluateRequest, p.pairs, p.nodes, extra
-
-    def _separating(
-        self, k: int, rows: IntArray, present: np.ndarray
-    ) -> tuple[np.ndarray, IntArray]:
-        """Candidates that separate client k's rows at each pair, and those below.
-
-        A candidate below the client's smallest value at a node, or at/above its
-        largest, puts all its rows on one side: it is not sent, and the client's
-        bins are shifted by the number below its range (``below``). AvgImp and
-        the uniform grid send every candidate.
-        """
-        p = self.pending
-        assert p is not None
-        wanted = present[rows]
-        known = self.client_range.get(k)
-        if known is None or self.config.gain == "avgimp":
-            return wanted, np.zeros(wanted.shape[:2], np.int64)
-        positions, low, high = known
-        at = np.searchsorted(positions, rows)
-        at = np.minimum(at, max(positions.shape[0] - 1, 0))
-        found = (positions.shape[0] > 0) & (positions[at] == rows)
-        lo = np.where(found[:, None], low[at], np.nan)[..., None]
-        hi = np.where(found[:, None], high[at], np.nan)[..., None]
-        thr = p.thresholds[rows]
-        unknown = np.isnan(lo)
-        sent = wanted & (unknown | ((thr >= lo) & (thr < hi)))
-        below = (wanted & ~unknown & (thr < lo)).sum(axis=-1)
-        return sent, below.astype(np.int64)
-
-    def _absorb_evaluate(self, got: list[_Got]) -> None:
-        g, c = self._g(), self.config
-        p = self.pending
-        assert p is not None
-        present = ~np.isnan(p.thresholds)
-        if c.gain == "avgimp":
-            self._decide(self._avgimp(got, present))
-            return
-        evaluated = [(k, a, as_reply(r, EvaluateReply)) for k, a, r in got]
-        bins = _pooled_bins(evaluated, self.layout, present, g.width)
-        if c.candidates == "uniform":
-            bins = bins[self._uniform_nodes(evaluated)]
-        p = self.pending
-        assert p is not None
-        numeric = best_numeric(
-            g.table.stats[p.nodes],
-            bins,
-            p.thresholds,
-            p.pairs,
-            c.criterion,
-            g.min_leaf(p.nodes),
-        )
-        self._decide(numeric)
-
-    def _avgimp(self, got: list[_Got], present: np.ndarray) -> Best:
-        """AvgImp: the count-weighted average of the clients' own gains."""
-        g = self._g()
-        p = self.pending
-        assert p is not None
-        weights = p.counts / np.maximum(p.counts.sum(axis=0, keepdims=True), 1e-300)
-        average = np.zeros(p.thresholds.shape)
-        for k, asked, reply in got:
-            gains = np.zeros((asked.shape[0], *p.thresholds.shape[1:]))
-            gains[present[asked]] = as_reply(reply, AvgImpReply).gains  # all sent
-            average[asked] += weights[k, asked][:, None, None] * gains
-        return best_avgimp(average, p.thresholds, p.pairs, g.width)
-
-    def _uniform_nodes(
-        self, evaluated: list[tuple[int, IntArray, EvaluateReply]]
-    ) -> IntArray:
-        """Uniform mode: set node statistics from the evaluation; keep splittable."""
-        g, c = self._g(), self.config
-        p = self.pending
-        assert p is not None
-        pooled = np.zeros((p.nodes.shape[0], g.width))
-        for _, asked, e in evaluated:
-            pooled[asked] += e.node_stats.astype(np.float64)
-        self._learn_reach(
-            p.nodes,
-            [(k, a, _weights_of(e.node_stats, c.task)) for k, a, e in evaluated],
-        )
-        g.set_stats(p.nodes, pooled)
-        keep = np.flatnonzero(g.splittable(p.nodes))
-        nodes = p.nodes[keep]
-        other = Best.none(keep.shape[0], g.width)
-        if c.split_on_client:
-            per_client = np.zeros((len(self.clients), p.nodes.shape[0], g.width))
-            for k, asked, e in evaluated:
-                per_client[k, asked] = e.node_stats.astype(np.float64)
-            active = [self.index[a] for a in self.active]
-            other = best_client(
-                g.table.stats[nodes],
-                per_client[active][:, keep].transpose(1, 0, 2),
-                c.criterion,
-                g.min_leaf(nodes),
-            )
-        self.pending = _Pending(
-            nodes, p.pairs[keep], p.thresholds[keep], p.counts, other
-        )
-        return keep
-
-    def _decide(self, numeric: Best) -> None:
-        g = self._g()
-        p = self.pending
-        assert p is not None
-        best = combine(numeric, p.other) if p.other.gain.shape[0] else numeric
-        before = g.table.tree.shape[0]
-        g.apply(p.nodes, best)
-        self.splits_made += (g.table.tree.shape[0] - before) // 2
-        self.pending = None
-        self._after_level()
-
-    def _plan_leaf_stats(self) -> _Planned:
-        nodes = self._g().unknown_leaves()
-        empty = np.full((nodes.shape[0], 1), -1, dtype=np.int64)
-        return LeafStatsRequest, empty, nodes, _fixed()
-
-    def _absorb_leaf_stats(self, got: list[_Got]) -> None:
-        g = self._g()
-        nodes = g.unknown_leaves()
-        pooled = np.zeros((nodes.shape[0], g.width))
-        for _, asked, reply in got:
-            pooled[asked] += as_reply(reply, LeafStatsReply).node_stats.astype(float)
-        g.set_stats(nodes, pooled)
-        self.phase = self._final_phase()
-
-    # -- one round for a level whose every node has one client (Decision) -------
-    def _fold_where_alone(
-        self, cls: type[LevelFields], rows: tuple[IntArray, ...]
-    ) -> type[LevelFields]:
-        """Fold a sketch (or refinement) round with its evaluation, if it can be.
-
-        It can where the nodes it asks about (``rows`` per client) may each hold
-        rows of at most one active client (:mod:`._reach`; exact gains only):
-        the module docstring's **Decision**. Returns the request class to send.
-        """
-        if self.phase not in _FOLDED or self.config.gain != "exact":
-            return cls
-        asked = [rows[self.index[c]] for c in self.active]
-        every = np.concatenate(asked) if asked else np.zeros(0, np.int64)
-        if np.unique(every).shape[0] != every.shape[0]:
-            return cls
-        self.phase = _FOLDED[self.phase]
-        return SketchEvaluateRequest
-
-    def _checker(self) -> Callable[[str, Payload, Payload], None]:
-        """Return the round's reply check: node totals, sketched pairs.
-
-        A sketch holds points of numeric pairs only; one with points of a
-        categorical or unused pair is refused (field ``n_points``) before the
-        server derives candidates from it — a folded reply's own candidates
-        would otherwise not match the server's.
-        """
-        g = self._g()
-        totals = self.totals.checker(g.parents)
-
-        def check(client: str, request: Payload, reply: Payload) -> None:
-            totals(client, request, reply)
-            if isinstance(reply, SketchReply) and isinstance(request, LevelFields):
-                pairs = np.asarray(request.pair_feature, dtype=np.int64)
-                numeric = (pairs >= 0) & ~g.is_categorical[np.maximum(pairs, 0)]
-                if np.any(np.asarray(reply.n_points)[~numeric] > 0):
-                    raise InvalidField(
-                        "n_points", "holds points of a categorical or unused pair"
-                    )
-
-        return check
-
-    def _absorb_sketch_evaluate(self, got: list[_Got]) -> None:
-        self._absorb_folded(got, self._g().open, self.config.candidates)
-
-    def _absorb_refine_evaluate(self, got: list[_Got]) -> None:
-        self._absorb_folded(got, self._pending().nodes, "refine")
-
-    def _absorb_folded(self, got: list[_Got], requested: IntArray, mode: str) -> None:
-        """Absorb the sketch part as its own round would be, then the bins."""
-        if mode == "refine":
-            self._absorb_refine(got)
-        else:
-            self._absorb_sketch(got)
-        self._absorb_own_bins(got, requested, mode)
-
-    def _absorb_own_bins(self, got: list[_Got], requested: IntArray, mode: str) -> None:
-        """Absorb the folded bins as the evaluation round's replies.
-
-        The sketch part was absorbed as a sketch round's: the server holds the
-        candidates and every client's range. Unless that decided the level
-        (nothing numeric to evaluate), each client's bins are re-indexed from
-        its own candidates at the nodes it was asked about to the candidates the
-        server would have sent it at the nodes evaluated, which are the same
-        ones (:mod:`._candidates`), and then pooled as an evaluation round's.
-        """
-        if self.phase != "evaluate":
-            return
-        p = self._pending()
-        present = ~np.isnan(p.thresholds)
-        reach = self._rows_for(p.nodes)
-        evaluated = []
-        for k, asked, reply in got:
-            folded = as_reply(reply, SketchEvaluateReply)
-            rows = reach[k]
-            sent, below = self._separating(k, rows, present)
-            count = sent.sum(axis=-1)
-            self.layout[k] = (compact_ints(count), compact_ints(below))
-            own, _ = own_candidates(
-                folded.n_points,
-                folded.points,
-                folded.counts,
-                mode,
-                self.config.n_quantiles,
-            )
-            at = positions(requested[asked], p.nodes[rows])
-            if np.any(at < 0) or not np.array_equal(own[at], count):
-                raise LocalProtocolError(
-                    f"FedForest: the candidates of client {self.clients[k]!r} "
-                    "derived from its own sketch differ from the server's; a "
-                    "folded level must have one client per node."
-                )
-            index, stats = _rebase_bins(folded, own, at, count)
-            empty = np.zeros((0, self._g().width), np.uint8)
-            evaluated.append(_Got(k, rows, EvaluateReply(index, stats, empty)))
-        self._absorb_evaluate(evaluated)
-
-    def _pending(self) -> _Pending:
-        assert self.pending is not None
-        return self.pending
-
-    # -- candidates="hist" (beyond the paper) ------------------------------------
-    def _plan_grid(self) -> _Planned:
-        g = self._g()
-        extra = _fixed(n_features=g.n_features, max_bins=MAX_BINS)
-        return GridRequest, g.pair_features(), None, extra
-
-    def _absorb_grid(self, got: list[_Got]) -> None:
-        g = self._g()
-        replies = [as_reply(r, GridReply) for _, _, r in got]
-        self.hist_grid = agree_grid(
-            np.stack([r.points for r in replies]),
-            np.stack([r.counts.astype(np.float64) for r in replies]),
-            np.stack([r.complete for r in replies]),
-            MAX_BINS,
-            weights_per_client=np.stack([r.weights for r in replies]),
-            is_categorical=g.is_categorical,
-        )
-        self.phase = "histogram"
-
-    def _plan_histogram(self) -> _Planned:
-        g = self._g()
-        pairs = g.pair_features()
-        categorical = self._categorical(pairs)
-        grid = self.hist_grid
-        assert grid is not None
-        empty = np.zeros(0, np.int64)
-
-        def extra(k: int, rows: IntArray, full: bool) -> dict[str, Any]:
-            send = full or k not in self.grid_sent
-            self.grid_sent.add(k)
-            return {
-                "grid_edges": grid.edges if send else np.zeros(0),
-                "grid_edge_ptr": compact_ints(grid.edge_ptr) if send else empty,
-                "grid_atomic": grid.atomic if send else np.zeros(0, bool),
-                "grid_bin_ptr": compact_ints(grid.bin_ptr) if send else empty,
-                "n_bins": int(histogram_layout(pairs[rows], grid)[-1]),
-                "max_categories": int(g.n_categories.max(initial=0)),
-                "n_categorical_pairs": int(categorical[rows].sum()),
-            }
-
-        return HistogramRequest, pairs, None, extra
-
-    def _absorb_histogram(self, got: list[_Got]) -> None:
-        g = self._g()
-        grid = self.hist_grid
-        assert grid is not None
-        replies = [(k, a, as_reply(r, HistogramReply)) for k, a, r in got]
-        pairs = g.pair_features()
-        todo = self._pool_level(replies)
-        nodes = g.open[todo]
-        index, stats = _pooled_histograms(replies, pairs, grid)
-        grid_best, flagged = self._grid_splits(index, stats, pairs, todo)
-        cat = self._pooled_categories(replies, pairs)[todo]
-        per_client = self._per_client(replies, todo, "node_stats")
-        other = self._other_candidates(nodes, pairs[todo], cat, per_client)
-        best = combine(grid_best, other)
-        refine = np.where(flagged, pairs[todo], -1)
-        none = np.full((*refine.shape, 1), np.nan)
-        self.pending = _Pending(nodes, refine, none, np.zeros((0, 0)), best)
-        if flagged.any():
-            self.phase = "refine"
-        else:
-            self._decide(Best.none(nodes.shape[0], g.width))
-
-    def _grid_splits(
-        self, index: IntArray, stats: FloatArray, pairs: IntArray, todo: IntArray
-    ) -> tuple[Best, np.ndarray]:
-        """Best grid split of every todo node, and the pairs to refine.
-
-        Nodes are searched in groups of similar numbers of non-empty bins (powers
-        of two), so a level with a few wide nodes does not pad every node to 255.
-        """
-        g, c = self._g(), self.config
-        grid = self.hist_grid
-        assert grid is not None
-        ptr = histogram_layout(pairs, grid)
-        fp = pairs.shape[1]
-        pair = np.searchsorted(ptr, index, side="right") - 1
-        kept = np.bincount(pair // fp, minlength=pairs.shape[0])[todo]
-        bucket = np.ceil(np.log2(np.maximum(kept, 1))).astype(np.int64)
-        best = Best.none(todo.shape[0], g.width)
-        flagged = np.zeros((todo.shape[0], fp), dtype=bool)
-        for b in np.unique(bucket):
-            rows = np.flatnonzero(bucket == b)
-            nodes = g.open[todo[rows]]
-            bins, thresholds, flags = grid_candidates(
-                index,
-                stats,
-                ptr,
-                todo[rows],
-                pairs,
-                grid,
-                c.n_quantiles,
-                c.task != "regression",
-            )
-            part = best_numeric(
-                g.table.stats[nodes],
-                bins,
-                thresholds,
-                pairs[todo[rows]],
-                c.criterion,
-                g.min_leaf(nodes),
-            )
-            _put(best, rows, part)
-            flagged[rows] = flags
-        return best, flagged
-
-    def _plan_refine(self) -> _Planned:
-        p = self.pending
-        assert p is not None
-        extra = _fixed(
-            q=self.config.n_quantiles,
-            candidates="refine",
-            max_categories=0,
-            n_categorical_pairs=0,
-        )
-        return SketchRequest, p.pairs, p.nodes, extra
-
-    def _absorb_refine(self, got: list[_Got]) -> None:
-        g, c = self._g(), self.config
-        p = self.pending
-        assert p is not None
-        sketches = [(k, a, as_reply(r, SketchReply)) for k, a, r in got]
-        n = p.nodes.shape[0]
-        everything = np.arange(n)
-        segments = _segments(sketches, n, everything)
-        fp = p.pairs.shape[1]
-        levels = mixture_levels("refine", c.n_quantiles)
-        out = mixtures_ragged(*segments, n * fp, levels).reshape(n, fp, levels - 1)
-        p.thresholds = np.where((p.pairs >= 0)[..., None], out, np.nan)
-        self.client_range = _client_ranges(sketches, n, everything)
-        self.phase = "evaluate"
-        if not np.isfinite(p.thresholds).any():
-            self._decide(Best.none(n, g.width))
-
-
-class _Got(NamedTuple):
-    """A validated reply: the client's index, the positions it was asked about."""
-
-    client: int
-    asked: IntArray
-    reply: Payload
-
-
-def _weights_of(stats: np.ndarray, task: str) -> FloatArray:
-    """Node weights from node statistics: Σ class counts, or the moment w."""
-    values = np.asarray(stats, dtype=np.float64)
-    out: FloatArray = values[:, 0] if task == "regression" else values.sum(axis=1)
-    return out
-
-
-def _put(into: Best, rows: IntArray, part: Best) -> None:
-    """Write the candidates of ``part`` (one per row) into rows of ``into``."""
-    into.gain[rows] = part.gain
-    into.kind[rows] = part.kind
-    into.feature[rows] = part.feature
-    into.threshold[rows] = part.threshold
-    into.left[rows] = part.left
-    for r, codes in zip(rows, part.codes, strict=True):
-        into.codes[r] = codes
-
-
-def _fixed(**values: Any) -> Callable[[int, IntArray, bool], dict[str, Any]]:
-    """Request fields that are the same whatever nodes a client is asked about."""
-    return lambda k, rows, full: dict(values)
-
-
-_FOLDED = {"sketch": "sketch_evaluate", "refine": "refine_evaluate"}
-"""Rounds that fold with their evaluation where every node has one client."""
-
-_PER_CLIENT_PHASES = frozenset({"evaluate", "histogram"})
-"""Phases whose requests differ per client beyond its nodes (its own candidates;
-whether it has the grid yet): never shared between clients."""
-
-_Planned = tuple[
-    type[LevelFields],
-    IntArray,
-    IntArray | None,
-    Callable[[int, IntArray, bool], dict[str, Any]],
-]
-"""A phase's request: its class, pairs, nodes (None: the open level), and the
-extra fields for a client asked about the given positions."""
-
-
-def _segments(
-    sketches: list[tuple[int, IntArray, SketchReply]], n_open: int, todo: IntArray
-) -> tuple[IntArray, IntArray, IntArray, FloatArray, FloatArray]:
-    """Return the clients' sketches of the ``todo`` nodes as ragged segments.
-
-    Returns, per segment (one client's points of one pair) sorted by pair and
-    then client: the pair (row-major over ``todo`` x F'), the start and length in
-    the concatenated ``points``, and the client's node weight; then ``points``.
-    """
-    position = np.full(n_open, -1)
-    position[todo] = np.arange(todo.shape[0])
-    pair, start, length, weight, parts = [], [], [], [], []
-    offset = 0
-    for _, asked, s in sketches:
-        n_points = s.n_points.astype(np.int64)
-        fp = n_points.shape[1]
-        flat = n_points.ravel()
-        starts = (np.cumsum(flat) - flat).reshape(n_points.shape)
-        at = position[asked]
-        rows, cols = np.nonzero((n_points > 0) & (at >= 0)[:, None])
-        pair.append(at[rows] * fp + cols)
-        start.append(starts[rows, cols] + offset)
-        length.append(n_points[rows, cols])
-        weight.append(s.counts.astype(np.float64)[rows])
-        parts.append(s.points)
-        offset += s.points.shape[0]
-    order = np.argsort(np.concatenate(pair), kind="stable")
-    points = np.concatenate(parts) if parts else np.zeros(0)
-    return (
-        np.concatenate(pair)[order],
-        np.concatenate(start)[order],
-        np.concatenate(length)[order],
-        np.concatenate(weight)[order],
-        points.astype(np.float64),
-    )
-
-
-def _pooled_histograms(
-    replies: list[tuple[int, IntArray, HistogramReply]],
-    pairs: IntArray,
-    grid: Grid,
-) -> tuple[IntArray, FloatArray]:
-    """Sum the clients' sparse grid bins: sorted global bin ids and their sums.
-
-    Only non-zero bins travel and only they are summed, so the server never
-    holds open nodes x features x 255 bins.
-    """
-    fp = pairs.shape[1]
-    first = histogram_layout(pairs, grid)
-    ids, values = [], []
-    for _, asked, h in replies:
-        local = histogram_layout(pairs[asked], grid)
-        index = h.bin_index.astype(np.int64)
-        pair = np.searchsorted(local, index, side="right") - 1
-        rows = asked[pair // fp] * fp + pair % fp
-        ids.append(first[rows] + index - local[pair])
-        values.append(h.bin_stats.astype(np.float64))
-    if not ids:
-        return np.zeros(0, np.int64), np.zeros((0, 1))
-    every = np.concatenate(ids)
-    order = np.argsort(every, kind="stable")  # clients in order within a bin
-    every = every[order]
-    starts = np.flatnonzero(np.r_[True, every[1:] != every[:-1]])
-    summed = np.add.reduceat(np.concatenate(values)[order], starts, axis=0)
-    return every[starts], summed
-
-
-def _client_ranges(
-    sketches: list[tuple[int, IntArray, SketchReply]], n_open: int, todo: IntArray
-) -> dict[int, tuple[IntArray, FloatArray, FloatArray]]:
-    """Each client's smallest and largest value per (todo node, feature).
-
-    A sketch's first point is the minimum and its last the maximum of the
-    client's rows there (type-1 quantiles at levels 0 and 1). Returned per
-    client: its todo positions (sorted), then (n, F') minima and maxima (NaN
-    where it sent no points).
-    """
-    position = np.full(n_open, -1)
-    position[todo] = np.arange(todo.shape[0])
-    out = {}
-    for k, asked, s in sketches:
-        n_points = s.n_points.astype(np.int64)
-        at = position[asked]
-        keep = at >= 0
-        flat = n_points.ravel()
-        first = np.minimum(np.cumsum(flat) - flat, max(s.points.shape[0] - 1, 0))
-        last = np.maximum(np.cumsum(flat) - 1, 0)
-        values = s.points if s.points.size else np.full(1, np.nan)
-        low = np.where(flat > 0, values[first], np.nan).reshape(n_points.shape)
-        high = np.where(flat > 0, values[last], np.nan).reshape(n_points.shape)
-        out[k] = (at[keep], low[keep], high[keep])
-    return out
-
-
-def _pooled_bins(
-    evaluated: list[tuple[int, IntArray, EvaluateReply]],
-    layout: Mapping[int, tuple[IntArray, IntArray]],
-    present: np.ndarray,
-    width: int,
-) -> FloatArray:
-    """Sum the clients' sparse bins; return them padded ``(n, F', cand + 1, S)``.
-
-    A client's ``bin_index`` counts bins over the pairs it was asked about
-    (``asked`` rows x F', row-major, its candidates + 1 bins each); it is mapped
-    to the level's layout, shifted by the candidates left out below the
-    client's range, before the sum.
-    """
-    n_open, fp, n_cand = present.shape
-    in_layout = np.zeros((n_open, fp, n_cand + 1), dtype=bool)
-    in_layout[..., 1:] = present
-    in_layout[..., 0] = True
-    bins_per_pair = in_layout.sum(axis=-1)
-    first = np.cumsum(bins_per_pair.ravel()) - bins_per_pair.ravel()
-    pooled = np.zeros((int(in_layout.sum()), width))
-    for k, asked, e in evaluated:
-        count, below = layout[k]
-        index = e.bin_index.astype(np.int64)
-        local_first = first_bins(count)
-        pair = np.searchsorted(local_first, index, side="right") - 1
-        rows = asked[pair // fp] * fp + pair % fp
-        shift = below.astype(np.int64).ravel()[pair] - local_first[pair]
-        pooled[first[rows] + index + shift] += e.bin_stats.astype(np.float64)
-    out = np.zeros((n_open, fp, n_cand + 1, width))
-    out[in_layout] = pooled
-    return out
-
-
-def _rebase_bins(
-    reply: SketchEvaluateReply, own: IntArray, at: IntArray, count: IntArray
-) -> tuple[IntArray, np.ndarray]:
-    """Move folded bins from the client's own layout to the evaluation's.
-
-    ``own`` counts the candidates of every (asked node, feature) pair, ``count``
-    those of every (evaluated node, feature) pair, and evaluated node i is asked
-    node ``at[i]`` (with ``own[at] == count``). Bins of nodes not evaluated are
-    dropped; a bin keeps its offset inside its pair. When every asked node is
-    evaluated (the usual case) the layouts are the same and nothing moves.
-    """
-    fp = own.shape[1]
-    index = reply.bin_index.astype(np.int64)
-    if at.shape[0] == own.shape[0]:  # sorted and distinct: at == arange
-        return index, reply.bin_stats
-    own_first = first_bins(own)
-    pair = np.searchsorted(own_first, index, side="right") - 1
-    row_of = np.full(own.shape[0], -1, dtype=np.int64)
-    row_of[at] = np.arange(at.shape[0])
-    row = row_of[pair // fp]
-    keep = row >= 0
-    target = row[keep] * fp + pair[keep] % fp
-    moved = first_bins(count)[target] + index[keep] - own_first[pair[keep]]
-    return moved.astype(np.int64), reply.bin_stats[keep]

@@ -1,0 +1,119 @@
+"""Turning a step's :class:`._steps.Ask` into a round's requests (protocol v2).
+
+DESIGN.md, "Per-run client state". Each client is asked only about the nodes it
+may reach (:meth:`._state.LevelState.rows_for`); clients asked about the same
+nodes share one payload, encoded once, unless the step's fields differ per
+client. Every request carries the same forest delta (the splits since the last
+request); a client that lost its state answers a resync and is sent the full
+form in the same round. The first request of a fit goes out in full form,
+since no client holds a forest yet. Where every asked node has one client the
+round may fold (:class:`._fold.FoldPolicy`). Each reply is checked against the
+client's earlier totals (:mod:`._consistency`) and its sketch's pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedtrees.algorithms.fedforest._fold import FoldPolicy
+from fedtrees.algorithms.fedforest._layout import compact_ints
+from fedtrees.algorithms.fedforest._payloads import LevelFields, SketchReply
+from fedtrees.algorithms.fedforest._state import LevelState
+from fedtrees.algorithms.fedforest._steps import Ask, Phase
+from fedtrees.federation import InvalidField, Payload, RoundPlan
+
+__all__ = ["Planned", "RequestBuilder"]
+
+Check = Callable[[str, Payload, Payload], None]
+
+
+@dataclass(frozen=True, eq=False)
+class Planned:
+    """A round's plan, and the phase of the step that absorbs it.
+
+    ``phase`` is the ask's fold phase where the round folded, else None (the
+    planning step absorbs it).
+    """
+
+    plan: RoundPlan
+    folded: Phase | None
+
+
+class RequestBuilder:
+    """Build each round's requests from a step's ask (see the module docstring)."""
+
+    def __init__(self, fold: FoldPolicy) -> None:
+        self.fold = fold
+        self.started = False
+
+    def build(self, ask: Ask, state: LevelState) -> Planned:
+        """Return the round's requests; record what each client is asked.
+
+        Records in ``state`` the positions each client is asked about and,
+        whenever a request is built (a resync rebuilds it), what its fields
+        returned for the step to read back with the reply.
+        """
+        g = state.growth
+        nodes = g.open if ask.nodes is None else ask.nodes
+        shared = state.deltas.delta_fields()  # the next version: once a round
+        rows = state.rows_for(nodes)
+        active = [rows[state.index[c]] for c in state.active]
+        folded = ask.fold if ask.fold and self.fold.folds(ask, active) else None
+        request = folded.request if folded else ask.request
+        state.asked = dict(zip(state.clients, rows, strict=True))
+        made: dict[bytes, Payload] = {}
+        shareable = not ask.per_client
+
+        def build(client: str, full: bool = False) -> Payload:
+            r, k = state.asked[client], state.index[client]
+            key = r.tobytes()
+            if shareable and not full and key in made:
+                return made[key]
+            fields, kept = ask.fields(k, r, full)
+            payload: Payload = request(
+                **(state.deltas.full_fields(client) if full else shared),
+                open_nodes=compact_ints(nodes[r]),
+                pair_feature=compact_ints(ask.pairs[r]),
+                **fields,
+            )
+            if kept is not None:
+                state.layouts[k] = kept
+            if shareable and not full:
+                made[key] = payload
+            return payload
+
+        def full(client: str) -> Payload:
+            return build(client, full=True)
+
+        first = not self.started
+        self.started = True
+        requests = {c: build(c, full=first) for c in state.active}
+        plan = RoundPlan(requests, state.config.on_dropout, full, reply_check(state))
+        return Planned(plan, folded.phase if folded else None)
+
+
+def reply_check(state: LevelState) -> Check:
+    """Return the round's reply check: node totals, sketched pairs.
+
+    A sketch holds points of numeric pairs only; one with points of a
+    categorical or unused pair is refused (field ``n_points``) before the
+    server derives candidates from it — a folded reply's own candidates
+    would otherwise not match the server's.
+    """
+    g = state.growth
+    totals = state.totals.checker(g.parents)
+
+    def check(client: str, request: Payload, reply: Payload) -> None:
+        totals(client, request, reply)
+        if isinstance(reply, SketchReply) and isinstance(request, LevelFields):
+            pairs = np.asarray(request.pair_feature, dtype=np.int64)
+            numeric = (pairs >= 0) & ~g.is_categorical[np.maximum(pairs, 0)]
+            if np.any(np.asarray(reply.n_points)[~numeric] > 0):
+                raise InvalidField(
+                    "n_points", "holds points of a categorical or unused pair"
+                )
+
+    return check

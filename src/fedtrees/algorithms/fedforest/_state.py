@@ -1,0 +1,237 @@
+"""What the FedForest server knows during a fit: one state, built when the fit starts.
+
+:class:`LevelState` holds the forest being grown (:class:`._growth.ForestGrowth`)
+and what the clients have been told of it (:class:`._forest.ForestDeltas`),
+where each client may have rows (:class:`._reach.Reach`), the clients' node
+totals for the cross-round checks (:class:`._consistency.NodeTotals`), the
+clients still active, what each was asked in the current round and the bins'
+layout it was sent, and what a level's first round leaves for its next
+(:class:`Pending`). The steps (:mod:`._steps`) read and fold into it; its
+methods are the pooling every level shares (ALGORITHMS.md §1.1: client
+statistics are summed, never averaged) and the level's end: split, then the
+next level, the leaves' statistics, the score, or done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+
+from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms.fedforest._config import ForestConfig
+from fedtrees.algorithms.fedforest._consistency import NodeTotals
+from fedtrees.algorithms.fedforest._forest import ForestDeltas
+from fedtrees.algorithms.fedforest._growth import ForestGrowth
+from fedtrees.algorithms.fedforest._layout import ClientRange
+from fedtrees.algorithms.fedforest._payloads import ScoreReply
+from fedtrees.algorithms.fedforest._reach import Reach
+from fedtrees.algorithms.fedforest._steps import Phase
+from fedtrees.exceptions import LocalProtocolError
+from fedtrees.federation import FederationInfo
+from fedtrees.stats._splits import Best, combine
+
+__all__ = ["LevelState", "Pending"]
+
+T = TypeVar("T")
+
+Replies = Sequence[tuple[int, IntArray, Any]]
+"""A round's replies: (client index, asked positions, reply)."""
+
+
+@dataclass(eq=False)
+class Pending:
+    """What a level's sketch round leaves for its evaluation round.
+
+    The nodes still splittable and their considered features, their candidate
+    thresholds ``(n, F', candidates)`` (NaN-padded), each client's node weights
+    (AvgImp, ``(K, n)``; else empty), the best categorical and client splits,
+    and each client's range per pair (its candidates are those inside).
+    """
+
+    nodes: IntArray
+    pairs: IntArray
+    thresholds: FloatArray
+    counts: FloatArray
+    other: Best
+    ranges: Mapping[int, ClientRange]
+
+
+@dataclass(eq=False)
+class LevelState:
+    """The server's state of one fit (see the module docstring)."""
+
+    config: ForestConfig
+    info: FederationInfo
+    growth: ForestGrowth
+    first: Phase
+    """The phase that starts every level (the candidate mode's)."""
+    clients: tuple[str, ...]
+    index: Mapping[str, int]
+    """A client's position in ``clients``."""
+    active: list[str]
+    reach: Reach
+    deltas: ForestDeltas
+    """What the clients have been told of the forest (each request's delta)."""
+    totals: NodeTotals = field(default_factory=NodeTotals)
+    asked: dict[str, IntArray] = field(default_factory=dict)
+    """Per client, the positions of the round's nodes it was asked about."""
+    layouts: dict[int, object] = field(default_factory=dict)
+    """Per client index, what its last request's fields returned for its reply."""
+    pending: Pending | None = None
+    splits_made: int = 0
+    scores: tuple[ScoreReply, ...] = ()
+
+    @classmethod
+    def start(
+        cls, config: ForestConfig, info: FederationInfo, first: Phase
+    ) -> LevelState:
+        """Create the roots: every client reaches the trees it takes part in."""
+        growth = ForestGrowth(config, info)
+        clients = tuple(info.clients)
+        return cls(
+            config=config,
+            info=info,
+            growth=growth,
+            first=first,
+            clients=clients,
+            index={c: k for k, c in enumerate(clients)},
+            active=list(clients),
+            reach=growth.root_reach(),
+            deltas=ForestDeltas(growth),
+        )
+
+    def need_pending(self) -> Pending:
+        """Return the level's pending data (its first round left it).
+
+        Raises
+        ------
+        LocalProtocolError
+            If no round left any: the steps ran out of order.
+        """
+        if self.pending is None:
+            raise LocalProtocolError("FedForest: no sketch round left candidates.")
+        return self.pending
+
+    def layout_of(self, k: int, kind: type[T]) -> T:
+        """Return what client ``k``'s request recorded for its reply (a ``kind``).
+
+        Raises
+        ------
+        LocalProtocolError
+            If its request recorded none of that kind.
+        """
+        layout = self.layouts.get(k)
+        if not isinstance(layout, kind):
+            raise LocalProtocolError(
+                f"FedForest: client {self.clients[k]!r} has no {kind.__name__}."
+            )
+        return layout
+
+    # -- who is asked -------------------------------------------------------------
+    def rows_for(self, nodes: IntArray) -> tuple[IntArray, ...]:
+        """Per client, the positions in ``nodes`` it is asked about (:mod:`._reach`).
+
+        Below a split on the client indicator the server knows each client's
+        side: a child is asked only of the clients sent to it.
+        """
+        g = self.growth
+        parents = g.parents(nodes)
+        rows = self.reach.rows_for(nodes, parents)
+        at, reaches = g.client_sides(nodes, parents)
+        if at.shape[0] == 0:
+            return rows
+        return tuple(
+            np.setdiff1d(r, at[~reaches[:, k]], assume_unique=True)
+            for k, r in enumerate(rows)
+        )
+
+    # -- pooling (§1.1: client statistics add up to the pooled ones) ---------------
+    def pool_level(self, replies: Replies) -> IntArray:
+        """Sum the open nodes' statistics, learn where clients have rows.
+
+        Returns the positions of the open nodes that may still split.
+        """
+        g = self.growth
+        pooled = np.zeros((g.open.shape[0], g.width))
+        for _, asked, reply in replies:
+            pooled[asked] += reply.node_stats.astype(np.float64)
+        g.set_stats(g.open, pooled)  # from the clients answering now: no phantoms
+        self.learn_reach(g.open, [(k, a, r.counts) for k, a, r in replies])
+        todo: IntArray = np.flatnonzero(g.splittable(g.open))
+        return todo
+
+    def learn_reach(self, nodes: IntArray, counts: Replies) -> None:
+        """Record where each client has rows (exact: weight > 0 iff rows)."""
+        rows = [np.zeros(0, np.int64)] * len(self.clients)
+        for k, asked, count in counts:
+            rows[k] = asked[np.asarray(count) > 0]
+        self.reach = Reach(nodes.copy(), tuple(rows))
+
+    def per_client(self, replies: Replies, todo: IntArray, name: str) -> FloatArray:
+        """Dense ``(K, n_todo, S)`` statistics per client (client splits, AvgImp).
+
+        ``name`` is the reply field: ``"node_stats"`` (of the active clients
+        only) or ``"counts"`` (``S = 1``, every client).
+        """
+        g = self.growth
+        width = 1 if name == "counts" else g.width
+        if name == "node_stats" and not self.config.split_on_client:
+            return np.zeros((0, todo.shape[0], width))  # no rule needs them
+        position = np.full(g.open.shape[0], -1)
+        position[todo] = np.arange(todo.shape[0])
+        out = np.zeros((len(self.clients), todo.shape[0], width))
+        for k, asked, reply in replies:
+            values = np.asarray(getattr(reply, name), dtype=np.float64)
+            at = position[asked]
+            out[k, at[at >= 0]] = values.reshape(asked.shape[0], width)[at >= 0]
+        if name == "node_stats":
+            out = out[[self.index[a] for a in self.active]]
+        return out
+
+    def categorical(self, pairs: IntArray) -> np.ndarray:
+        """Which (node, feature) pairs are of a categorical feature."""
+        is_cat = self.growth.is_categorical
+        out: np.ndarray = (pairs >= 0) & is_cat[np.maximum(pairs, 0)]
+        return out
+
+    def pooled_categories(self, replies: Replies, pairs: IntArray) -> FloatArray:
+        """Sum the per-category statistics, dense ``(n_open, F', categories, S)``."""
+        g = self.growth
+        dense = np.zeros((*pairs.shape, int(g.n_categories.max(initial=0)), g.width))
+        categorical = self.categorical(pairs)
+        for _, asked, s in replies:
+            rows, cols = np.nonzero(categorical[asked])
+            dense[asked[rows], cols] += s.cat_stats.astype(np.float64)
+        return dense
+
+    # -- the level's end ---------------------------------------------------------------
+    def decide(self, nodes: IntArray, numeric: Best, other: Best) -> Phase:
+        """Split ``nodes`` on their best candidates; return the next phase."""
+        g = self.growth
+        best = combine(numeric, other) if other.gain.shape[0] else numeric
+        before = g.table.tree.shape[0]
+        g.apply(nodes, best)
+        self.splits_made += (g.table.tree.shape[0] - before) // 2
+        self.pending = None
+        return self.after_level()
+
+    def after_level(self) -> Phase:
+        """Return the next level's first phase, else leaf statistics, score or done."""
+        g = self.growth
+        if g.open.shape[0]:
+            return self.first
+        if g.unknown_leaves().shape[0]:
+            return Phase.LEAF_STATS
+        return self.final_phase()
+
+    def final_phase(self) -> Phase:
+        """Score the forest on held-out rows if asked, else done."""
+        return Phase.SCORE if self.config.holdout > 0 else Phase.DONE
+
+    def forget_open_stats(self) -> None:
+        """Forget the open nodes' statistics (they hold a dropped client's rows)."""
+        g = self.growth
+        g.table.stats[g.open] = np.nan
