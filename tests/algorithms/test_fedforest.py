@@ -215,6 +215,7 @@ def test_avgimp_sends_one_gain_per_candidate() -> None:
     [
         {"candidates": "quantile"},
         {"candidates": "uniform"},
+        {"candidates": "hist"},  # 5 distinct values: a complete grid of 5
         {"gain": "avgimp"},
     ],
     ids=str,
@@ -253,7 +254,7 @@ def test_no_regression_message_grows_with_the_rows() -> None:
 
 @pytest.mark.parametrize(
     ("candidates", "kind"),
-    [("exact", "fedforest.sketch_reply")],
+    [("exact", "fedforest.sketch_reply"), ("hist", "fedforest.grid_reply")],
 )
 def test_distinct_values_are_sent_by_design(candidates: str, kind: str) -> None:
     # Distinct values, fewer rows than max_bins: exact mode sketches every value,

@@ -179,6 +179,7 @@ def test_encode_broadcast_equals_encoding_each_client() -> None:
         node_right=np.full(3, -1),
         set_ptr=np.zeros(4, np.int64),
         set_codes=np.zeros(0, np.int64),
+        node_missing=np.zeros(3, bool),
     )
     shared = encode_broadcast("request", 7, ["a", "bb", "c c"], state)
     for client, data in shared.items():
@@ -232,12 +233,13 @@ def test_non_finite_candidates_are_refused_by_field() -> None:
 def test_every_request_kind_has_its_handler_registered() -> None:
     """Registration is explicit: the package's HANDLERS, one per request kind,
     are the handlers the client dispatches to."""
-    from fedtrees.algorithms.fedforest import HANDLERS, _payloads
+    from fedtrees.algorithms.fedforest import HANDLERS, _hist_payloads, _payloads
     from fedtrees.federation._client import _HANDLERS
 
     requests = {
         cls.kind
-        for cls in vars(_payloads).values()
+        for module in (_payloads, _hist_payloads)
+        for cls in vars(module).values()
         if isinstance(cls, type)
         and issubclass(cls, _payloads.LevelFields)
         and cls is not _payloads.LevelFields

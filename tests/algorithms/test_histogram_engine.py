@@ -135,9 +135,9 @@ def test_missing_values_stay_out_of_the_grid() -> None:
     [
         ([1.0, 1.0], "strictly increasing"),
         ([2.0, 1.0], "strictly increasing"),
-        ([1.0, np.inf], "finite edges"),
-        ([np.nan], "finite edges"),
-        ([], "non-empty 1-D"),
+        ([1.0, np.inf], "finite"),
+        ([np.nan], "finite"),
+        ([], "non-empty"),
         (np.arange(10.0), "at most max_bins - 1 = 4 edges"),
     ],
 )

@@ -147,6 +147,7 @@ FORGET = (Fault("b", "forget", round=2),)  # a resync: the state's full forms
 METHODS: dict[str, Callable[[], tuple[Federation, Ledger]]] = {
     "fedforest-quantile": _fit(_forest(), Y_CLASS, FORGET),
     "fedforest-exact": _fit(_forest(candidates="exact"), Y_CLASS),
+    "fedforest-hist": _fit(_forest(candidates="hist"), Y_CLASS, FORGET),
     "fedforest-uniform": _fit(_forest(candidates="uniform"), Y_CLASS),
     "fedforest-alone": _fit(  # one client: sketch and evaluate folded, a resync
         _forest(), Y_CLASS, (Fault("a", "forget", round=2),), np.full(N_ROWS, "a")

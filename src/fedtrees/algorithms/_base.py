@@ -6,19 +6,28 @@ value of ``groups``. **Decision (groups=None):** all rows go to one client
 cross-validation need — and ``fit`` says so once with a
 :class:`~fedtrees.exceptions.CentralizedFitWarning`.
 
-Inputs are numpy arrays or DataFrames; NaN in X is refused naming the column;
-labels may be strings. **Decision (which columns are categorical):** a column is
-categorical exactly when its pandas dtype is ``category`` (its categories, in
-order, are then declared public metadata of the fit); every other column must
-hold numbers (bool as 0/1, an object column of numbers as floats). A string or
+Inputs are numpy arrays or DataFrames; labels may be strings. **Missing
+values**: an estimator that learns where they go (``_accepts_missing()``:
+FedForest's histogram mode) accepts NaN in X — in a numeric column, or as a
+category of its own in a categorical one; every other estimator refuses NaN
+naming the column and the estimators that accept it (:data:`ACCEPTS_MISSING`).
+Infinite values are refused everywhere.
+
+**Decision (which columns are categorical):** a column is categorical
+exactly when its pandas dtype is ``category`` (its categories, in order, are
+then declared public metadata of the fit); every other column must hold
+numbers (bool as 0/1, an object column of numbers as floats). A string or
 object column of text is a :class:`~fedtrees.exceptions.ValidationError` naming
 the column and the fix (``X[c] = X[c].astype("category")``) — never guessed. At
 predict time every column must keep the kind it had at fit (a category column
 stays ``category``, a numeric one numeric), or the error names the column.
+
 **Decision (unseen categories):** a category the fit did not agree on is not an
 error — as in scikit-learn's ``HistGradientBoosting*`` it is routed: it gets a
-code no split lists, so it follows a set split's default (right) branch, stops
-a multiway (ID3) split at that node, and one-hot encodes as all zeros.
+code no category has (``K``, the number of categories), so it follows a set
+split's default (right) branch, stops a multiway (ID3) split at that node, and
+one-hot encodes as all zeros. Where missing values are accepted, ``K`` is also
+the missing category's code: an unseen category follows the missing ones.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -56,9 +65,11 @@ from fedtrees.federation import (
 )
 from fedtrees.federation._data import as_frame
 
-__all__ = ["FederatedEstimator", "estimator_frame"]
+__all__ = ["ACCEPTS_MISSING", "FederatedEstimator", "estimator_frame"]
 
 Task = Literal["classification", "regression"]
+ACCEPTS_MISSING: Final = ("FedForestClassifier", "FedForestRegressor")
+"""The estimators that accept missing values (NaN) in X."""
 
 
 class FederatedEstimator:
@@ -126,6 +137,19 @@ class FederatedEstimator:
     ) -> Any:
         raise NotImplementedError
 
+    def _accepts_missing(self) -> bool:
+        """Whether X may hold NaN (see the module docstring)."""
+        return False
+
+    def _missing_hint(self) -> str | None:
+        """Return None if ``fit`` accepts NaN; else what to do instead."""
+        if self._accepts_missing():
+            return None
+        return (
+            "fill or drop them, or use an estimator that accepts missing values "
+            f"({', '.join(ACCEPTS_MISSING)})"
+        )
+
     def _federation(
         self,
         X: object,
@@ -143,7 +167,7 @@ class FederatedEstimator:
         (``fit_federation`` declares only what its federation declares).
         """
         owner = type(self).__name__
-        frame = _checked_frame(X, owner)
+        frame = _checked_frame(X, owner, self._missing_hint())
         target = _checked_target(y, frame.shape[0], self._task, owner)
         if groups is None:
             _warn_centralized(owner)
@@ -256,9 +280,24 @@ class FederatedEstimator:
             for j, kind in enumerate(self.feature_kinds_)
         ]
         matrix = np.column_stack(columns).astype(np.float64)
-        return check_matrix(matrix, "X", owner, column_names=_names(self))
+        if not self._accepts_missing():
+            _refuse_missing(matrix, _names(self), owner, self._missing_hint() or "")
+        return check_matrix(
+            matrix,
+            "X",
+            owner,
+            column_names=_names(self),
+            allow_nan=self._accepts_missing(),
+        )
 
     def _encode_column(self, column: pd.Series, j: int) -> FloatArray:
+        """Return a column as numbers: categories as codes, an unseen one as ``K``.
+
+        ``K = len(categories)`` is a code no category has. With missing values
+        (``_accepts_missing``) a missing category is ``K`` too: its own
+        category, which an unseen one follows (as in scikit-learn's
+        ``HistGradientBoosting*``); otherwise it stays NaN (and is refused).
+        """
         categories = self.categories_[j]
         if categories is None:
             values = pd.to_numeric(column, errors="coerce")
@@ -268,8 +307,8 @@ class FederatedEstimator:
         codes = pd.Index(categories, dtype=object).get_indexer(
             pd.Index(text.astype(str))
         )
-        codes = np.where(codes < 0, len(categories), codes).astype(np.float64)
-        return np.where(missing, np.nan, codes)
+        known: FloatArray = np.where(codes < 0, len(categories), codes).astype(float)
+        return known if self._accepts_missing() else np.where(missing, np.nan, known)
 
 
 def _names(estimator: Any) -> list[str] | None:
@@ -363,7 +402,26 @@ def _kind_kept(series: pd.Series, kind: str, owner: str) -> pd.Series:
     return series
 
 
-def _checked_frame(X: object, owner: str) -> pd.DataFrame:
+def _refuse_missing(
+    matrix: FloatArray, names: list[str] | None, owner: str, hint: str
+) -> None:
+    """Refuse NaN for an estimator without missing values, naming the column."""
+    missing = np.isnan(matrix)
+    if not missing.any():
+        return
+    rows, cols = np.nonzero(missing)
+    column = names[int(cols[0])] if names else f"x{int(cols[0])}"
+    raise ValidationError(_missing_message(owner, column, int(rows[0]), hint))
+
+
+def _missing_message(owner: str, column: str, row: int, hint: str) -> str:
+    return (
+        f"{owner}: column {column!r} holds NaN, inf or non-numeric values (first "
+        f"missing value at row {row}); {owner} needs finite values: {hint}."
+    )
+
+
+def _checked_frame(X: object, owner: str, missing_hint: str | None) -> pd.DataFrame:
     frame = estimator_frame(X, f"{owner}.fit")
     if frame.shape[0] == 0:
         raise ValidationError(
@@ -376,19 +434,33 @@ def _checked_frame(X: object, owner: str) -> pd.DataFrame:
             "while a minimum of 1 is required."
         )
     for column in frame.columns:
-        series = frame[column]
-        numeric = not isinstance(series.dtype, pd.CategoricalDtype)
-        values = pd.to_numeric(series, errors="coerce") if numeric else series
-        bad = values.isna().to_numpy()
-        if numeric:
-            bad = bad | ~np.isfinite(values.to_numpy(np.float64, na_value=np.nan))
-        if bad.any():
-            raise ValidationError(
-                f"{owner}.fit: column {str(column)!r} holds NaN, inf or non-numeric "
-                f"values (first at row {int(np.flatnonzero(bad)[0])}); fill or drop "
-                "them."
-            )
+        _check_column(frame[column], str(column), owner, missing_hint)
     return frame
+
+
+def _check_column(
+    series: pd.Series, column: str, owner: str, missing_hint: str | None
+) -> None:
+    """Refuse inf (and NaN, unless the estimator accepts missing values)."""
+    missing = series.isna().to_numpy()
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        infinite = np.zeros_like(missing)
+    else:
+        values = pd.to_numeric(series, errors="coerce").to_numpy(
+            np.float64, na_value=np.nan
+        )
+        infinite = np.isinf(values)
+    if infinite.any():
+        raise ValidationError(
+            f"{owner}.fit: column {column!r} holds NaN, inf or non-numeric values "
+            f"(first inf at row {int(np.flatnonzero(infinite)[0])}); replace them"
+            + ("." if missing_hint else " (missing values may stay NaN).")
+        )
+    if missing.any() and missing_hint:
+        first = int(np.flatnonzero(missing)[0])
+        raise ValidationError(
+            _missing_message(f"{owner}.fit", column, first, missing_hint)
+        )
 
 
 def _checked_weights(

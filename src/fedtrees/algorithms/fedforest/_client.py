@@ -50,10 +50,12 @@ from fedtrees.federation import ClientData, ClientState, Payload, Resync, handle
 __all__ = [
     "STATE_KEY",
     "ClientFit",
+    "bootstrap_weights",
     "check_open",
     "check_sizes",
     "forest_handler",
     "keep_forest",
+    "kept_forest",
     "prepare",
 ]
 
@@ -100,7 +102,7 @@ def check_open(request: LevelFields, forest: ForestState, n_features: int) -> No
         raise ValidationError("FedForest request: a node considers an unknown feature.")
 
 
-def _forest(
+def kept_forest(
     request: LevelFields, state: ClientState, n_features: int
 ) -> ForestState | None:
     """Move the kept forest to the request's version; None if it cannot be."""
@@ -124,7 +126,7 @@ def _forest(
 def keep_forest(request: LevelFields, data: ClientData, state: ClientState) -> None:
     """Keep the request's forest for later rounds (a first request needs no rows)."""
     check_sizes(request, data)
-    _forest(request, state, len(data.feature_kinds))
+    kept_forest(request, state, len(data.feature_kinds))
 
 
 def check_sizes(request: Any, data: ClientData) -> None:
@@ -203,7 +205,7 @@ def prepare(
     """Return the client's fit state routed to the request's forest, or a resync."""
     check_sizes(request, data)
     n_features = len(data.feature_kinds)
-    forest = _forest(request, state, n_features)
+    forest = kept_forest(request, state, n_features)
     if forest is None:
         return Resync("the kept forest is not the request's base version")
     check_open(request, forest, n_features)
@@ -271,7 +273,7 @@ def _build(forest: ForestState, data: ClientData) -> ClientFit:
     codes, targets = _targets(forest, data, code)
     rng = keyed_rng(forest.seed, HOLDOUT, client_key(data.client_id))
     held_out: BoolArray = np.asarray(rng.random(size=(n,)) < forest.holdout)
-    weight = _weights(forest, data, n, held_out)
+    weight = bootstrap_weights(forest, data, n, held_out)
     return ClientFit(
         forest.fit_id,
         X,
@@ -298,7 +300,7 @@ def _targets(
     return data.label_codes(forest.classes), np.zeros(n)
 
 
-def _weights(
+def bootstrap_weights(
     forest: ForestState, data: ClientData, n: int, held_out: BoolArray
 ) -> FloatArray:
     """Client-stratified bootstrap counts (x sample weights), per tree (§1.2)."""

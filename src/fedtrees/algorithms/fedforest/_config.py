@@ -7,9 +7,11 @@ defaults that depend on the task and the data (``max_features``, ``max_depth``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from fedtrees._typing import FloatArray
 from fedtrees._validation import check_choice, check_float, check_int
 from fedtrees.algorithms._params import (
     MAX_GRID,
@@ -21,6 +23,8 @@ from fedtrees.algorithms._params import (
     count_or_fraction,
     resolve_max_features,
 )
+from fedtrees.algorithms.histogram import MAX_BINS, check_bin_edges, check_max_bins
+from fedtrees.exceptions import ValidationError
 
 __all__ = [
     "MAX_DEPTH_CAP",
@@ -34,7 +38,7 @@ MAX_DEPTH_CAP: Final = 64
 """``max_depth=None`` grows until the other stopping rules end every branch; a
 safety cap bounds the number of rounds."""
 
-Candidates = Literal["quantile", "exact", "uniform"]
+Candidates = Literal["quantile", "exact", "uniform", "hist"]
 Gain = Literal["exact", "avgimp"]
 
 
@@ -61,9 +65,16 @@ class ForestConfig:
     seed: int
     target: Literal["label", "client"] = "label"
     holdout: float = 0.0
+    max_bins: int = MAX_BINS
+    """``candidates="hist"``: bins per feature of the agreed grid."""
+    bin_edges: Mapping[object, FloatArray] | None = None
+    """``candidates="hist"``: declared edges by column (name or position)."""
     fold: bool = True
     """Internal: one round for a level whose every node has one client (the
     strategy's **Decision**, :mod:`._fold`); tests switch it off to compare."""
+    subtract: bool = True
+    """Internal: histogram subtraction in hist mode (:mod:`._hist_level`);
+    tests switch it off to compare."""
 
 
 def make_config(
@@ -74,6 +85,18 @@ def make_config(
     depth = params["max_depth"]
     top_k = params["top_k"]
     gain = check_choice(params["gain"], "gain", owner, ("exact", "avgimp", "auto"))
+    candidates = check_choice(
+        params["candidates"],
+        "candidates",
+        owner,
+        ("quantile", "exact", "uniform", "hist"),
+    )
+    if gain == "avgimp" and candidates == "hist":
+        raise ValidationError(
+            f"{owner}: candidates='hist' scores exact pooled gains on its grid; "
+            "it cannot be combined with gain='avgimp'."
+        )
+    max_bins = check_max_bins(params["max_bins"], owner)
     return ForestConfig(
         task=task,  # type: ignore[arg-type]
         n_estimators=check_size(
@@ -97,12 +120,7 @@ def make_config(
         max_features=check_max_features(params["max_features"], owner),
         bootstrap=check_bool(params["bootstrap"], "bootstrap", owner),
         criterion=check_choice(params["criterion"], "criterion", owner, criteria),  # type: ignore[arg-type]
-        candidates=check_choice(  # type: ignore[arg-type]
-            params["candidates"],
-            "candidates",
-            owner,
-            ("quantile", "exact", "uniform"),
-        ),
+        candidates=candidates,  # type: ignore[arg-type]
         n_quantiles=check_size(
             params["n_quantiles"], "n_quantiles", owner, 2, MAX_GRID
         ),
@@ -121,4 +139,30 @@ def make_config(
             params["on_dropout"], "on_dropout", owner, ("fail", "continue")
         ),  # type: ignore[arg-type]
         seed=seed,
+        max_bins=max_bins,
+        bin_edges=_bin_edges(params["bin_edges"], max_bins, owner),
     )
+
+
+def _bin_edges(
+    value: object, max_bins: int, owner: str
+) -> Mapping[object, FloatArray] | None:
+    """Check declared edges column by column (the columns are named at the fit).
+
+    Raises
+    ------
+    ValidationError
+        Naming ``bin_edges`` (and the column): not a mapping, or edges that are
+        not finite and strictly increasing, or more than ``max_bins - 1``.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            f"The 'bin_edges' parameter of {owner} must be None or a dict from "
+            f"column (name or position) to increasing edges. Got {value!r} instead."
+        )
+    return {
+        key: check_bin_edges(edges, str(key), max_bins, owner)
+        for key, edges in value.items()
+    }

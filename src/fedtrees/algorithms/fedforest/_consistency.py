@@ -29,6 +29,7 @@ from collections.abc import Callable
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms.fedforest._hist_payloads import HistogramReply
 from fedtrees.algorithms.fedforest._payloads import (
     EvaluateReply,
     EvaluateRequest,
@@ -142,7 +143,7 @@ class NodeTotals:
 
 def _node_stats(reply: Payload) -> FloatArray | None:
     """Return the open nodes' statistics a reply carries (None if it has none)."""
-    if isinstance(reply, SketchReply | LeafStatsReply):
+    if isinstance(reply, SketchReply | LeafStatsReply | HistogramReply):
         out: FloatArray = np.asarray(reply.node_stats, dtype=np.float64)
         return out
     if isinstance(reply, EvaluateReply) and reply.node_stats.shape[0]:

@@ -22,6 +22,7 @@ from fedtrees._typing import FloatArray
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms.fedforest._config import ForestConfig, make_config
 from fedtrees.algorithms.fedforest._diagnose import diagnose
+from fedtrees.algorithms.fedforest._hist_mode import HistMode
 from fedtrees.algorithms.fedforest._strategy import FedForestStrategy, ForestResult
 from fedtrees.federation import Federation, RoundCallback
 from fedtrees.tree import mean_value
@@ -29,8 +30,38 @@ from fedtrees.tree import mean_value
 __all__ = ["FedForestClassifier", "FedForestRegressor"]
 
 
+def _bin_edges(strategy: FedForestStrategy) -> list[FloatArray | None] | None:
+    """Return the agreed edges per feature (None: categorical); hist mode only."""
+    if not isinstance(strategy.mode, HistMode):
+        return None
+    grid = strategy.mode.agreed_grid()
+    return [
+        None if grid.is_categorical[j] else grid.feature_edges(j).copy()
+        for j in range(grid.n_features)
+    ]
+
+
 class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
     """Shared fit/predict of the FedForest estimators."""
+
+    def __sklearn_tags__(self) -> Any:
+        """Declare whether X may hold NaN (hist mode; inf is always refused)."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self._accepts_missing()
+        return tags
+
+    def _accepts_missing(self) -> bool:
+        """Hist mode learns where missing values go; the other modes need none."""
+        return bool(self.candidates == "hist")
+
+    def _missing_hint(self) -> str | None:
+        """Return what to do with NaN in another mode: use candidates='hist'."""
+        if self._accepts_missing():
+            return None
+        return (
+            f"fill or drop them, or use candidates='hist', which learns where "
+            f"missing values go (candidates={self.candidates!r} needs finite values)"
+        )
 
     def _config(self) -> ForestConfig:
         seed = resolve_seed(self.random_state, type(self).__name__)
@@ -43,7 +74,7 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         callbacks: Sequence[RoundCallback] = (),
     ) -> Any:
         config = self._config()
-        if self.gain == "auto":
+        if self.gain == "auto" and config.candidates != "hist":
             self.diagnosis_ = diagnose(
                 federation,
                 task=self._task,
@@ -54,6 +85,7 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         strategy = FedForestStrategy(config)
         outcome = self._run(federation, strategy, callbacks)
         self._remember(outcome.info, classes)
+        self.bin_edges_ = _bin_edges(strategy)
         result: ForestResult = outcome.result
         self.trees_ = result.growth.trees(self._tree_meta(with_clients=True))
         self.communication_ = outcome.ledger
@@ -172,6 +204,8 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
         criterion: str = "gini",
         candidates: str = "quantile",
         n_quantiles: int = 32,
+        max_bins: int = 255,
+        bin_edges: dict[object, object] | None = None,
         gain: str = "exact",
         top_k: int | None = None,
         split_on_client: bool = False,
@@ -192,6 +226,8 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
         self.criterion = criterion
         self.candidates = candidates
         self.n_quantiles = n_quantiles
+        self.max_bins = max_bins
+        self.bin_edges = bin_edges
         self.gain = gain
         self.top_k = top_k
         self.split_on_client = split_on_client
@@ -250,6 +286,8 @@ class FedForestRegressor(RegressorMixin, _FedForest):  # type: ignore[misc]
         criterion: str = "squared_error",
         candidates: str = "quantile",
         n_quantiles: int = 32,
+        max_bins: int = 255,
+        bin_edges: dict[object, object] | None = None,
         gain: str = "exact",
         top_k: int | None = None,
         split_on_client: bool = False,
@@ -270,6 +308,8 @@ class FedForestRegressor(RegressorMixin, _FedForest):  # type: ignore[misc]
         self.criterion = criterion
         self.candidates = candidates
         self.n_quantiles = n_quantiles
+        self.max_bins = max_bins
+        self.bin_edges = bin_edges
         self.gain = gain
         self.top_k = top_k
         self.split_on_client = split_on_client

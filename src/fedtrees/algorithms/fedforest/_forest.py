@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedtrees._typing import FloatArray, IntArray
+from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
 from fedtrees.algorithms.fedforest._layout import compact_ints
 from fedtrees.algorithms.fedforest._payloads import ForestState, LevelFields
@@ -48,16 +48,19 @@ class SplitBatch:
     threshold: FloatArray
     set_ptr: IntArray
     set_codes: IntArray
+    missing_left: BoolArray
+    """Whether each split routes missing values (NaN) left."""
 
     @classmethod
     def of(cls, request: LevelFields) -> SplitBatch:
-        """Return the batch a request carries (as int64 / float64)."""
+        """Return the batch a request carries (as int64 / float64 / bool)."""
         return cls(
             np.asarray(request.split_node, dtype=np.int64),
             np.asarray(request.split_feature, dtype=np.int64),
             np.asarray(request.split_threshold, dtype=np.float64),
             np.asarray(request.split_set_ptr, dtype=np.int64),
             np.asarray(request.split_set_codes, dtype=np.int64),
+            np.asarray(request.split_missing, dtype=bool),
         )
 
     @property
@@ -80,6 +83,7 @@ def chain(base: str, batch: SplitBatch) -> str:
         batch.threshold,
         batch.set_ptr,
         batch.set_codes,
+        batch.missing_left,
     ):
         h.update(np.ascontiguousarray(array).tobytes())
     return h.hexdigest()
@@ -185,6 +189,7 @@ class ForestDeltas:
             t.threshold[nodes].astype(np.float64),
             ptr.astype(np.int64),
             np.concatenate(codes).astype(np.int64) if codes else np.zeros(0, np.int64),
+            t.missing_left[nodes].copy(),
         )
 
     @staticmethod
@@ -195,6 +200,7 @@ class ForestDeltas:
             "split_threshold": batch.threshold,
             "split_set_ptr": compact_ints(batch.set_ptr),
             "split_set_codes": compact_ints(batch.set_codes),
+            "split_missing": batch.missing_left,
         }
 
 
@@ -222,6 +228,7 @@ def start_state(request: LevelFields) -> ForestState:
         node_right=np.full(trees, -1, np.int64),
         set_ptr=np.zeros(trees + 1, np.int64),
         set_codes=empty,
+        node_missing=np.zeros(trees, bool),
     )
 
 
@@ -253,6 +260,8 @@ def apply_batch(
     feature[batch.node] = batch.feature
     threshold[batch.node] = batch.threshold
     left[batch.node], right[batch.node] = kids, kids + 1
+    missing = np.concatenate([state.node_missing, np.zeros(extra, bool)])
+    missing[batch.node] = batch.missing_left
     sizes = np.concatenate([np.diff(state.set_ptr), np.zeros(extra, np.int64)])
     sizes[batch.node] = np.diff(batch.set_ptr)
     return _replace(
@@ -265,6 +274,7 @@ def apply_batch(
         node_right=right,
         set_ptr=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
         set_codes=_merge_sets(state, batch, sizes),
+        node_missing=missing,
     )
 
 
@@ -307,6 +317,7 @@ def _check_batch(
         batch.feature.shape != (m,)
         or batch.threshold.shape != (m,)
         or batch.set_ptr.shape != (m + 1,)
+        or batch.missing_left.shape != (m,)
     ):
         raise ValidationError("FedForest request: split arrays differ in length.")
     existing = batch.node[batch.node < n]

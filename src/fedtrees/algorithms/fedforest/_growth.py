@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 
 from fedtrees._random import keyed_rng
-from fedtrees._typing import FloatArray, IntArray
+from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees.algorithms.fedforest._config import ForestConfig, resolve_max_features
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
 from fedtrees.algorithms.fedforest._reach import Reach
@@ -44,6 +45,10 @@ class _Table:
     right: IntArray
     stats: FloatArray
     improvement: FloatArray
+    missing: npt.NDArray[np.int8]
+    """Where a numeric split learned to send missing values (tree.Missing)."""
+    missing_left: BoolArray
+    """Whether a split routes missing values left (the larger child if unlearned)."""
 
     def append(self, tree: IntArray, depth: IntArray, stats: FloatArray) -> IntArray:
         m = tree.shape[0]
@@ -56,7 +61,21 @@ class _Table:
         self.right = np.concatenate([self.right, np.full(m, -1)])
         self.stats = np.concatenate([self.stats, stats])
         self.improvement = np.concatenate([self.improvement, np.zeros(m)])
+        self.missing = np.concatenate([self.missing, np.full(m, -1, np.int8)])
+        self.missing_left = np.concatenate([self.missing_left, np.zeros(m, bool)])
         return np.arange(start, start + m, dtype=np.int64)
+
+
+def _missing_goes_left(
+    learned: npt.NDArray[np.int8], n_left: FloatArray, n_right: FloatArray
+) -> BoolArray:
+    """Route missing values left where learned so, or to the larger child (ties right).
+
+    The rule of :class:`fedtrees.tree.Missing` (``LARGER``): a client routes by
+    it, so it must not depend on where the split was learned.
+    """
+    out: BoolArray = (learned == 1) | ((learned == -1) & (n_left > n_right))
+    return out
 
 
 class ForestGrowth:
@@ -88,6 +107,8 @@ class ForestGrowth:
             np.full(trees, -1),
             np.full((trees, self.width), np.nan),
             np.zeros(trees),
+            np.full(trees, -1, np.int8),
+            np.zeros(trees, bool),
         )
         self.sets: dict[int, IntArray] = {}
         self.open = np.arange(trees, dtype=np.int64)
@@ -230,6 +251,12 @@ class ForestGrowth:
         else:
             right = np.maximum(right, 0.0)
         stats[1::2] = right
+        t.missing[g] = best.missing[chosen]
+        t.missing_left[g] = _missing_goes_left(
+            best.missing[chosen],
+            node_count(best.left[chosen], c.criterion),
+            node_count(right, c.criterion),
+        )
         kids = t.append(np.repeat(t.tree[g], 2), np.repeat(t.depth[g] + 1, 2), stats)
         t.left[g], t.right[g] = kids[0::2], kids[1::2]
         self.open = kids[self.splittable(kids) | np.isnan(stats[:, 0])]
@@ -286,6 +313,7 @@ class ForestGrowth:
             value=self._values(stats),
             count=node_count(stats, self.config.criterion),
             impurity=impurity(stats, self.config.criterion),
+            missing=np.where(kind == NodeKind.NUMERIC, t.missing[ids], -1),
             **meta,
         )
 

@@ -16,6 +16,7 @@ from typing import Final
 import numpy as np
 
 from fedtrees.algorithms._requests import check_reply_cells, request_error
+from fedtrees.algorithms.fedforest import _hist_handlers as hist_handlers
 from fedtrees.algorithms.fedforest._answers import (
     bin_stats,
     category_stats,
@@ -233,6 +234,8 @@ def _check_node_values(request: ScoreRequest, forest: ForestState) -> None:
 
 
 HANDLERS: Final[Mapping[str, Callable[..., Payload]]] = {
+    "fedforest.grid": hist_handlers.grid,
+    "fedforest.histogram": hist_handlers.histogram,
     "fedforest.sketch": sketch,
     "fedforest.sketch_evaluate": sketch_evaluate,
     "fedforest.evaluate": evaluate,

@@ -33,12 +33,14 @@ from typing import ClassVar
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._candidates import exact_thresholds
 from fedtrees.algorithms.fedforest._config import ForestConfig
+from fedtrees.algorithms.fedforest._hist_mode import HistMode
 from fedtrees.algorithms.fedforest._sketching import (
     EvaluateStep,
     FoldedStep,
     SketchStep,
     TopKStep,
 )
+from fedtrees.algorithms.fedforest._state import LevelState
 from fedtrees.algorithms.fedforest._steps import CandidateMode, Phase, Step
 from fedtrees.algorithms.fedforest._uniform import UniformMode
 from fedtrees.exceptions import ValidationError
@@ -73,6 +75,9 @@ class SketchMode:
         }
         if self.top_k:
             self._steps[Phase.TOP_K] = TopKStep(self, config)
+
+    def begin(self, state: LevelState) -> None:
+        """Nothing to prepare."""
 
     @property
     def setup(self) -> tuple[Phase, ...]:
@@ -133,6 +138,7 @@ MODES: Mapping[str, Callable[[ForestConfig], CandidateMode]] = {
     "quantile": QuantileMode,
     "exact": ExactMode,
     "uniform": UniformMode,
+    "hist": HistMode,
 }
 """The candidate mode of each ``candidates=`` value."""
 

@@ -78,7 +78,8 @@ class LevelFields(Payload):
     """Fields shared by every FedForest request: the fit, the forest delta, the level.
 
     ``split_*`` are the splits made since forest version ``base`` (in node-id
-    order; split i's children get the next two node ids), ``digest`` the version
+    order; split i's children get the next two node ids; ``split_missing``:
+    whether missing values go left), ``digest`` the version
     they lead to. ``full``: ``base`` is the empty forest and the fit's settings
     for this client are filled in (``client_code``, its ``participation`` column
     per tree, labels...); otherwise they are neutral. ``open_nodes`` (sorted by
@@ -104,6 +105,7 @@ class LevelFields(Payload):
     split_threshold: np.ndarray
     split_set_ptr: np.ndarray
     split_set_codes: np.ndarray
+    split_missing: np.ndarray
     open_nodes: np.ndarray
     pair_feature: np.ndarray
 
@@ -155,6 +157,7 @@ class ForestState(Payload):
     node_right: np.ndarray
     set_ptr: np.ndarray
     set_codes: np.ndarray
+    node_missing: np.ndarray
 
 
 @payload("fedforest.sketch_reply")

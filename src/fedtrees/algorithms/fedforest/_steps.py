@@ -147,6 +147,10 @@ class CandidateMode(Protocol):
         """The phase that starts every level."""
         ...
 
+    def begin(self, state: LevelState) -> None:
+        """Prepare for the fit (the schema is known): before any other call."""
+        ...
+
     def steps(self) -> Mapping[Phase, Step]:
         """Return the mode's steps, by the phase they answer."""
         ...

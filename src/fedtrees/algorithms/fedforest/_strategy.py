@@ -89,6 +89,7 @@ class FedForestStrategy:
     def start(self, info: FederationInfo) -> None:
         """Create the roots; the first phase is the mode's setup, or its level."""
         self._state = LevelState.start(self.config, info, self.mode.first)
+        self.mode.begin(self._state)
         self.phase = (*self.mode.setup, self.mode.first)[0]
 
     def expected_rounds(self) -> int:

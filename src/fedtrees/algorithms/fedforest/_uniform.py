@@ -52,6 +52,9 @@ class UniformMode:
             Phase.EVALUATE: UniformEvaluateStep(self, config),
         }
 
+    def begin(self, state: LevelState) -> None:
+        """Nothing to prepare: the ranges round agrees the grid."""
+
     @property
     def setup(self) -> tuple[Phase, ...]:
         """The ranges, once."""

@@ -35,7 +35,7 @@ import numpy.typing as npt
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees._validation import check_int, invalid
 from fedtrees.exceptions import ValidationError
-from fedtrees.stats import exact_candidates, mixtures_by_client
+from fedtrees.stats import check_edges, exact_candidates, mixtures_by_client
 
 __all__ = [
     "MAX_BINS",
@@ -44,6 +44,7 @@ __all__ = [
     "GridSketch",
     "agree_grid",
     "bin_codes",
+    "check_bin_edges",
     "check_max_bins",
     "declared_grid",
     "sketch_columns",
@@ -359,7 +360,7 @@ def declared_grid(
                 f"{owner}: bin_edges declares edges for categorical column "
                 f"{column!r}; categories are bins already."
             )
-        out[j] = _checked_edges(value, column, max_bins, owner)
+        out[j] = check_bin_edges(value, column, max_bins, owner)
     return out
 
 
@@ -369,25 +370,22 @@ def _position(key: object, names: Sequence[str]) -> int | None:
     return list(names).index(str(key)) if str(key) in names else None
 
 
-def _checked_edges(
+def check_bin_edges(
     value: npt.ArrayLike, column: str, max_bins: int, owner: str
 ) -> FloatArray:
-    try:
-        edges = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise invalid(
-            f"bin_edges[{column!r}]", owner, "an array of numbers", value
-        ) from exc
-    if edges.ndim != 1 or edges.shape[0] == 0:
-        raise invalid(
-            f"bin_edges[{column!r}]", owner, "a non-empty 1-D array", edges.shape
-        )
-    if not np.all(np.isfinite(edges)):
-        raise invalid(f"bin_edges[{column!r}]", owner, "finite edges", "NaN or inf")
-    if np.any(np.diff(edges) <= 0):
-        raise invalid(
-            f"bin_edges[{column!r}]", owner, "strictly increasing edges", "not so"
-        )
+    """Return one column's declared edges: finite, increasing, at most ``max_bins - 1``.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``bin_edges[column]`` and what it must be.
+
+    Examples
+    --------
+    >>> check_bin_edges([0.5, 1.5], "age", 255, "f").tolist()
+    [0.5, 1.5]
+    """
+    edges = check_edges(value, column, owner)
     if edges.shape[0] > max_bins - 1:
         raise invalid(
             f"bin_edges[{column!r}]",

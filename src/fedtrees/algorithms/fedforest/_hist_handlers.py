@@ -1,0 +1,280 @@
+"""FedForest client handlers of ``candidates="hist"``: the grid and the level round.
+
+What a client keeps for the run (DESIGN.md, "Per-run client state"): the
+forest it has been told and the agreed grid (payloads, kept), and what it
+derives from them and its rows (memo): every row's codes (``uint8``, computed
+once per fit), its bootstrap weights per tree, and its rows partitioned by
+node (:class:`~fedtrees.algorithms.histogram.NodeRows`). A request moves the
+kept forest to its version; the rows of the nodes split since the last request
+are partitioned by their codes (a numeric split at a grid edge sends codes up
+to that edge's bin left, and missing values by the split's direction; a
+categorical split sends the codes of its set, the missing category included).
+Then the client answers from the partitioned rows: every open node's
+statistics and every asked pair's non-zero bins. Results never depend on the
+memo: a client that lost it rebuilds it from the kept state and its data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from fedtrees._typing import BoolArray, FloatArray, IntArray
+from fedtrees.algorithms.fedforest._client import (
+    bootstrap_weights,
+    check_open,
+    check_sizes,
+    keep_forest,
+    kept_forest,
+)
+from fedtrees.algorithms.fedforest._hist_payloads import (
+    GridReply,
+    GridRequest,
+    GridState,
+    HistogramReply,
+    HistogramRequest,
+)
+from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
+from fedtrees.algorithms.fedforest._layout import compact
+from fedtrees.algorithms.fedforest._payloads import ForestState
+from fedtrees.algorithms.histogram import (
+    MISSING,
+    CodeSplits,
+    Grid,
+    NodeRows,
+    RowStats,
+    bin_codes,
+    client_histograms,
+    node_statistics,
+    partition,
+    sketch_columns,
+)
+from fedtrees.exceptions import ValidationError
+from fedtrees.federation import ClientData, ClientState, Resync, handler
+
+__all__ = ["grid", "histogram", "matrix_with_missing"]
+
+GRID_KEY: Final = "fedforest.grid"
+MEMO_KEY: Final = "fedforest.hist"
+
+
+def matrix_with_missing(data: ClientData) -> FloatArray:
+    """Return the client's matrix: NaN allowed (numeric or categorical), not inf."""
+    X = data.matrix
+    infinite = np.isinf(X)
+    if infinite.any():
+        column = data.X.columns[int(np.flatnonzero(infinite.any(axis=0))[0])]
+        raise ValidationError(
+            f"Client {data.client_id!r}: column {column!r} holds infinite values; "
+            "replace them (missing values may stay NaN)."
+        )
+    return np.ascontiguousarray(X)
+
+
+def _is_categorical(data: ClientData) -> BoolArray:
+    return np.array([k == "categorical" for k in data.feature_kinds], dtype=bool)
+
+
+@handler("fedforest.grid", stateful=True)
+def grid(request: GridRequest, data: ClientData, state: ClientState) -> GridReply:
+    """Summarise every numeric column of the client's rows for the agreed grid."""
+    keep_forest(request, data, state)
+    columns = np.asarray(request.columns, dtype=bool)
+    if columns.shape != (len(data.feature_kinds),):
+        raise ValidationError(
+            f"FedForest request: columns must flag {len(data.feature_kinds)} columns."
+        )
+    sketch = sketch_columns(
+        matrix_with_missing(data), _is_categorical(data) | ~columns,
+        request.max_bins, data.weights,
+    )  # fmt: skip
+    return GridReply(
+        sketch.points, sketch.weights, compact(sketch.counts), sketch.complete
+    )
+
+
+@dataclass
+class _HistFit:
+    """What one client derives for one fit: codes, weights, rows by node."""
+
+    fit_id: int
+    codes: npt.NDArray[np.uint8]
+    weight: FloatArray
+    row_stats: RowStats
+    rows: NodeRows
+
+
+@handler("fedforest.histogram", stateful=True)
+def histogram(
+    request: HistogramRequest, data: ClientData, state: ClientState
+) -> HistogramReply | Resync:
+    """Statistics of every open node and the non-zero bins of every asked pair."""
+    check_sizes(request, data)
+    n_features = len(data.feature_kinds)
+    forest = kept_forest(request, state, n_features)
+    if forest is None:
+        return Resync("the kept forest is not the request's base version")
+    agreed = _agreed_grid(request, data, state)
+    if agreed is None:
+        return Resync("the agreed grid is not kept")
+    check_open(request, forest, n_features)
+    fit = _fit(forest, agreed, data, state)
+    partition(fit.rows, fit.codes, _code_splits(forest, agreed))
+    nodes = np.ascontiguousarray(request.open_nodes, dtype=np.int64)
+    pairs = np.ascontiguousarray(request.pair_feature, dtype=np.int64)
+    stats = node_statistics(fit.rows, nodes, fit.weight, fit.row_stats)
+    found = client_histograms(
+        fit.rows, nodes, pairs, fit.codes, fit.weight, fit.row_stats
+    )
+    lean = request.task != "regression"
+    return HistogramReply(
+        compact(stats) if lean else stats,
+        compact(found.counts.reshape(pairs.shape)),
+        found.codes,
+        compact(found.stats) if lean else found.stats,
+    )
+
+
+def _fit(
+    forest: ForestState, agreed: Grid, data: ClientData, state: ClientState
+) -> _HistFit:
+    """Return the memo of this fit, or build it (codes, weights, rows)."""
+    memo = state.memo.get(MEMO_KEY)
+    if isinstance(memo, _HistFit) and memo.fit_id == forest.fit_id:
+        return memo
+    X = matrix_with_missing(data)
+    n = X.shape[0]
+    weight = bootstrap_weights(forest, data, n, np.zeros(n, dtype=bool))
+    fit = _HistFit(
+        forest.fit_id,
+        bin_codes(X, agreed),
+        weight,
+        _row_stats(forest, data),
+        NodeRows.build(weight),
+    )
+    state.memo[MEMO_KEY] = fit
+    return fit
+
+
+def _row_stats(forest: ForestState, data: ClientData) -> RowStats:
+    """One-hot labels (or the client, for the diagnostics), or regression moments."""
+    if forest.task == "regression":
+        return RowStats.moments(data.targets())
+    classes = np.asarray(forest.classes)
+    if forest.target == "client":
+        labels = np.full(data.n_rows, forest.client_code, dtype=np.int64)
+    else:
+        labels = data.label_codes(classes)
+    return RowStats.classes(labels, int(classes.shape[0]))
+
+
+# -- the grid the client keeps --------------------------------------------------------
+def _agreed_grid(
+    request: HistogramRequest, data: ClientData, state: ClientState
+) -> Grid | None:
+    """Return the request's grid (kept for later levels), else the kept one."""
+    if request.grid_edge_ptr.shape[0]:
+        kept = GridState(
+            request.fit_id,
+            np.asarray(request.grid_edges, dtype=np.float64),
+            np.asarray(request.grid_edge_ptr, dtype=np.int64),
+            np.asarray(request.feature_bins, dtype=np.int64),
+        )
+        _check_grid(kept, data)
+        state.put(GRID_KEY, kept)
+    found = state.get(GRID_KEY, GridState)
+    if found is None or found.fit_id != request.fit_id:
+        return None
+    if not np.array_equal(found.n_bins, np.asarray(request.feature_bins, np.int64)):
+        raise ValidationError(
+            "FedForest request: feature_bins differs from the grid kept for this fit."
+        )
+    return Grid(found.edges, found.edge_ptr, found.n_bins, _is_categorical(data))
+
+
+def _check_grid(kept: GridState, data: ClientData) -> None:
+    """Refuse a grid that does not describe this client's columns.
+
+    Numeric columns: finite, strictly increasing edges, one bin more than
+    edges, at most 255 bins; categorical columns: no edges, one bin per
+    agreed category.
+    """
+    is_cat = _is_categorical(data)
+    n_features = is_cat.shape[0]
+    ptr, edges, n_bins = kept.edge_ptr, kept.edges, kept.n_bins
+    if (
+        ptr.shape != (n_features + 1,)
+        or n_bins.shape != (n_features,)
+        or ptr[0] != 0
+        or ptr[-1] != edges.shape[0]
+        or np.any(np.diff(ptr) < 0)
+    ):
+        raise ValidationError(
+            f"FedForest request: grid_edge_ptr and feature_bins must describe "
+            f"{n_features} features."
+        )
+    n_edges = np.diff(ptr)
+    categories = np.array([len(c or ()) for c in data.categories], dtype=np.int64)
+    step = np.diff(edges)
+    inside = np.ones(step.shape[0], dtype=bool)
+    inside[ptr[1:-1][ptr[1:-1] > 0] - 1] = False  # steps across features
+    if (
+        not np.all(np.isfinite(edges))
+        or np.any(step[inside[: step.shape[0]]] <= 0)
+        or np.any(n_bins[~is_cat] != n_edges[~is_cat] + 1)
+        or np.any(n_edges[is_cat] != 0)
+        or np.any(n_bins[is_cat] != categories[is_cat])
+        or np.any(n_bins > MISSING)
+    ):
+        raise ValidationError(
+            "FedForest request: the grid must hold finite, increasing edges per "
+            f"numeric feature, at most {MISSING} bins, and one bin per category."
+        )
+
+
+# -- how the forest's splits route codes ------------------------------------------
+def _code_splits(forest: ForestState, agreed: Grid) -> CodeSplits:
+    """Return the kept forest's splits in codes (see the module docstring)."""
+    feature = forest.node_feature
+    n = feature.shape[0]
+    split = feature != SPLIT_NONE
+    is_client = feature == SPLIT_CLIENT
+    is_cat = split & ~is_client & agreed.is_categorical[np.maximum(feature, 0)]
+    kind = np.where(is_client, 3, np.where(is_cat, 2, np.where(split, 1, 0)))
+    numeric = np.flatnonzero(kind == 1)
+    limit = np.zeros(n, dtype=np.int64)
+    for j in np.unique(feature[numeric]):
+        at = numeric[feature[numeric] == j]
+        limit[at] = np.searchsorted(
+            agreed.feature_edges(int(j)), forest.node_threshold[at], side="left"
+        )
+    set_index, left_sets = _left_sets(forest, agreed, np.flatnonzero(is_cat))
+    owner = np.repeat(np.arange(n), np.diff(forest.set_ptr))
+    mine = owner[forest.set_codes == forest.client_code]
+    client_left = np.zeros(n, dtype=bool)
+    client_left[mine] = is_client[mine]
+    return CodeSplits(
+        kind.astype(np.int8), np.maximum(feature, 0).astype(np.int64), limit,
+        np.asarray(forest.node_missing, dtype=bool), set_index, left_sets,
+        client_left, forest.node_left, forest.node_right,
+    )  # fmt: skip
+
+
+def _left_sets(
+    forest: ForestState, agreed: Grid, nodes: IntArray
+) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+    """One row of 256 codes per categorical split (the missing code 255 for K)."""
+    n = forest.node_feature.shape[0]
+    set_index = np.full(n, -1, dtype=np.int64)
+    set_index[nodes] = np.arange(nodes.shape[0])
+    sets = np.zeros((nodes.shape[0], 256), dtype=bool)
+    owner = np.repeat(np.arange(n), np.diff(forest.set_ptr))
+    row = set_index[owner]
+    listed = row >= 0
+    codes = forest.set_codes[listed]
+    k = agreed.n_bins[forest.node_feature[owner[listed]]]
+    sets[row[listed], np.where(codes >= k, MISSING, codes)] = True
+    return set_index, sets

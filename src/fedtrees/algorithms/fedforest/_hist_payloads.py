@@ -1,0 +1,186 @@
+"""FedForest messages of ``candidates="hist"``: the grid round and the level round.
+
+The histogram engine (:mod:`fedtrees.algorithms.histogram`) on FedForest's
+protocol v2: requests carry the forest delta like every FedForest request.
+
+- ``fedforest.grid``: each client summarises every numeric column of its rows
+  (:class:`GridReply`, the engine's :class:`~fedtrees.algorithms.histogram.
+  GridSketch`), once per fit; skipped when every numeric column's edges are
+  declared.
+- ``fedforest.histogram``: one round per level. The agreed grid travels in the
+  first level's request and in every full request (:class:`HistogramRequest`;
+  the client keeps it, :class:`GridState`). Each client answers, per open node,
+  its statistics, and per (open node, considered feature) pair the non-zero
+  bins of its statistics (:class:`HistogramReply`): ``bin_count`` per pair,
+  then every bin's code (``uint8``, ascending within a pair, 255 = missing)
+  and statistics. A node asked with no features (a larger child whose
+  histogram the server derives by subtraction) gets its statistics only.
+
+Every reply is checked on arrival: bins in code order and inside the grid
+(a code below its feature's bin count, or the missing code), no bins for
+unused pairs, and every pair's bins adding up to its node's statistics.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import numpy as np
+
+from fedtrees.algorithms.fedforest._payloads import COUNTS, LevelFields
+from fedtrees.algorithms.histogram import MAX_BINS, MISSING
+from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
+from fedtrees.federation._checks import check_same_stats
+
+__all__ = [
+    "GridReply",
+    "GridRequest",
+    "GridState",
+    "HistogramReply",
+    "HistogramRequest",
+]
+
+_MOST_BINS: Final = MAX_BINS + 1  # the missing code's bin included
+
+
+@payload("fedforest.grid_reply")
+class GridReply(Payload):
+    """A client's summary of every numeric column (the engine's ``GridSketch``)."""
+
+    points: np.ndarray
+    weights: np.ndarray
+    counts: np.ndarray
+    complete: np.ndarray
+
+
+@payload("fedforest.grid")
+class GridRequest(LevelFields):
+    """Summarise the numeric ``columns`` at the root, once, for the bin grid.
+
+    ``columns[j]``: whether column j is summarised (numeric, edges not declared).
+    """
+
+    n_features: int
+    max_bins: int
+    columns: np.ndarray
+
+    def expected_reply(self) -> ReplySpec:
+        """Sorted, NaN-padded points per feature; counts; completeness flags."""
+        shape = (self.n_features, self.max_bins + 1)
+        return ReplySpec(
+            GridReply,
+            {
+                "points": Field.array("f", shape, nan_padding=True, nondecreasing=True),
+                "weights": Field.array("f", shape, finite=False, weights=True),
+                "counts": Field.array(
+                    COUNTS, (self.n_features,), nonnegative=True, weights=True
+                ),
+                "complete": Field.array("b", (self.n_features,)),
+            },
+            check=_check_grid_reply,
+        )
+
+
+def _check_grid_reply(reply: Any) -> None:
+    """Require a complete column's value weights >= 0, adding up to its count."""
+    complete = np.asarray(reply.complete, dtype=bool)
+    weights = np.asarray(reply.weights, dtype=np.float64)[complete]
+    if np.any(weights < 0) or np.any(np.isinf(weights)):
+        raise InvalidField("weights", "holds negative or infinite value weights")
+    check_same_stats(
+        "weights",
+        np.nansum(weights, axis=1),
+        np.asarray(reply.counts, dtype=np.float64)[complete],
+        "a complete feature's value weights sum",
+        False,
+    )
+
+
+@payload("fedforest.grid_state")
+class GridState(Payload):
+    """The agreed grid a client keeps for the run."""
+
+    fit_id: int
+    edges: np.ndarray
+    edge_ptr: np.ndarray
+    n_bins: np.ndarray
+
+
+@payload("fedforest.histogram_reply")
+class HistogramReply(Payload):
+    """Node statistics and the non-zero bins of every asked pair (module doc)."""
+
+    node_stats: np.ndarray
+    bin_count: np.ndarray
+    bin_code: np.ndarray
+    bin_stats: np.ndarray
+
+
+@payload("fedforest.histogram")
+class HistogramRequest(LevelFields):
+    """Histograms of every (open node, considered feature): one round a level.
+
+    ``feature_bins[j]`` is feature j's number of codes (bins, or categories);
+    ``grid_edges`` and ``grid_edge_ptr`` carry the numeric edges in the first
+    level's request and in full requests, empty otherwise (the client kept them).
+    """
+
+    feature_bins: np.ndarray
+    grid_edges: np.ndarray
+    grid_edge_ptr: np.ndarray
+
+    def expected_reply(self) -> ReplySpec:
+        """Statistics per node; per pair its bins, inside the grid; their sums."""
+        fp = int(self.pair_feature.shape[1])
+        return ReplySpec(
+            HistogramReply,
+            {
+                "node_stats": self._stats((self.n_open,), self.width),
+                "bin_count": Field.array(
+                    "iu", (self.n_open, fp), low=0, high=_MOST_BINS
+                ),
+                "bin_code": Field.array("iu", (None,), low=0, high=MISSING),
+                "bin_stats": self._stats((None,), self.width),
+            },
+            check=self._check_histograms,
+        )
+
+    def _check_histograms(self, reply: Any) -> None:
+        """Bins inside the layout and the grid, adding up to each node's totals."""
+        pairs = np.asarray(self.pair_feature, dtype=np.int64)
+        count = np.asarray(reply.bin_count, dtype=np.int64)
+        n = int(count.sum())
+        if reply.bin_code.shape[0] != n or reply.bin_stats.shape[0] != n:
+            raise InvalidField(
+                "bin_code", f"holds {reply.bin_code.shape[0]} bins; bin_count says {n}"
+            )
+        if np.any(count[pairs < 0] > 0):
+            raise InvalidField("bin_count", "gives bins to a pair the request left out")
+        pair = np.repeat(np.arange(count.size), count.ravel())
+        feature = pairs.ravel()[pair]
+        code = np.asarray(reply.bin_code, dtype=np.int64)
+        limit = np.asarray(self.feature_bins, dtype=np.int64)[feature]
+        if np.any((code >= limit) & (code != MISSING)):
+            raise InvalidField("bin_code", "holds a code outside its feature's grid")
+        same = pair[1:] == pair[:-1]
+        if np.any(np.diff(code)[same] <= 0):
+            raise InvalidField("bin_code", "must be strictly increasing in each pair")
+        self._check_pair_sums(reply, pair, count)
+
+    def _check_pair_sums(self, reply: Any, pair: np.ndarray, count: np.ndarray) -> None:
+        """Every asked pair's bins add up to its node's statistics."""
+        stats = np.asarray(reply.bin_stats, dtype=np.float64)
+        width = self.width
+        sums = np.zeros((count.size, width))
+        for c in range(width):
+            sums[:, c] = np.bincount(pair, stats[:, c], minlength=count.size)
+        node = np.asarray(reply.node_stats, dtype=np.float64)
+        asked = (np.asarray(self.pair_feature) >= 0).ravel()
+        want = np.repeat(node, count.shape[1], axis=0)
+        check_same_stats(
+            "bin_stats",
+            sums[asked],
+            want[asked],
+            "a pair's bins sum (vs its node's statistics)",
+            self.task == "regression",
+        )
