@@ -26,7 +26,6 @@ from fedtrees.algorithms.histogram import (
     bin_codes,
     client_histograms,
     declared_grid,
-    node_statistics,
     partition,
     pool,
     search,
@@ -180,7 +179,7 @@ def _state(rng, n=120, n_features=4, trees=3):
         left[g], right[g] = kids[2], kids[3]
     splits = CodeSplits(kind, feature, limit, missing_left, set_index, sets,
                         np.zeros(feature.shape[0], bool), left, right)  # fmt: skip
-    partition(rows, codes, splits)
+    partition(rows, np.ascontiguousarray(codes.T), splits)
     open_nodes = np.sort(np.concatenate([right[:trees], left[left[:trees]],
                                          right[left[:trees]]]))  # fmt: skip
     order = np.argsort(rows.tree[open_nodes], kind="stable")
@@ -227,9 +226,10 @@ def test_client_histograms_equal_add_at_over_node_rows(rng, mode) -> None:
         row_stats = RowStats.vectors(per_row)
     pairs = np.stack([rng.permutation(4)[:2] for _ in open_nodes])
     pairs[0, 1] = -1
-    h = client_histograms(rows, open_nodes, pairs, codes, weight, row_stats)
+    totals, h = client_histograms(
+        rows, open_nodes, pairs, np.ascontiguousarray(codes.T), weight, row_stats
+    )
     ptr = h.ptr
-    totals = node_statistics(rows, open_nodes, weight, row_stats)
     for s, g in enumerate(open_nodes):
         b = rows.tree[g]
         members = rows.perm[b, rows.start[g] : rows.stop[g]]

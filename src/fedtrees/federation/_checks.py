@@ -97,16 +97,15 @@ def _check_bounds(
     x = np.asarray(value)
     if x.size == 0 or x.dtype.kind not in "fiu":
         return
-    x = x.astype(np.float64, copy=False)
     if c.moments:
         x = x[..., 0]  # only the weight Σw of a moment triple is a count
-    x = np.where(np.isnan(x), 0.0, x)  # NaN padding (or refused already)
+    # NaN padding (or refused already) is no count; integers need no copy
+    top = float(np.fmax.reduce(x, axis=None, initial=0.0))  # counts are >= 0
     # A rounding allowance for weighted sums (below one row for any real bound).
     bounds = ([float(row_bound)] if c.rows else []) + (
         [weight_bound] if c.weights else []
     )
     limit = max(bounds) * (1.0 + RTOL) * c.bound_scale
-    top = float(np.max(x))
     if top > limit:
         scaled = "" if c.bound_scale == 1.0 else f" times {c.bound_scale!r}"
         raise InvalidField(
@@ -203,7 +202,24 @@ def _check_array(name: str, value: np.ndarray, c: Field) -> None:
         )
     if value.dtype.kind not in "fiub":
         return
+    if value.dtype.kind in "iu" and not c.moments:
+        _check_integers(name, value, c)  # no float copy: replies hold millions
+        return
     _check_numbers(name, value.astype(np.float64, copy=False), c)
+
+
+def _check_integers(name: str, x: np.ndarray, c: Field) -> None:
+    """Check :func:`_check_numbers`'s constraints on integers (always finite)."""
+    if x.size:
+        low, high = x.min(), x.max()
+        if c.nonnegative and low < 0:
+            raise InvalidField(name, "holds negative values; counts must be >= 0")
+        if c.low is not None and low < c.low:
+            raise InvalidField(name, f"holds values below {c.low}")
+        if c.high is not None and high > c.high:
+            raise InvalidField(name, f"holds values above {c.high}")
+    if c.nondecreasing and x.ndim and np.any(x[..., 1:] < x[..., :-1]):  # no wrap
+        raise InvalidField(name, "must be non-decreasing along its last axis")
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:

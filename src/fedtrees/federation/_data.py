@@ -242,9 +242,9 @@ class ClientData:
         """Number of rows (known only on this client)."""
         return int(self.X.shape[0])
 
-    @property
+    @cached_property
     def feature_kinds(self) -> tuple[FeatureKind, ...]:
-        """Kind of every column."""
+        """Kind of every column (the frame's dtypes: fixed when the data is built)."""
         return tuple(
             "categorical"
             if isinstance(self.X[c].dtype, pd.CategoricalDtype)

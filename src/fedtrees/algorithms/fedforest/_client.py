@@ -170,14 +170,27 @@ def _check_pairs(request: Any, n_features: int) -> None:
             f"a matrix of at most {n_features} features per open node",
             f"shape {pairs.shape}",
         )
-    ordered = np.sort(pairs, axis=1)
-    if np.any((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)):
+    if _repeats_a_feature(pairs.astype(np.int64, copy=False), n_features):
         raise request_error(
             request.kind,
             "pair_feature",
             "each feature at most once per open node",
             "a repeated feature",
         )
+
+
+def _repeats_a_feature(pairs: IntArray, n_features: int) -> bool:
+    """Whether a row of ``pairs`` names a feature twice (-1 padding aside)."""
+    if pairs.size == 0:
+        return False
+    after, before = pairs[:, 1:], pairs[:, :-1]
+    # the server sends rows rising, then -1 padding: no repeat possible there
+    if np.all(((after > before) & (before >= 0)) | (after < 0)):
+        return False
+    rows = np.broadcast_to(np.arange(pairs.shape[0])[:, None], pairs.shape)
+    used = pairs >= 0
+    keys = rows[used] * n_features + pairs[used]
+    return bool(np.bincount(keys).max(initial=0) > 1)
 
 
 def _check_categories(request: Any, data: ClientData, width: int) -> None:

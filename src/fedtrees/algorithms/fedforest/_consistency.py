@@ -131,12 +131,19 @@ class NodeTotals:
         child = stats[hit][:, cols]
         above = self.totals[client][at][:, cols]
         check_at_most("node_stats", child, above, "a child node's totals")
-        together = np.zeros_like(self.totals[client][:, cols])
-        np.add.at(together, at, child)
+        known = self.totals[client][:, cols]
+        together = np.stack(
+            [
+                np.bincount(at, child[:, c], known.shape[0])
+                for c in range(child.shape[1])
+            ],
+            axis=1,
+        )
+        parents = np.flatnonzero(np.bincount(at, minlength=known.shape[0]))
         check_at_most(
             "node_stats",
-            together[np.unique(at)],
-            self.totals[client][np.unique(at)][:, cols],
+            together[parents],
+            known[parents],
             "the children's totals together",
         )
 

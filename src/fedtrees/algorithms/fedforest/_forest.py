@@ -262,8 +262,14 @@ def apply_batch(
     left[batch.node], right[batch.node] = kids, kids + 1
     missing = np.concatenate([state.node_missing, np.zeros(extra, bool)])
     missing[batch.node] = batch.missing_left
-    sizes = np.concatenate([np.diff(state.set_ptr), np.zeros(extra, np.int64)])
-    sizes[batch.node] = np.diff(batch.set_ptr)
+    if batch.set_codes.size:
+        sizes = np.concatenate([np.diff(state.set_ptr), np.zeros(extra, np.int64)])
+        sizes[batch.node] = np.diff(batch.set_ptr)
+        set_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        set_codes = _merge_sets(state, batch, sizes)
+    else:  # no category or client set in the batch: the sets only grow empty
+        set_ptr = np.concatenate([state.set_ptr, np.full(extra, state.set_ptr[-1])])
+        set_codes = state.set_codes
     return _replace(
         state,
         digest=digest,
@@ -272,8 +278,8 @@ def apply_batch(
         node_threshold=threshold,
         node_left=left,
         node_right=right,
-        set_ptr=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
-        set_codes=_merge_sets(state, batch, sizes),
+        set_ptr=set_ptr,
+        set_codes=set_codes,
         node_missing=missing,
     )
 

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from fedtrees._random import keyed_rng
 from fedtrees._typing import BoolArray, FloatArray, IntArray
+from fedtrees.algorithms._params import Amount
 from fedtrees.algorithms.fedforest._config import ForestConfig, resolve_max_features
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
 from fedtrees.algorithms.fedforest._reach import Reach
@@ -198,9 +199,13 @@ class ForestGrowth:
             stats[is_root], self.config.criterion
         )
 
-    def _rows(self, amount: Any, nodes: IntArray) -> FloatArray:
+    def _rows(self, amount: Amount, nodes: IntArray) -> FloatArray:
+        """``amount`` in rows for each node's tree (vectorised ``Amount.rows``)."""
         total = self._root_total[self.table.tree[nodes]]
-        return np.asarray([amount.rows(t) for t in total], dtype=np.float64)
+        if amount.fraction:
+            rows: FloatArray = np.ceil(amount.value * total)
+            return rows
+        return np.full(total.shape, float(amount.value))
 
     def min_leaf(self, nodes: IntArray) -> FloatArray:
         """``min_samples_leaf`` in rows for each node's tree."""

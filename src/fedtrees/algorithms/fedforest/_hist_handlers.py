@@ -48,7 +48,6 @@ from fedtrees.algorithms.histogram import (
     RowStats,
     bin_codes,
     client_histograms,
-    node_statistics,
     partition,
     sketch_columns,
 )
@@ -101,7 +100,8 @@ class _HistFit:
     """What one client derives for one fit: codes, weights, rows by node."""
 
     fit_id: int
-    codes: npt.NDArray[np.uint8]
+    columns: npt.NDArray[np.uint8]
+    """Every row's codes, feature by feature (F, n_rows)."""
     weight: FloatArray
     row_stats: RowStats
     rows: NodeRows
@@ -122,12 +122,11 @@ def histogram(
         return Resync("the agreed grid is not kept")
     check_open(request, forest, n_features)
     fit = _fit(forest, agreed, data, state)
-    partition(fit.rows, fit.codes, _code_splits(forest, agreed))
+    partition(fit.rows, fit.columns, _code_splits(forest, agreed, fit.rows))
     nodes = np.ascontiguousarray(request.open_nodes, dtype=np.int64)
     pairs = np.ascontiguousarray(request.pair_feature, dtype=np.int64)
-    stats = node_statistics(fit.rows, nodes, fit.weight, fit.row_stats)
-    found = client_histograms(
-        fit.rows, nodes, pairs, fit.codes, fit.weight, fit.row_stats
+    stats, found = client_histograms(
+        fit.rows, nodes, pairs, fit.columns, fit.weight, fit.row_stats
     )
     lean = request.task != "regression"
     return HistogramReply(
@@ -150,7 +149,7 @@ def _fit(
     weight = bootstrap_weights(forest, data, n, np.zeros(n, dtype=bool))
     fit = _HistFit(
         forest.fit_id,
-        bin_codes(X, agreed),
+        np.ascontiguousarray(bin_codes(X, agreed).T),
         weight,
         _row_stats(forest, data),
         NodeRows.build(weight),
@@ -236,30 +235,36 @@ def _check_grid(kept: GridState, data: ClientData) -> None:
 
 
 # -- how the forest's splits route codes ------------------------------------------
-def _code_splits(forest: ForestState, agreed: Grid) -> CodeSplits:
-    """Return the kept forest's splits in codes (see the module docstring)."""
+def _code_splits(forest: ForestState, agreed: Grid, rows: NodeRows) -> CodeSplits:
+    """Return the kept forest's splits in codes (see the module docstring).
+
+    Only the splits whose rows are not partitioned yet are described (the
+    others are never read again), so the work follows the new splits, not the
+    forest's size.
+    """
     feature = forest.node_feature
     n = feature.shape[0]
     split = feature != SPLIT_NONE
-    is_client = feature == SPLIT_CLIENT
-    is_cat = split & ~is_client & agreed.is_categorical[np.maximum(feature, 0)]
-    kind = np.where(is_client, 3, np.where(is_cat, 2, np.where(split, 1, 0)))
-    numeric = np.flatnonzero(kind == 1)
+    pending = rows.pending(split, forest.node_left, forest.node_right)
+    f = feature[pending]
+    client = f == SPLIT_CLIENT
+    categorical = ~client & agreed.is_categorical[np.maximum(f, 0)]
+    kind = np.zeros(n, dtype=np.int8)
+    kind[split] = 1  # every split: the partition finds the pending ones by it
+    kind[pending] = np.where(client, 3, np.where(categorical, 2, 1))
+    column = np.zeros(n, dtype=np.int64)
+    column[pending] = np.maximum(f, 0)
     limit = np.zeros(n, dtype=np.int64)
-    for j in np.unique(feature[numeric]):
-        at = numeric[feature[numeric] == j]
-        limit[at] = np.searchsorted(
-            agreed.feature_edges(int(j)), forest.node_threshold[at], side="left"
-        )
-    set_index, left_sets = _left_sets(forest, agreed, np.flatnonzero(is_cat))
-    owner = np.repeat(np.arange(n), np.diff(forest.set_ptr))
-    mine = owner[forest.set_codes == forest.client_code]
+    numeric = pending[~client & ~categorical]
+    limit[numeric] = agreed.bin_of(feature[numeric], forest.node_threshold[numeric])
+    set_index, left_sets = _left_sets(forest, agreed, pending[categorical])
     client_left = np.zeros(n, dtype=bool)
-    client_left[mine] = is_client[mine]
+    for g in pending[client]:  # few: splits on the client indicator
+        members = forest.set_codes[forest.set_ptr[g] : forest.set_ptr[g + 1]]
+        client_left[g] = bool(np.any(members == forest.client_code))
     return CodeSplits(
-        kind.astype(np.int8), np.maximum(feature, 0).astype(np.int64), limit,
-        np.asarray(forest.node_missing, dtype=bool), set_index, left_sets,
-        client_left, forest.node_left, forest.node_right,
+        kind, column, limit, np.asarray(forest.node_missing, dtype=np.bool_),
+        set_index, left_sets, client_left, forest.node_left, forest.node_right,
     )  # fmt: skip
 
 
@@ -267,14 +272,11 @@ def _left_sets(
     forest: ForestState, agreed: Grid, nodes: IntArray
 ) -> tuple[IntArray, npt.NDArray[np.bool_]]:
     """One row of 256 codes per categorical split (the missing code 255 for K)."""
-    n = forest.node_feature.shape[0]
-    set_index = np.full(n, -1, dtype=np.int64)
+    set_index = np.full(forest.node_feature.shape[0], -1, dtype=np.int64)
     set_index[nodes] = np.arange(nodes.shape[0])
     sets = np.zeros((nodes.shape[0], 256), dtype=bool)
-    owner = np.repeat(np.arange(n), np.diff(forest.set_ptr))
-    row = set_index[owner]
-    listed = row >= 0
-    codes = forest.set_codes[listed]
-    k = agreed.n_bins[forest.node_feature[owner[listed]]]
-    sets[row[listed], np.where(codes >= k, MISSING, codes)] = True
+    for r, g in enumerate(nodes):  # the new categorical splits only
+        codes = forest.set_codes[forest.set_ptr[g] : forest.set_ptr[g + 1]]
+        k = int(agreed.n_bins[forest.node_feature[g]])
+        sets[r, np.where(codes >= k, MISSING, codes)] = True
     return set_index, sets

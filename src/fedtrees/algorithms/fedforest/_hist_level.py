@@ -120,8 +120,8 @@ def _client_parts(
     for asked, reply in replies:
         count = np.asarray(reply.bin_count, dtype=np.int64).ravel()
         pairs = (asked[:, None] * fp + np.arange(fp)[None, :]).ravel()
-        stats = np.asarray(reply.bin_stats, dtype=np.float64)
-        parts.append((pairs, Histograms(count, reply.bin_code, stats)))
+        # whole counts stay in their small dtype: the pooling reads any
+        parts.append((pairs, Histograms(count, reply.bin_code, reply.bin_stats)))
     return parts
 
 

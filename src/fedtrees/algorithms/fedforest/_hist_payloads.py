@@ -28,7 +28,7 @@ from typing import Any, Final
 import numpy as np
 
 from fedtrees.algorithms.fedforest._payloads import COUNTS, LevelFields
-from fedtrees.algorithms.histogram import MAX_BINS, MISSING
+from fedtrees.algorithms.histogram import MAX_BINS, MISSING, Histograms
 from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
 from fedtrees.federation._checks import check_same_stats
 
@@ -147,35 +147,13 @@ class HistogramRequest(LevelFields):
 
     def _check_histograms(self, reply: Any) -> None:
         """Bins inside the layout and the grid, adding up to each node's totals."""
-        pairs = np.asarray(self.pair_feature, dtype=np.int64)
+        if reply.bin_code.shape[0] != reply.bin_stats.shape[0]:
+            raise InvalidField("bin_stats", "needs one row per bin_code entry")
         count = np.asarray(reply.bin_count, dtype=np.int64)
-        n = int(count.sum())
-        if reply.bin_code.shape[0] != n or reply.bin_stats.shape[0] != n:
-            raise InvalidField(
-                "bin_code", f"holds {reply.bin_code.shape[0]} bins; bin_count says {n}"
-            )
-        if np.any(count[pairs < 0] > 0):
-            raise InvalidField("bin_count", "gives bins to a pair the request left out")
-        pair = np.repeat(np.arange(count.size), count.ravel())
-        feature = pairs.ravel()[pair]
-        code = np.asarray(reply.bin_code, dtype=np.int64)
-        limit = np.asarray(self.feature_bins, dtype=np.int64)[feature]
-        if np.any((code >= limit) & (code != MISSING)):
-            raise InvalidField("bin_code", "holds a code outside its feature's grid")
-        same = pair[1:] == pair[:-1]
-        if np.any(np.diff(code)[same] <= 0):
-            raise InvalidField("bin_code", "must be strictly increasing in each pair")
-        self._check_pair_sums(reply, pair, count)
-
-    def _check_pair_sums(self, reply: Any, pair: np.ndarray, count: np.ndarray) -> None:
-        """Every asked pair's bins add up to its node's statistics."""
-        stats = np.asarray(reply.bin_stats, dtype=np.float64)
-        width = self.width
-        sums = np.zeros((count.size, width))
-        for c in range(width):
-            sums[:, c] = np.bincount(pair, stats[:, c], minlength=count.size)
-        node = np.asarray(reply.node_stats, dtype=np.float64)
+        bins = Histograms(count.ravel(), reply.bin_code, reply.bin_stats)
+        sums = bins.checked_sums(self.pair_feature, self.feature_bins)
         asked = (np.asarray(self.pair_feature) >= 0).ravel()
+        node = np.asarray(reply.node_stats, dtype=np.float64)
         want = np.repeat(node, count.shape[1], axis=0)
         check_same_stats(
             "bin_stats",

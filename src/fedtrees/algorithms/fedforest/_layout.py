@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms.histogram._check_kernels import whole_max
 from fedtrees.federation import InvalidField
 from fedtrees.federation._checks import check_moments, check_same_stats
 
@@ -70,10 +71,11 @@ def compact(values: np.ndarray) -> np.ndarray:
     Non-negative whole numbers (bootstrap counts) become uint8/16/32; anything
     else stays float64. Receivers convert back with ``astype(float)``: lossless.
     """
-    x = np.asarray(values, dtype=np.float64)
-    if x.size == 0 or not np.all((x >= 0) & (x == np.floor(x)) & (x < 2**32)):
-        return x if x.size else x.astype(np.uint8)
-    return x.astype(np.min_scalar_type(int(x.max())))
+    x = np.ascontiguousarray(values, dtype=np.float64)
+    if x.size == 0:
+        return x.astype(np.uint8)
+    top = whole_max(x)  # one compiled pass: replies hold millions of bins
+    return x if top < 0 else x.astype(np.min_scalar_type(int(top)))
 
 
 def compact_ints(values: np.ndarray) -> np.ndarray:

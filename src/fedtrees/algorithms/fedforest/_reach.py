@@ -43,7 +43,8 @@ class Reach:
         out = []
         for known in self.rows:
             found = order[gather_ranges(ptr[known], ptr[known + 1])]
-            out.append(np.union1d(found, unknown).astype(np.int64))
+            # disjoint (unknown nodes have no key), each without repeats
+            out.append(np.sort(np.concatenate([found, unknown])).astype(np.int64))
         return tuple(out)
 
 

@@ -11,7 +11,8 @@ boosting. Step by step:
 2. **Codes** (:func:`bin_codes`): each client bins its rows once (``uint8``;
    255 = missing) and keeps them, with its rows partitioned by node
    (:class:`NodeRows`, :func:`partition`), for the whole run.
-3. **One round per level** (:func:`client_histograms`): per (open node,
+3. **One round per level** (:func:`client_histograms`): per open node its
+   statistics and, per (open node,
    considered feature), the non-zero bins of the client's statistics — class
    counts, regression moments, or any weighted vectors — the missing bin
    included.
@@ -46,7 +47,6 @@ from fedtrees.algorithms.histogram._histograms import (
     RowStats,
     client_histograms,
     gather_ranges,
-    node_statistics,
     pool,
     subtract,
 )
@@ -72,7 +72,6 @@ __all__ = [
     "client_histograms",
     "declared_grid",
     "gather_ranges",
-    "node_statistics",
     "partition",
     "pool",
     "search",

@@ -6,9 +6,9 @@ node once; numpy would need key arrays as large as the data and a sort.
 
 Layout (shared with :mod:`fedtrees.algorithms.histogram._rows`): the present
 rows of global node ``g`` in tree ``b`` are ``perm[b, start[g]:stop[g]]`` in
-increasing row order, so every sum is accumulated in a fixed order, whatever
-the thread count. ``codes`` is ``uint8`` of shape (n_rows, n_features) with
-:data:`~fedtrees.algorithms.histogram._grid.MISSING` = 255 for NaN.
+increasing row order, so every sum is accumulated in a fixed order. ``columns``
+holds the codes feature by feature (``uint8``, (n_features, n_rows), 255 for a
+missing value): a node reads one feature's codes of its rows at a time.
 
 Row statistics: every row adds ``weight[b, i] * values[i, :]`` to its bin: a
 one-hot class vector (class counts), ``(1, y, y²)`` (regression moments), or
@@ -30,12 +30,14 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-__all__ = ["emit", "node_histograms", "node_totals", "partition_codes"]
+__all__ = ["edges_below", "emit", "node_histograms", "partition_codes"]
 
 CODES = 256  # every code of a uint8, the missing code 255 included
+_DENSE_ROWS = 128  # a node at least this large scans all codes (measured)
+_TINY_ROWS = 8  # a node at most this large sorts its rows by code (measured)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, nogil=True, inline="always")
 def emit(
     buf: Any, seen: Any, touched: Any, m: int, codes_out: Any, stats_out: Any, at: int
 ) -> None:  # pragma: no cover - compiled
@@ -64,24 +66,6 @@ def emit(
 
 
 @nb.njit(cache=True, nogil=True)
-def node_totals(
-    perm: Any, start: Any, stop: Any, open_nodes: Any, open_tree: Any,
-    weight: Any, values: Any,
-) -> Any:  # fmt: skip  # pragma: no cover - compiled
-    """Statistics of every open node, shape (n_open, width)."""
-    n_open, width = open_nodes.shape[0], values.shape[1]
-    out = np.zeros((n_open, width))
-    for s in range(n_open):
-        g, b = open_nodes[s], open_tree[s]
-        for r in range(start[g], stop[g]):
-            i = perm[b, r]
-            w = weight[b, i]
-            for c in range(width):
-                out[s, c] += w * values[i, c]
-    return out
-
-
-@nb.njit(cache=True, nogil=True)
 def node_histograms(
     perm: Any,
     start: Any,
@@ -89,23 +73,27 @@ def node_histograms(
     open_nodes: Any,
     open_tree: Any,
     pair_feature: Any,
-    codes: Any,
+    columns: Any,
     weight: Any,
     values: Any,
     capacity: int,
-) -> tuple[Any, Any, Any]:  # pragma: no cover - compiled
-    """Non-zero bins of every (open node, considered feature) pair.
+) -> tuple[Any, Any, Any, Any]:  # pragma: no cover - compiled
+    """Every open node's statistics, and the non-zero bins of each of its pairs.
 
     Pair ``p = s * fp + k`` has feature ``pair_feature[s, k]`` (-1: none);
     ``capacity`` bounds the bins of all pairs (a node's rows, at most 256, per
-    pair). Returns the bins of each pair, then their codes (ascending within a
-    pair) and statistics, pair after pair, in arrays of that capacity.
-    A node's rows are gathered once (weighted statistics, in segment order);
-    each feature then reads its codes of those rows (measured: 25 % faster
-    than one pass filling every feature's bins at once).
+    pair). Returns the nodes' statistics (n_open, width), the bins of each
+    pair, then their codes (ascending within a pair) and statistics, pair after
+    pair, in arrays of that capacity. A node's rows are gathered once (their
+    weighted statistics, in segment order, also summed into the node's); each
+    feature then reads its codes of those rows (measured: 25 % faster than one
+    pass filling every feature's bins at once). A large node counts its rows
+    per code and scans all 256; a small one tracks the codes it touches; a
+    tiny one sorts its rows by code.
     """
     n_open, fp = pair_feature.shape
     width = values.shape[1]
+    totals = np.zeros((n_open, width))
     counts = np.zeros(n_open * fp, dtype=np.int64)
     codes_out = np.empty(capacity, dtype=np.uint8)
     stats_out = np.empty((capacity, width))
@@ -113,6 +101,7 @@ def node_histograms(
     buf = np.zeros((CODES, width))
     seen = np.zeros(CODES, dtype=np.bool_)
     touched = np.empty(CODES, dtype=np.int64)
+    rows_at = np.zeros(CODES, dtype=np.int64)
     rows = np.empty(perm.shape[1], dtype=np.int64)
     weighted = np.empty((perm.shape[1], width))
     for s in range(n_open):
@@ -124,42 +113,120 @@ def node_histograms(
             w = weight[b, i]
             for v in range(width):
                 weighted[r, v] = w * values[i, v]
+                totals[s, v] += weighted[r, v]
         for k in range(fp):
             j = pair_feature[s, k]
             if j < 0:
                 continue
-            m = 0
-            for r in range(n):
-                c = codes[rows[r], j]
-                if not seen[c]:
-                    seen[c] = True
-                    touched[m] = c
-                    m += 1
-                for v in range(width):
-                    buf[c, v] += weighted[r, v]
+            if n >= _DENSE_ROWS:
+                m = _dense_pair(columns[j], rows, n, weighted, buf, rows_at,
+                                codes_out, stats_out, at)  # fmt: skip
+            elif n <= _TINY_ROWS:
+                m = _tiny_pair(columns[j], rows, n, weighted, touched, codes_out,
+                               stats_out, at)  # fmt: skip
+            else:
+                m = _sparse_pair(columns[j], rows, n, weighted, buf, seen, touched,
+                                 codes_out, stats_out, at)  # fmt: skip
             counts[s * fp + k] = m
-            if m:
-                emit(buf, seen, touched, m, codes_out, stats_out, at)
-                at += m
-    return counts, codes_out, stats_out
+            at += m
+    return totals, counts, codes_out, stats_out
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _dense_pair(
+    column: Any, rows: Any, n: int, weighted: Any, buf: Any, rows_at: Any,
+    codes_out: Any, stats_out: Any, at: int,
+) -> int:  # fmt: skip  # pragma: no cover - compiled
+    """One pair of a large node: count rows per code, then scan all 256 codes."""
+    width = buf.shape[1]
+    for r in range(n):
+        c = column[rows[r]]
+        rows_at[c] += 1
+        for v in range(width):
+            buf[c, v] += weighted[r, v]
+    m = 0
+    for c in range(CODES):
+        if rows_at[c]:
+            codes_out[at + m] = c
+            for v in range(width):
+                stats_out[at + m, v] = buf[c, v]
+                buf[c, v] = 0.0
+            rows_at[c] = 0
+            m += 1
+    return m
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _tiny_pair(
+    column: Any, rows: Any, n: int, weighted: Any, order: Any, codes_out: Any,
+    stats_out: Any, at: int,
+) -> int:  # fmt: skip  # pragma: no cover - compiled
+    """One pair of a tiny node: sort its few rows by code, sum runs of a code.
+
+    Rows of equal code are summed in segment order, as the other paths do.
+    """
+    width = weighted.shape[1]
+    for r in range(n):  # insertion sort of row positions by code (stable)
+        c = column[rows[r]]
+        q = r - 1
+        while q >= 0 and column[rows[order[q]]] > c:
+            order[q + 1] = order[q]
+            q -= 1
+        order[q + 1] = r
+    m = -1
+    previous = -1
+    for t in range(n):
+        r = order[t]
+        c = column[rows[r]]
+        if c != previous:
+            m += 1
+            codes_out[at + m] = c
+            for v in range(width):
+                stats_out[at + m, v] = weighted[r, v]
+            previous = c
+        else:
+            for v in range(width):
+                stats_out[at + m, v] += weighted[r, v]
+    return m + 1
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _sparse_pair(
+    column: Any, rows: Any, n: int, weighted: Any, buf: Any, seen: Any,
+    touched: Any, codes_out: Any, stats_out: Any, at: int,
+) -> int:  # fmt: skip  # pragma: no cover - compiled
+    """One pair of a small node: track the codes its rows touch, emit those."""
+    width = buf.shape[1]
+    m = 0
+    for r in range(n):
+        c = column[rows[r]]
+        if not seen[c]:
+            seen[c] = True
+            touched[m] = c
+            m += 1
+        for v in range(width):
+            buf[c, v] += weighted[r, v]
+    if m:
+        emit(buf, seen, touched, m, codes_out, stats_out, at)
+    return m
 
 
 @nb.njit(cache=True, nogil=True)
-def _goes_left(
-    code: int,
-    g: int,
-    kind: Any,
-    bin_limit: Any,
-    missing_left: Any,
-    set_index: Any,
-    left_sets: Any,
-) -> Any:  # pragma: no cover - compiled
-    """Whether a row of this code goes left at split node g (see partition)."""
-    if kind[g] == 1:  # numeric: codes <= limit; missing by its direction
-        if code == 255:
-            return missing_left[g]
-        return code <= bin_limit[g]
-    return left_sets[set_index[g], code]  # categorical (missing: code 255)
+def _move(
+    seg: Any, spill: Any, codes_j: Any, left_code: Any
+) -> int:  # pragma: no cover - compiled
+    """Stably move the rows whose code goes left to the front; return how many."""
+    n_left, n_right = 0, 0
+    for r in range(seg.shape[0]):
+        i = seg[r]
+        if left_code[codes_j[i]]:
+            seg[n_left] = i  # n_left <= r: never overwrites an unread row
+            n_left += 1
+        else:
+            spill[n_right] = i
+            n_right += 1
+    seg[n_left:] = spill[:n_right]
+    return n_left
 
 
 @nb.njit(cache=True, nogil=True)
@@ -169,7 +236,7 @@ def partition_codes(
     stop: Any,
     split_nodes: Any,
     ranges: Any,
-    codes: Any,
+    columns: Any,
     feature: Any,
     kind: Any,
     bin_limit: Any,
@@ -186,30 +253,36 @@ def partition_codes(
     increasing id order (a child split in the same call follows its parent).
     ``kind[g]``: 1 numeric (``code <= bin_limit[g]``, missing by
     ``missing_left[g]``), 2 categorical (``left_sets[set_index[g], code]``), 3 the
-    client indicator (every row goes ``client_left[g]``).
+    client indicator (every row goes ``client_left[g]``). Each split first
+    tabulates which of the 256 codes go left, then moves its rows.
     """
     spill = np.empty(perm.shape[1], dtype=np.int64)
+    left_code = np.empty(256, dtype=np.bool_)
     for b in range(ranges.shape[0]):
-        if ranges[b, 0] == ranges[b, 1]:
-            continue
         for t in range(ranges[b, 0], ranges[b, 1]):
             g = split_nodes[t]
             lo, hi = start[g], stop[g]
-            n_left = 0
             if kind[g] == 3:
                 n_left = hi - lo if client_left[g] else 0
             else:
-                n_right = 0
-                j = feature[g]
-                for r in range(lo, hi):
-                    i = perm[b, r]
-                    if _goes_left(codes[i, j], g, kind, bin_limit, missing_left,
-                                  set_index, left_sets):  # fmt: skip
-                        perm[b, lo + n_left] = i
-                        n_left += 1
-                    else:
-                        spill[n_right] = i
-                        n_right += 1
-                perm[b, lo + n_left : hi] = spill[:n_right]
+                if kind[g] == 1:
+                    for c in range(255):
+                        left_code[c] = c <= bin_limit[g]
+                    left_code[255] = missing_left[g]
+                else:
+                    left_code[:] = left_sets[set_index[g]]
+                n_left = _move(perm[b, lo:hi], spill, columns[feature[g]], left_code)
             start[left[g]], stop[left[g]] = lo, lo + n_left
             start[right[g]], stop[right[g]] = lo + n_left, hi
+
+
+@nb.njit(cache=True, nogil=True)
+def edges_below(
+    edges: Any, edge_ptr: Any, feature: Any, threshold: Any
+) -> Any:  # pragma: no cover - compiled
+    """For each (feature, threshold), how many of the feature's edges lie below."""
+    out = np.empty(feature.shape[0], dtype=np.int64)
+    for i in range(feature.shape[0]):
+        lo, hi = edge_ptr[feature[i]], edge_ptr[feature[i] + 1]
+        out[i] = np.searchsorted(edges[lo:hi], threshold[i])
+    return out

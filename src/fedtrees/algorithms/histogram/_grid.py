@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees._validation import check_int, invalid
+from fedtrees.algorithms.histogram._client_kernels import edges_below
 from fedtrees.exceptions import ValidationError
 from fedtrees.stats import check_edges, exact_candidates, mixtures_by_client
 
@@ -143,6 +144,24 @@ class Grid:
         at = np.where(inside, self.edge_ptr[feature] + code, 0)
         edges = self.edges if self.edges.size else np.zeros(1)
         out: FloatArray = np.where(inside, edges[at], np.finfo(np.float64).max)
+        return out
+
+    def bin_of(self, feature: IntArray, threshold: FloatArray) -> IntArray:
+        """Return the bin a threshold closes: codes ``<=`` it go left.
+
+        The inverse of :meth:`threshold` (the number of edges below the
+        threshold); the largest float closes the last bin.
+
+        Examples
+        --------
+        >>> g = Grid.from_lists([[1.0, 2.0]], [0])
+        >>> g.bin_of(np.array([0, 0, 0]), np.array([1.0, 2.0, 1.7976931348623157e+308]))
+        array([0, 1, 2])
+        """
+        out: IntArray = edges_below(
+            self.edges, self.edge_ptr, np.ascontiguousarray(feature, np.int64),
+            np.ascontiguousarray(threshold, np.float64),
+        )  # fmt: skip
         return out
 
     def check_categories(self, owner: str, names: Sequence[str]) -> None:

@@ -17,11 +17,13 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms.histogram import _check_kernels as checks
 from fedtrees.algorithms.histogram import _client_kernels as client
 from fedtrees.algorithms.histogram import _pool_kernels as pooling
 from fedtrees.algorithms.histogram import _server_kernels as server
 from fedtrees.algorithms.histogram._rows import NodeRows
 from fedtrees.exceptions import ValidationError
+from fedtrees.federation import InvalidField
 
 __all__ = [
     "Bins",
@@ -29,7 +31,6 @@ __all__ = [
     "RowStats",
     "client_histograms",
     "gather_ranges",
-    "node_statistics",
     "pool",
     "subtract",
 ]
@@ -85,6 +86,41 @@ class Histograms:
     def n_pairs(self) -> int:
         """Number of pairs."""
         return int(self.counts.shape[0])
+
+    def checked_sums(
+        self, pair_feature: IntArray, feature_bins: IntArray
+    ) -> FloatArray:
+        """Check the bins against their pairs' features; return every pair's sum.
+
+        Pair ``p`` is of feature ``pair_feature.ravel()[p]`` (-1: no pair). Its
+        codes must rise strictly, each below the feature's ``feature_bins`` or
+        the missing code; an absent pair holds no bins.
+
+        Raises
+        ------
+        fedtrees.federation.InvalidField
+            Naming ``bin_count`` or ``bin_code`` and what is wrong.
+        """
+        pairs = np.ascontiguousarray(pair_feature, dtype=np.int64).ravel()
+        if (
+            pairs.shape[0] != self.n_pairs
+            or int(self.counts.sum()) != self.codes.shape[0]
+        ):
+            raise InvalidField("bin_count", "does not match the pairs and the bins")
+        status, at, sums = checks.scan_bins(
+            self.counts, pairs, np.ascontiguousarray(feature_bins, np.int64),
+            self.codes, self.stats,
+        )  # fmt: skip
+        if status == checks.UNASKED_PAIR:
+            raise InvalidField("bin_count", f"gives bins to pair {at}, not asked")
+        if status == checks.OUTSIDE_GRID:
+            raise InvalidField("bin_code", f"holds a code outside its grid (bin {at})")
+        if status == checks.UNORDERED:
+            raise InvalidField(
+                "bin_code", f"must rise strictly in each pair (bin {at})"
+            )
+        out: FloatArray = sums
+        return out
 
     def pair_sums(self) -> FloatArray:
         """Sum of every pair's bins, shape (n_pairs, S)."""
@@ -170,59 +206,42 @@ class RowStats:
 
 
 # -- client ---------------------------------------------------------------------------
-def node_statistics(
-    rows: NodeRows, open_nodes: IntArray, weight: FloatArray, row_stats: RowStats
-) -> FloatArray:
-    """Statistics of every open node, shape (n_open, S).
-
-    Examples
-    --------
-    >>> rows = NodeRows.build(np.ones((1, 3)))
-    >>> node_statistics(rows, np.array([0]), np.ones((1, 3)),
-    ...                 RowStats.classes(np.array([0, 1, 1]), 2)).tolist()
-    [[1.0, 2.0]]
-    """
-    nodes = np.ascontiguousarray(open_nodes, dtype=np.int64)
-    stats: FloatArray = client.node_totals(
-        rows.perm, rows.start, rows.stop, nodes, rows.open_tree(nodes), weight,
-        row_stats.values,
-    )  # fmt: skip
-    return stats
-
-
 def client_histograms(
     rows: NodeRows,
     open_nodes: IntArray,
     pair_feature: IntArray,
-    codes: npt.NDArray[np.uint8],
+    columns: npt.NDArray[np.uint8],
     weight: FloatArray,
     row_stats: RowStats,
-) -> Histograms:
-    """Non-zero bins of every (open node, considered feature) pair (row-major).
+) -> tuple[FloatArray, Histograms]:
+    """Every open node's statistics, and the non-zero bins of its pairs.
 
-    ``pair_feature[s, k]`` is the k-th feature of open node s (-1: none). One
-    pass over each node's rows fills the bins of all its features.
+    ``pair_feature[s, k]`` is the k-th feature of open node s (-1: none: the
+    node's statistics only); ``columns`` the codes by feature, (F, n_rows)
+    (:func:`bin_codes`, transposed). Returns ``(n_open, S)`` statistics and
+    the histograms of the pairs in row-major order.
 
     Examples
     --------
     >>> rows = NodeRows.build(np.ones((1, 3)))
-    >>> codes = np.array([[0], [2], [2]], dtype=np.uint8)
-    >>> h = client_histograms(rows, np.array([0]), np.array([[0]]), codes,
-    ...                       np.ones((1, 3)), RowStats.classes(np.array([0, 1, 1]), 2))
-    >>> h.counts.tolist(), h.codes.tolist(), h.stats.tolist()
-    ([2], [0, 2], [[1.0, 0.0], [0.0, 2.0]])
+    >>> columns = np.array([[0, 2, 2]], dtype=np.uint8)
+    >>> stats, h = client_histograms(rows, np.array([0]), np.array([[0]]), columns,
+    ...                              np.ones((1, 3)),
+    ...                              RowStats.classes(np.array([0, 1, 1]), 2))
+    >>> stats.tolist(), h.counts.tolist(), h.codes.tolist(), h.stats.tolist()
+    ([[1.0, 2.0]], [2], [0, 2], [[1.0, 0.0], [0.0, 2.0]])
     """
     nodes = np.ascontiguousarray(open_nodes, dtype=np.int64)
     pairs = np.ascontiguousarray(pair_feature, dtype=np.int64)
-    if pairs.shape[0] != nodes.shape[0] or np.any(pairs >= codes.shape[1]):
+    if pairs.shape[0] != nodes.shape[0] or np.any(pairs >= columns.shape[0]):
         raise ValidationError("client_histograms: one feature row per open node.")
     capacity = np.minimum(rows.sizes(nodes), CODES) @ (pairs >= 0).sum(axis=1)
-    counts, out_codes, out_stats = client.node_histograms(
+    totals, counts, out_codes, out_stats = client.node_histograms(
         rows.perm, rows.start, rows.stop, nodes, rows.open_tree(nodes), pairs,
-        codes, weight, row_stats.values, int(capacity),
+        columns, weight, row_stats.values, int(capacity),
     )  # fmt: skip
     n = int(counts.sum())
-    return Histograms(counts, out_codes[:n], out_stats[:n])
+    return totals, Histograms(counts, out_codes[:n], out_stats[:n])
 
 
 # -- server ---------------------------------------------------------------------------
@@ -262,7 +281,7 @@ def pool(
 
 
 _BLOCK_BYTES: Final = 1 << 21  # pooled statistics per block: about L2 size
-_MOST_CALLS: Final = 4096  # per level, blocks x clients
+_MOST_CALLS: Final = 1024  # per level, blocks x clients (a call costs ~20 us)
 
 
 def _blocks(counts: IntArray, row_bytes: int, n_clients: int) -> IntArray:

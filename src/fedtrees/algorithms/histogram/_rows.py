@@ -89,8 +89,10 @@ class NodeRows:
         them decided in the same batch, so a partition catches up from any
         earlier state.
         """
-        known = self.tree.shape[0]
-        frontier = np.flatnonzero((self.tree >= 0) & ~self.partitioned & split[:known])
+        known = min(self.tree.shape[0], split.shape[0])  # the node arrays have room
+        frontier = np.flatnonzero(
+            (self.tree[:known] >= 0) & ~self.partitioned[:known] & split[:known]
+        )
         found = [frontier]
         while frontier.size:
             children = np.concatenate([left[frontier], right[frontier]])
@@ -112,7 +114,9 @@ class NodeRows:
         ValidationError
             Splits that would re-partition or orphan a segment.
         """
-        nodes = np.unique(np.asarray(nodes, dtype=np.int64))
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if np.any(nodes[1:] <= nodes[:-1]):
+            nodes = np.unique(nodes)
         self._grow(split.shape[0])
         self._check_split(nodes, split, left, right)
         todo = nodes
@@ -145,10 +149,15 @@ class NodeRows:
         return np.stack([lo, hi], axis=1).astype(np.int64)
 
     def _grow(self, n_nodes: int) -> None:
-        """Extend the node arrays to ``n_nodes`` ids (new ids have no segment)."""
+        """Make room for ``n_nodes`` ids (new ids have no segment).
+
+        The capacity grows fourfold, so a forest that doubles level by level
+        is copied at every other level, not at every request.
+        """
         extra = n_nodes - self.tree.shape[0]
         if extra <= 0:
             return
+        extra = max(extra, 3 * self.tree.shape[0])
         zeros = np.zeros(extra, dtype=np.int64)
         self.start = np.concatenate([self.start, zeros])
         self.stop = np.concatenate([self.stop, zeros])
@@ -160,14 +169,16 @@ class NodeRows:
     ) -> None:
         if nodes.size == 0:
             return
-        children = np.concatenate([left[nodes], right[nodes]])
-        reached = (self.tree[nodes] >= 0) | np.isin(nodes, children)
+        children = np.sort(np.concatenate([left[nodes], right[nodes]]))
+        if np.any(children < 0) or np.any(children >= self.tree.shape[0]):
+            raise ValidationError("Node rows: split nodes do not extend the forest.")
+        unknown = nodes[self.tree[nodes] < 0]  # must be split nodes' children
         if (
             not np.all(split[nodes])
             or np.any(self.partitioned[nodes])
-            or not np.all(reached)
+            or not np.all(np.isin(unknown, children))
             or np.any(self.tree[children] >= 0)
-            or np.unique(children).size != children.size
+            or np.any(children[1:] == children[:-1])
         ):
             raise ValidationError("Node rows: split nodes do not extend the forest.")
 
@@ -193,15 +204,20 @@ class CodeSplits:
     right: IntArray
 
 
-def partition(rows: NodeRows, codes: npt.NDArray[np.uint8], splits: CodeSplits) -> None:
-    """Partition the rows of every split node not partitioned yet (in place)."""
+def partition(
+    rows: NodeRows, columns: npt.NDArray[np.uint8], splits: CodeSplits
+) -> None:
+    """Partition the rows of every split node not partitioned yet (in place).
+
+    ``columns``: the rows' codes by feature, (F, n_rows).
+    """
     split = splits.kind > 0
     nodes = rows.pending(split, splits.left, splits.right)
     if nodes.size == 0:
         return
     by_tree, ranges = rows.prepare_split(nodes, split, splits.left, splits.right)
     partition_codes(
-        rows.perm, rows.start, rows.stop, by_tree, ranges, codes, splits.feature,
+        rows.perm, rows.start, rows.stop, by_tree, ranges, columns, splits.feature,
         splits.kind, splits.bin_limit, splits.missing_left, splits.set_index,
         splits.left_sets, splits.client_left, splits.left, splits.right,
     )  # fmt: skip
