@@ -22,7 +22,14 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from fedtrees import FedForestClassifier, FedForestRegressor
-from fedtrees.exceptions import CentralizedFitWarning, ValidationError
+from fedtrees.algorithms.fedforest._hist_payloads import HistogramReply
+from fedtrees.exceptions import (
+    CentralizedFitWarning,
+    ClientDropoutWarning,
+    RemoteProtocolError,
+    ValidationError,
+)
+from fedtrees.federation import ClientData, Fault, Federation, RoundEnv
 from fedtrees.tree import Missing, NodeKind, Tree
 from tests.algorithms.exact_compare import is_exact_tie, partition_divergences
 
@@ -255,3 +262,142 @@ def test_bad_declared_edges_are_named(edges, match) -> None:
     model = FedForestClassifier(bin_edges={"x1": edges}, **HIST)
     with pytest.raises(ValidationError, match=rf"bin_edges\['x1'\].*{match}"):
         model.fit(X, y, groups=y)
+
+
+# -- dropouts --------------------------------------------------------------------------
+SITES = ("a", "b", "c")
+
+
+def _sites() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    groups = np.repeat(SITES, [120, 100, 80])
+    X = rng.normal(size=(groups.shape[0], 3))
+    X[groups == "c", 0] += 3.0
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
+    y[groups == "c"] = 1 - y[groups == "c"]
+    return X, y, groups
+
+
+def _hist_model(subtract: bool) -> FedForestClassifier:
+    model = FedForestClassifier(
+        n_estimators=2, max_depth=3, max_features=None, bootstrap=False,
+        on_dropout="continue", random_state=0, **HIST,
+    )  # fmt: skip
+    config = model._config
+    model._config = lambda: dataclasses.replace(config(), subtract=subtract)
+    return model
+
+
+def _dropped_at(round_: int, subtract: bool) -> FedForestClassifier:
+    X, y, groups = _sites()
+    fed = Federation.from_groups(
+        X, y, groups, faults=(Fault("c", "drop", round=round_),)
+    )
+    with pytest.warns(ClientDropoutWarning, match=f"round {round_}: Client 'c'"):
+        return _hist_model(subtract).fit_federation(fed)
+
+
+def _vanished_from(round_: int) -> FedForestClassifier:
+    """No dropout: client c holds no rows from ``round_`` on."""
+    X, y, groups = _sites()
+    fed = Federation.from_groups(X, y, groups)
+    transport = fed.transport
+
+    def vanish(env: RoundEnv) -> None:
+        if env.round == round_ - 1:
+            held = transport._clients["c"]  # type: ignore[attr-defined]
+            transport._clients["c"] = ClientData(  # type: ignore[attr-defined]
+                "c", held.X.iloc[:0], held.y.iloc[:0], None
+            )
+            transport._states["c"].clear()  # type: ignore[attr-defined]
+
+    return _hist_model(False).fit_federation(fed, callbacks=[vanish])
+
+
+@pytest.mark.parametrize("round_", [1, 2, 3, 4])  # the grid, then each level
+def test_a_dropout_equals_the_client_vanishing_at_its_level(round_) -> None:
+    dropped = _dropped_at(round_, subtract=False)
+    reference = _vanished_from(round_)
+    for a, b in zip(dropped.trees_, reference.trees_, strict=True):
+        for name in ("feature", "threshold", "left", "right", "count", "value"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+@pytest.mark.parametrize("round_", [2, 3, 4])
+def test_a_dropout_in_a_level_with_subtraction_repeats_it_without(round_) -> None:
+    # The kept parents still hold the dropped client's rows: parent minus the
+    # smaller child would keep them in the larger one. The level runs again.
+    with_subtraction = _dropped_at(round_, subtract=True)
+    without = _dropped_at(round_, subtract=False)
+    assert with_subtraction.trees_ == without.trees_
+    rounds = with_subtraction.communication_.rounds
+    assert rounds == without.communication_.rounds + (round_ > 2)  # level 0: none
+
+
+# -- hostile replies -------------------------------------------------------------------
+def _mutated(change) -> Federation:
+    X, y = _blobs(300)
+    fault = Fault("1", "mutate", round=3, mutate=lambda r: change(r)
+                  if isinstance(r, HistogramReply) and r.bin_code.size else r)  # fmt: skip
+    return Federation.from_groups(X, y, np.arange(300) % 3, faults=(fault,))
+
+
+def _codes_beyond_the_grid(r: HistogramReply) -> HistogramReply:
+    codes = r.bin_code.copy()
+    codes[-1] = 254  # no feature of the grid has 255 bins
+    return dataclasses.replace(r, bin_code=codes)
+
+
+def _counts_off_the_node(r: HistogramReply) -> HistogramReply:
+    stats = r.bin_stats.astype(np.float64)
+    stats[0, 0] += 1.0
+    return dataclasses.replace(r, bin_stats=stats)
+
+
+def _shuffled_codes(r: HistogramReply) -> HistogramReply:
+    count = r.bin_count.astype(np.int64).ravel()
+    p = int(np.flatnonzero(count > 1)[0])
+    start = int(count[:p].sum())
+    codes = r.bin_code.copy()
+    codes[start], codes[start + 1] = codes[start + 1], codes[start]
+    return dataclasses.replace(r, bin_code=codes)
+
+
+@pytest.mark.hostile("clear_error")
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (_codes_beyond_the_grid, "bin_code"),
+        (_counts_off_the_node, "bin_stats"),
+        (_shuffled_codes, "bin_code"),
+    ],
+)
+def test_a_bad_histogram_reply_is_refused_naming_client_and_field(change, field):
+    model = FedForestClassifier(n_estimators=2, max_depth=4, max_bins=16,
+                                random_state=0, **HIST)  # fmt: skip
+    with pytest.raises(
+        RemoteProtocolError,
+        match=rf"Client '1', round 3, 'fedforest.histogram'.*field '{field}'",
+    ):
+        model.fit_federation(_mutated(change))
+
+
+@pytest.mark.hostile("clear_error")
+def test_bins_for_a_pair_the_request_left_out_are_refused() -> None:
+    def give_padding_bins(r: HistogramReply) -> HistogramReply:
+        # all features considered (max_features=None): widen the pairs instead
+        count = r.bin_count.astype(np.int64)
+        extra = np.zeros((count.shape[0], 1), np.int64)
+        extra[0, 0] = 1
+        return dataclasses.replace(
+            r,
+            bin_count=np.concatenate([count, extra], axis=1),
+            bin_code=np.r_[r.bin_code, 0].astype(np.uint8),
+            bin_stats=np.concatenate([r.bin_stats, r.bin_stats[:1]]),
+        )
+
+    model = FedForestClassifier(n_estimators=2, max_depth=4, random_state=0, **HIST)
+    with pytest.raises(
+        RemoteProtocolError, match=r"Client '1', round 3.*field 'bin_count'"
+    ):
+        model.fit_federation(_mutated(give_padding_bins))

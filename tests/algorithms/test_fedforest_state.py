@@ -246,3 +246,26 @@ def test_every_request_kind_has_its_handler_registered() -> None:
     }
     assert set(HANDLERS) == requests
     assert all(_HANDLERS[kind] is answer for kind, answer in HANDLERS.items())
+
+
+@pytest.mark.parametrize("regression", [False, True])
+def test_hist_mode_survives_lost_state_and_sends_the_grid_once(
+    regression: bool,
+) -> None:
+    # The regressor considers every feature: its levels use subtraction. Fewer
+    # bins than rows: the grid replies are sketches, not whole columns (audit).
+    make = FedForestRegressor if regression else FedForestClassifier
+    params = {"n_estimators": 4, "max_depth": 4, "candidates": "hist", "max_bins": 32}
+    reference, clean = _fit(make(**params, random_state=2), regression=regression)
+    faults = (Fault("b", "forget", round=3), Fault("c", "forget", round=5))
+    trees, ledger = _fit(make(**params, random_state=2), faults, regression)
+    assert trees == reference
+    assert _resyncs(ledger) == {(3, "b"), (5, "c")}  # the grid travels again
+    grids = [
+        (m.round, m.client)
+        for m in clean.captured
+        if m.direction == "down"
+        and m.kind == "fedforest.histogram"
+        and decode(m.data).payload.grid_edge_ptr.size  # type: ignore[union-attr]
+    ]
+    assert sorted(grids) == [(2, c) for c in sorted(ROWS)]  # once, after round 1

@@ -11,7 +11,8 @@ import pytest
 
 from fedtrees import datasets
 from fedtrees.algorithms import run_job
-from fedtrees.federation import Federation
+from fedtrees.exceptions import ClientDropoutWarning
+from fedtrees.federation import Fault, Federation
 from tests.integration.deployment import Deployment
 
 pytestmark = pytest.mark.flower
@@ -144,6 +145,28 @@ def test_fedforest_grows_the_same_forest_over_flower(
     assert "fedforest.evaluate" not in kinds
 
 
+def test_fedforest_hist_grows_the_same_forest_over_flower(
+    tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
+) -> None:
+    # The grid round, then one histogram round per level. Cleveland forgets its
+    # state (its binned columns and row partition) before levels 0 and 2.
+    params = {"n_estimators": 3, "max_depth": 3, "candidates": "hist",
+              "max_bins": 16, "random_state": 7}  # fmt: skip
+
+    over_flower = _run_over_flower(
+        tls_deployment, tmp_path / "hist.json", "fedforest", params
+    )
+
+    expected = _in_process(site_files, "fedforest", params)
+    assert over_flower["trees"] == expected["trees"]
+    assert over_flower["communication"]["rounds"] == 1 + 1 + 3  # type: ignore[index]
+    ledger = (tmp_path / "hist.ledger.csv").read_text().splitlines()[1:]
+    kinds = {line.split(",")[2] for line in ledger}
+    assert kinds == {"federation.schema", "fedforest.grid", "fedforest.histogram"}
+    cleveland = [line.split(",")[0] for line in ledger if ",Cleveland," in line]
+    assert sorted(cleveland) == ["0", "1", "2", "2", "3", "4", "4"]  # resynced
+
+
 def test_one_shot_tree_methods_give_the_same_trees_over_flower(
     tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -187,6 +210,46 @@ def test_fedga_evolves_the_same_structures_over_flower(
     assert over_flower["structures"] == expected["structures"]  # same evolution
     assert over_flower == expected  # history, spends and ledger totals
     assert over_flower["communication"]["rounds"] == 1 + 3 + 2  # type: ignore[index]
+
+
+@pytest.mark.slow  # its own deployment and a 30 s timed-out round: about 2 min
+def test_fedforest_hist_continues_past_a_killed_supernode_as_in_process(
+    site_files: dict[str, Path], tmp_path: Path
+) -> None:
+    # on_dropout="continue": Hungary is killed mid-run; its first unanswered round
+    # is a dropout, and the forest equals the in-process run where it drops there.
+    params = {"n_estimators": 3, "max_depth": 5, "candidates": "hist",
+              "max_bins": 16, "on_dropout": "continue", "random_state": 7}  # fmt: skip
+    out = tmp_path / "hist.json"
+    config = (
+        f"job='fedforest' output-path='{out}' min-clients=3 round-timeout=30.0 "
+        f"params='{json.dumps(params)}'"
+    )
+    with Deployment(tmp_path, site_files, tls=False) as deployment:
+        run_id = deployment.submit(config)
+        deployment.wait_for_log(run_id, "fedtrees round 2 ", deadline=240)
+        deployment.kill("Hungary")
+        status = deployment.wait(run_id, deadline=300)
+    assert status["status"] == "finished:completed", status
+    over_flower = json.loads(out.read_text())
+
+    ledger = [
+        line.split(",")
+        for line in out.with_suffix(".ledger.csv").read_text().splitlines()[1:]
+    ]
+    [dropped] = [int(f[0]) for f in ledger if f[1] == "Hungary" and f[-1] != "ok"]
+    assert dropped >= 2  # killed after round 2 began, before the run ended
+    clients = {
+        name: datasets.load_client_file(path) for name, path in site_files.items()
+    }
+    fed = Federation.from_clients(
+        clients, faults=(Fault("Hungary", "drop", round=dropped),)
+    )
+    with pytest.warns(ClientDropoutWarning, match="Client 'Hungary'"):
+        document, _ = run_job("fedforest", fed, params)
+    expected = json.loads(json.dumps(document))
+    assert over_flower["trees"] == expected["trees"]
+    assert over_flower["communication"]["rounds"] == expected["communication"]["rounds"]
 
 
 def test_a_killed_supernode_fails_the_run_clearly_within_the_timeout(
