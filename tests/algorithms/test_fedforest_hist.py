@@ -234,6 +234,25 @@ def test_a_categorical_nan_is_its_own_category() -> None:
     assert model.predict(test).tolist() == [1, 0]
 
 
+@pytest.mark.parametrize("at", [0, 1, 2])
+def test_a_categorical_column_anywhere_among_numeric_ones(at: int) -> None:
+    # The grid a client checks steps from numeric edges to a categorical column
+    # (no edges) and back; a categorical last column once broke that check.
+    rng = np.random.default_rng(1)
+    n = 450
+    ward = pd.Categorical(rng.choice(["n", "s", "e"], n))
+    X = pd.DataFrame({"u": rng.normal(size=n), "v": rng.normal(size=n)})
+    X.insert(at, "ward", ward)
+    y = ((ward == "s") ^ (X["u"] > 0.5)).astype(int)
+    model = FedForestClassifier(n_estimators=1, max_depth=2, bootstrap=False,
+                                max_features=None, random_state=0, **HIST)  # fmt: skip
+    model.fit(X, y, groups=np.arange(n) % 3)
+    assert model.score(X, y) == 1.0
+    assert model.trees_[0].kind[0] == NodeKind.CATEGORICAL or (
+        model.trees_[0].feature[0] == X.columns.get_loc("u")
+    )
+
+
 def test_other_estimators_refuse_missing_values_naming_the_ones_that_accept() -> None:
     from fedtrees import DPForestClassifier
 

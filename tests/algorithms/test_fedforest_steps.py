@@ -45,6 +45,8 @@ MODES: dict[str, dict[str, Any]] = {
     "exact": {"candidates": "exact", "split_on_client": True},
     "uniform": {"candidates": "uniform"},
     "avgimp": {"gain": "avgimp", "top_k": 2},
+    "hist": {"candidates": "hist"},
+    "hist dropout": {"candidates": "hist", "on_dropout": "continue"},
     "dropout": {"on_dropout": "continue"},
 }
 
@@ -55,7 +57,7 @@ def test_asking_for_a_round_changes_nothing(mode: str) -> None:
     X = rng.normal(size=(300, 4))
     y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
     groups = np.repeat(["a", "b", "c"], 100)
-    faults = (Fault("c", "drop", round=4),) if mode == "dropout" else ()
+    faults = (Fault("c", "drop", round=4),) if "dropout" in mode else ()
     fed = Federation.from_groups(X, y, groups, faults=faults)
     model = FedForestClassifier(n_estimators=3, max_depth=4, random_state=0)
     config = model.set_params(**MODES[mode])._config()

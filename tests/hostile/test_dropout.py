@@ -31,6 +31,9 @@ MODES: dict[str, dict[str, Any]] = {
     "exact": {"candidates": "exact"},
     "uniform": {"candidates": "uniform"},
     "avgimp": {"gain": "avgimp", "top_k": 2},
+    # Two features per node: no subtraction, whose kept parents a client whose
+    # rows vanish would contradict (test_fedforest_hist covers it with dropouts).
+    "hist": {"candidates": "hist", "max_features": 2},
 }
 # The first round of a level, per mode (later rounds of a level restart it).
 LEVEL_START = {
@@ -38,6 +41,7 @@ LEVEL_START = {
     "exact": "fedforest.sketch",
     "uniform": "fedforest.evaluate",
     "avgimp": "fedforest.top_k",
+    "hist": "fedforest.histogram",
 }
 
 
@@ -57,10 +61,9 @@ def _model(mode: str) -> FedForestClassifier:
         n_estimators=1,
         max_depth=DEPTH,
         bootstrap=False,
-        max_features=None,
         on_dropout="continue",
         random_state=0,
-        **{"n_quantiles": 8, **MODES[mode]},
+        **{"n_quantiles": 8, "max_features": None, **MODES[mode]},
     )
 
 

@@ -27,6 +27,7 @@ from fedtrees import (
     SyntheticDataClassifier,
 )
 from fedtrees.algorithms.fedavg._protocol import MomentsReply
+from fedtrees.algorithms.fedforest._hist_payloads import HistogramReply
 from fedtrees.algorithms.fedforest._payloads import EvaluateReply, SketchReply
 from fedtrees.algorithms.fedid3._protocol import LevelReply
 from fedtrees.algorithms.toy import ToyCountsReply, run_toy
@@ -344,3 +345,62 @@ def test_honest_weighted_bootstrap_runs_pass_the_checks() -> None:
     for params in ({}, {"candidates": "uniform"}):
         model = _forest(**params).fit(X, y, groups=groups, sample_weight=weights)
         assert model.trees_[0].count[0] > 0  # fitted: no honest reply was refused
+
+
+def _hist_scaled(factor: float) -> Mutation:
+    """Node statistics and every bin scaled alike: consistent within the reply."""
+
+    def change(r: HistogramReply) -> HistogramReply:
+        return dataclasses.replace(
+            r,
+            node_stats=r.node_stats.astype(np.float64) * factor,
+            bin_stats=r.bin_stats.astype(np.float64) * factor,
+        )
+
+    return change
+
+
+@pytest.mark.hostile("clear_error")
+@pytest.mark.parametrize(
+    ("round_", "factor", "rows", "reason"),
+    [(2, 1e6, 100, "more than the 128 rows"), (3, 1.5, 80, "child")],
+    ids=["the root above the declared rows", "children outweigh their parent"],
+)
+def test_fedforest_hist_statistics_are_checked(
+    round_: int, factor: float, rows: int, reason: str
+) -> None:
+    # hist: round 1 is the grid, then one histogram round per level
+    fault = Fault(
+        "c", "mutate", round=round_, mutate=_only(HistogramReply, _hist_scaled(factor))
+    )
+    with pytest.raises(
+        RemoteProtocolError,
+        match=rf"Client 'c', round {round_}, 'fedforest.histogram': "
+        rf"field 'node_stats' .*{reason}",
+    ):
+        _forest(bootstrap=False, candidates="hist").fit_federation(
+            _federation(fault, rows=rows)
+        )
+
+
+def _hist_negative_variance(r: HistogramReply) -> HistogramReply:
+    stats = r.node_stats.astype(np.float64).copy()
+    stats[:, 2] = 0.5 * stats[:, 1] ** 2 / np.maximum(stats[:, 0], 1.0)
+    return dataclasses.replace(r, node_stats=stats)
+
+
+@pytest.mark.hostile("clear_error")
+def test_fedforest_hist_regression_moments_must_have_a_variance() -> None:
+    X, _, groups = _data()
+    y = 3.0 * X[:, 0] + 5.0
+    mutate = _only(HistogramReply, _hist_negative_variance)
+    fault = Fault("a", "mutate", round=2, mutate=mutate)
+    model = FedForestRegressor(
+        n_estimators=2, max_depth=3, random_state=0, candidates="hist"
+    )
+    with pytest.raises(
+        RemoteProtocolError,
+        match=r"Client 'a', round 2, 'fedforest.histogram': field 'node_stats' .*"
+        r"negative variance",
+    ):
+        model.fit_federation(Federation.from_groups(X, y, groups, faults=(fault,)))

@@ -128,6 +128,9 @@ RUNS: dict[str, Callable[[], dict[str, Captured]]] = {
         FedForestClassifier(1, max_depth=2, random_state=0, gain="avgimp", top_k=2)
     ),
     "fedforest-holdout": lambda: _captured_by(_holdout),
+    "fedforest-hist": lambda: _capture(
+        FedForestClassifier(1, max_depth=2, random_state=0, candidates="hist")
+    ),
     "local": lambda: _capture(LocalEnsembleClassifier(2, max_depth=2, random_state=0)),
     "toy": lambda: _captured_by(
         lambda fed, ledger: run_toy(fed, n_rounds=1, ledger=ledger)
@@ -199,6 +202,12 @@ CASES: list[tuple[str, str, str, Callable[[Any], Any]]] = [
     ("fedforest", "fedforest.sketch", "participation", lambda _: np.ones(10**5 + 1)),
     ("fedforest-avgimp", "fedforest.top_k", "pair_feature", _wide_pairs),
     ("fedforest-holdout", "fedforest.score", "node_values", _wide_values),
+    ("fedforest-hist", "fedforest.grid", "max_bins", lambda _: HUGE),
+    ("fedforest-hist", "fedforest.grid", "n_features", lambda _: HUGE),
+    ("fedforest-hist", "fedforest.grid", "columns", lambda _: np.ones(10**5, bool)),
+    ("fedforest-hist", "fedforest.histogram", "feature_bins", _one_huge),
+    ("fedforest-hist", "fedforest.histogram", "grid_edge_ptr", _huge_ptr),
+    ("fedforest-hist", "fedforest.histogram", "pair_feature", _wide_pairs),
     ("local", "local.forest", "params", _many_trees),
     ("toy", "toy.histogram", "feature", lambda _: HUGE),
     ("fedga", "fedga.evaluate", "depth", lambda _: HUGE),
@@ -236,7 +245,9 @@ def test_a_damaged_size_field_is_refused_by_name_before_allocating(
     assert elapsed < 0.5, f"{elapsed:.2f} s: something was allocated or computed"
 
 
-@pytest.mark.parametrize("run", ["fedavg", "synthetic", "icdta", "fedid3"])
+@pytest.mark.parametrize(
+    "run", ["fedavg", "synthetic", "icdta", "fedid3", "fedforest-hist"]
+)
 def test_the_undamaged_requests_are_still_answered(run: str) -> None:
     for kind, captured in _captured(run).items():
         state = ClientState()

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
+from fedtrees.algorithms._requests import check_request_size, request_error
 from fedtrees.algorithms.fedforest._client import (
     bootstrap_weights,
     check_open,
@@ -41,6 +42,7 @@ from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
 from fedtrees.algorithms.fedforest._layout import compact
 from fedtrees.algorithms.fedforest._payloads import ForestState
 from fedtrees.algorithms.histogram import (
+    MAX_BINS,
     MISSING,
     CodeSplits,
     Grid,
@@ -80,12 +82,23 @@ def _is_categorical(data: ClientData) -> BoolArray:
 @handler("fedforest.grid", stateful=True)
 def grid(request: GridRequest, data: ClientData, state: ClientState) -> GridReply:
     """Summarise every numeric column of the client's rows for the agreed grid."""
+    check_sizes(request, data)
+    n_features = len(data.feature_kinds)
+    if request.n_features != n_features:
+        raise request_error(
+            request.kind, "n_features", f"{n_features} (this client's columns)",
+            request.n_features,
+        )  # fmt: skip
+    check_request_size(
+        request.kind, "max_bins", request.max_bins, MAX_BINS, "the grid's limit", low=2
+    )
     keep_forest(request, data, state)
     columns = np.asarray(request.columns, dtype=bool)
-    if columns.shape != (len(data.feature_kinds),):
-        raise ValidationError(
-            f"FedForest request: columns must flag {len(data.feature_kinds)} columns."
-        )
+    if columns.shape != (n_features,):
+        raise request_error(
+            request.kind, "columns", f"{n_features} flags, one per "
+            "column", f"{columns.shape[0]} flags",
+        )  # fmt: skip
     sketch = sketch_columns(
         matrix_with_missing(data), _is_categorical(data) | ~columns,
         request.max_bins, data.weights,
@@ -188,9 +201,10 @@ def _agreed_grid(
     if found is None or found.fit_id != request.fit_id:
         return None
     if not np.array_equal(found.n_bins, np.asarray(request.feature_bins, np.int64)):
-        raise ValidationError(
-            "FedForest request: feature_bins differs from the grid kept for this fit."
-        )
+        raise request_error(
+            request.kind, "feature_bins", "the bins of the grid kept for this fit",
+            "other counts",
+        )  # fmt: skip
     return Grid(found.edges, found.edge_ptr, found.n_bins, _is_categorical(data))
 
 
@@ -200,38 +214,48 @@ def _check_grid(kept: GridState, data: ClientData) -> None:
     Numeric columns: finite, strictly increasing edges, one bin more than
     edges, at most 255 bins; categorical columns: no edges, one bin per
     agreed category.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``grid_edge_ptr``, ``grid_edges``, ``feature_bins``).
     """
     is_cat = _is_categorical(data)
     n_features = is_cat.shape[0]
     ptr, edges, n_bins = kept.edge_ptr, kept.edges, kept.n_bins
+    kind = HistogramRequest.kind
     if (
         ptr.shape != (n_features + 1,)
-        or n_bins.shape != (n_features,)
         or ptr[0] != 0
         or ptr[-1] != edges.shape[0]
         or np.any(np.diff(ptr) < 0)
     ):
-        raise ValidationError(
-            f"FedForest request: grid_edge_ptr and feature_bins must describe "
-            f"{n_features} features."
-        )
-    n_edges = np.diff(ptr)
-    categories = np.array([len(c or ()) for c in data.categories], dtype=np.int64)
+        raise request_error(
+            kind, "grid_edge_ptr", f"{n_features + 1} offsets rising from 0 to "
+            "the number of edges", f"{ptr.shape[0]} offsets",
+        )  # fmt: skip
     step = np.diff(edges)
     inside = np.ones(step.shape[0], dtype=bool)
-    inside[ptr[1:-1][ptr[1:-1] > 0] - 1] = False  # steps across features
+    starts = ptr[1:-1]  # a feature's first edge: the step into it crosses features
+    inside[starts[(starts > 0) & (starts < edges.shape[0])] - 1] = False
+    if not np.all(np.isfinite(edges)) or np.any(step[inside] <= 0):
+        raise request_error(
+            kind, "grid_edges", "finite and strictly increasing per feature",
+            "other edges",
+        )  # fmt: skip
+    n_edges = np.diff(ptr)
+    categories = np.array([len(c or ()) for c in data.categories], dtype=np.int64)
     if (
-        not np.all(np.isfinite(edges))
-        or np.any(step[inside[: step.shape[0]]] <= 0)
+        n_bins.shape != (n_features,)
         or np.any(n_bins[~is_cat] != n_edges[~is_cat] + 1)
         or np.any(n_edges[is_cat] != 0)
         or np.any(n_bins[is_cat] != categories[is_cat])
         or np.any(n_bins > MISSING)
     ):
-        raise ValidationError(
-            "FedForest request: the grid must hold finite, increasing edges per "
-            f"numeric feature, at most {MISSING} bins, and one bin per category."
-        )
+        raise request_error(
+            kind, "feature_bins", f"per feature (of {n_features}) one bin more "
+            f"than its edges, one per category, at most {MISSING}", "other counts",
+        )  # fmt: skip
 
 
 # -- how the forest's splits route codes ------------------------------------------
