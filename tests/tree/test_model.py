@@ -291,6 +291,26 @@ def test_nan_at_a_categorical_split_takes_the_default_branch() -> None:
     assert multiway.build().apply([[np.nan]]).tolist() == [0]  # stops at the node
 
 
+def test_nan_at_a_categorical_split_listing_the_missing_category_follows_it() -> None:
+    # Three categories: code 3 is the missing one (FedForest hist learns such sets).
+    b = TreeBuilder(n_features=1, categories=[("r", "g", "b")])
+    root = b.add_root(NodeStats.from_mean(1.0, 4))
+    b.split_categorical(
+        root, 0, [([1, 3], NodeStats.from_mean(0.0, 2))], NodeStats.from_mean(2.0, 2)
+    )
+    tree = b.build()
+    assert tree.apply([[np.nan], [1.0], [0.0]]).tolist() == [1, 1, 2]
+    assert tree.to_text().splitlines()[0] == "|--- x0 in {g, missing}"
+    assert Tree.from_json(tree.to_json()).apply([[np.nan]]).tolist() == [1]
+    # Without known categories no code stands for missing: the default branch.
+    bare = TreeBuilder(n_features=1)
+    root = bare.add_root(NodeStats.from_mean(1.0, 4))
+    bare.split_categorical(
+        root, 0, [([1, 3], NodeStats.from_mean(0.0, 2))], NodeStats.from_mean(2.0, 2)
+    )
+    assert bare.build().apply([[np.nan], [3.0]]).tolist() == [2, 1]
+
+
 def test_missing_defaults_to_larger_everywhere() -> None:
     tree = random_tree(3)
     assert tree.missing.dtype == np.int8

@@ -8,7 +8,9 @@ split without a known client is expanded into one weighted entry per branch.
 X may hold NaN (a missing value), never infinity. At a numeric node a NaN row goes
 the way the node's ``missing`` direction says, resolved once per tree (``LARGER``:
 the child with the larger training count, right on a tie). At a categorical node
-NaN is no category code, so the row takes the default branch.
+NaN is the feature's *missing category*, code ``K`` (its number of categories,
+when the tree knows them): a branch that lists ``K`` receives it (FedForest's
+``"hist"`` learns such splits); otherwise the row takes the default branch.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class Routing:
     children: IntArray
     missing_left: BoolArray
     """Per node: whether a NaN row goes left (``missing`` resolved)."""
+    missing_code: IntArray
+    """Per feature: the code of a categorical NaN (K categories: K), else -1."""
 
     @classmethod
     def of(cls, tree: Tree) -> Routing:
@@ -60,6 +64,7 @@ class Routing:
             child_ptr,
             children,
             missing_goes_left(tree),
+            missing_category_codes(tree),
         )
 
     def apply(self, X: npt.ArrayLike, client: object) -> IntArray:
@@ -157,8 +162,12 @@ class Routing:
             nxt[num] = np.where(goes_left, tree.left[at], tree.right[at])
         cat = kind == NodeKind.CATEGORICAL
         if cat.any():
-            values = X[rows[cat], tree.feature[nodes[cat]]]
-            nxt[cat] = self._lookup(nodes[cat], _as_codes(values))
+            feature = tree.feature[nodes[cat]]
+            values = X[rows[cat], feature]
+            codes_at = np.where(
+                np.isnan(values), self.missing_code[feature], _as_codes(values)
+            )
+            nxt[cat] = self._lookup(nodes[cat], codes_at)
         cli = kind == NodeKind.CLIENT
         if cli.any():
             row_codes = codes[rows[cli]]
@@ -199,6 +208,24 @@ class Routing:
         safe_total = np.where(total > 0, total, 1.0)
         share = np.where(total > 0, kid_count / safe_total, 1.0 / n_kids[entry])
         return rows[entry], kids, weights[entry] * share
+
+
+def missing_category_codes(tree: Tree) -> IntArray:
+    """Per feature, the code a categorical NaN takes: K categories, code K; else -1.
+
+    Examples
+    --------
+    >>> from fedtrees.tree import NodeStats, TreeBuilder
+    >>> b = TreeBuilder(n_features=2, categories=[None, ["a", "b"]])
+    >>> _ = b.add_root(NodeStats.from_mean(0.0, 1))
+    >>> missing_category_codes(b.build()).tolist()
+    [-1, 2]
+    """
+    out = np.full(tree.n_features, -1, dtype=np.int64)
+    for j, labels in enumerate(tree.categories or ()):
+        if labels is not None:
+            out[j] = len(labels)
+    return out
 
 
 def _as_codes(values: FloatArray) -> IntArray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -95,10 +96,17 @@ def format_condition(tree: Tree, condition: Condition, decimals: int = 3) -> str
     if condition.op in ("<=", ">"):
         text = f"{name} {condition.op} {_number(condition.threshold, decimals)}"
         return text + " or missing" if condition.missing else text
-    shown = [
-        labels[c] if labels and c < len(labels) else str(c) for c in condition.codes
-    ]
+    shown = [_category(labels, c) for c in condition.codes]
     return f"{name} {condition.op} {{{', '.join(shown)}}}"
+
+
+def _category(labels: Sequence[str] | None, code: int) -> str:
+    """Return a category's name; code K of K named categories is the missing one."""
+    if labels is None:
+        return str(code)
+    if code == len(labels):
+        return "missing"
+    return labels[code] if code < len(labels) else str(code)
 
 
 def _leaf_text(tree: Tree, node: int, decimals: int, show_counts: bool) -> str:
