@@ -34,6 +34,7 @@ from tests.algorithms.ledger_helpers import (
 )
 from tests.audit_helpers import estimator_fit, leveled
 
+PAPER = {"candidates": "quantile"}  # the paper's mode (the default is "hist")
 RF = {"n_estimators": 50, "max_depth": 10, "min_samples_leaf": 5, "max_features": 1 / 3}
 
 
@@ -63,8 +64,10 @@ def test_quantile_mode_matches_centralized_rf_under_covariate_shift(
 def test_avgimp_fails_under_covariate_shift(covariate_shift: object) -> None:
     # §1.3: averaging client gains ignores the heterogeneity term; it is a test here.
     d = covariate_shift
-    exact = FedForestRegressor(random_state=0, **RF).fit(d.X, d.y, groups=d.groups)  # type: ignore[attr-defined]
-    avgimp = FedForestRegressor(random_state=0, gain="avgimp", **RF).fit(
+    exact = FedForestRegressor(random_state=0, **PAPER, **RF).fit(
+        d.X, d.y, groups=d.groups
+    )  # type: ignore[attr-defined]
+    avgimp = FedForestRegressor(random_state=0, gain="avgimp", **PAPER, **RF).fit(
         d.X, d.y, groups=d.groups
     )  # type: ignore[attr-defined]
     assert _mse(avgimp, d) > 1.15 * _mse(exact, d)
@@ -92,6 +95,7 @@ def test_avgimp_misses_the_split_between_disjoint_supports() -> None:
         "bootstrap": False,
         "max_features": None,
         "max_depth": 1,
+        **PAPER,
     }
     exact = FedForestRegressor(**stump).fit(d.X, d.y, groups=d.groups).trees_[0]
     avgimp = (
@@ -102,7 +106,7 @@ def test_avgimp_misses_the_split_between_disjoint_supports() -> None:
     assert exact.feature[0] == 0
     assert gap[0] <= exact.threshold[0] < gap[1]
     assert not (avgimp.feature[0] == 0 and gap[0] <= avgimp.threshold[0] < gap[1])
-    forest = {"n_estimators": 20, "max_depth": 4, "random_state": 0}
+    forest = {"n_estimators": 20, "max_depth": 4, "random_state": 0, **PAPER}
     good = FedForestRegressor(**forest).fit(d.X, d.y, groups=d.groups)
     bad = FedForestRegressor(gain="avgimp", **forest).fit(d.X, d.y, groups=d.groups)
     assert _mse(good, d) < 0.3 < _mse(bad, d)  # irreducible error: 0.25
@@ -118,8 +122,9 @@ def _fit_depth(
     y = (X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(scale=0.3, size=n) > 0).astype(int)
     fed = Federation.from_groups(X, y, np.repeat(list(rows), list(rows.values())))
     model = FedForestClassifier(
-        n_estimators=n_estimators, max_depth=4, n_quantiles=8, random_state=1, **kw
-    )
+        n_estimators=n_estimators, max_depth=4, n_quantiles=8, random_state=1,
+        **{**PAPER, **kw},
+    )  # fmt: skip
     return model.fit_federation(fed), fed
 
 
@@ -157,6 +162,7 @@ def test_bytes_per_node_and_client_follow_section_1_5() -> None:
         max_features=fp,
         bootstrap=False,
         random_state=0,
+        **PAPER,
     )
     model.fit_federation(fed)
     from fedtrees.algorithms.fedforest._strategy import FedForestStrategy
@@ -193,6 +199,7 @@ def test_avgimp_sends_one_gain_per_candidate() -> None:
         gain="avgimp",
         max_features=2,
         random_state=0,
+        **PAPER,
     )
     model.fit_federation(fed)
     ledger = Ledger(keep_messages=True)
@@ -216,7 +223,7 @@ def test_avgimp_sends_one_gain_per_candidate() -> None:
         {"candidates": "quantile"},
         {"candidates": "uniform"},
         {"candidates": "hist"},  # 5 distinct values: a complete grid of 5
-        {"gain": "avgimp"},
+        {"gain": "avgimp", **PAPER},
     ],
     ids=str,
 )
@@ -333,7 +340,7 @@ def test_predict_with_client_ids_and_mixing() -> None:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ((np.array([[1.0, np.nan], [2.0, 3.0]]), [0, 1]), "column 'x1' holds NaN"),
+        ((np.array([[1.0, np.inf], [2.0, 3.0]]), [0, 1]), "column 'x1' holds infin"),
         ((np.zeros((3, 2)), [0, 1]), r"y must have shape \(3,\)"),
         (
             (np.zeros((2, 2)), [0.5, np.nan]),
@@ -401,7 +408,7 @@ def _dropping(on_dropout: str) -> FedForestClassifier:
         X, y, np.repeat(["a", "b", "c"], 100), faults=(Fault("c", "drop", round=3),)
     )
     return FedForestClassifier(
-        n_estimators=3, max_depth=3, on_dropout=on_dropout, random_state=0
+        n_estimators=3, max_depth=3, on_dropout=on_dropout, random_state=0, **PAPER
     ).fit_federation(fed)
 
 
@@ -426,8 +433,8 @@ def test_other_candidate_modes_and_top_k_run() -> None:
     d = make_fedforest("homogeneous", random_state=4)
     for params in (
         {"candidates": "uniform"},
-        {"gain": "avgimp", "top_k": 2},
-        {"client_fraction": 0.5},
+        {"gain": "avgimp", "top_k": 2, **PAPER},
+        {"client_fraction": 0.5, **PAPER},
     ):
         model = FedForestRegressor(
             n_estimators=8, max_depth=5, random_state=0, **params
@@ -457,7 +464,7 @@ def test_diagnostics_tell_the_regimes_apart_and_drive_auto() -> None:
     assert reports["homogeneous"].recommended_gain == "avgimp"
     d = fed["covariate_shift"]
     auto = FedForestRegressor(
-        n_estimators=5, max_depth=4, gain="auto", random_state=0
+        n_estimators=5, max_depth=4, gain="auto", random_state=0, **PAPER
     ).fit(d.X, d.y, groups=d.groups)
     assert auto.config_.gain == "exact"
     assert "covariate shift: True" in auto.diagnosis_.summary()
@@ -470,7 +477,7 @@ def test_avgimp_finishes_when_a_whole_level_is_pure() -> None:
     y = (X[:, 0] > 0).astype(int)
 
     model = FedForestClassifier(
-        n_estimators=1, gain="avgimp", bootstrap=False, random_state=0
+        n_estimators=1, gain="avgimp", bootstrap=False, random_state=0, **PAPER
     ).fit(X, y, groups=np.arange(40) % 2)
 
     assert model.trees_[0].n_leaves == 2

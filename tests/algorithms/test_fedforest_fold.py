@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -55,6 +56,9 @@ from tests.algorithms.ledger_helpers import (
 from tests.audit_helpers import estimator_fit, leveled
 
 FOLDED = "fedforest.sketch_evaluate"
+# The fold belongs to the sketch modes: the paper's "quantile" unless a test says.
+Classifier = partial(FedForestClassifier, candidates="quantile")
+Regressor = partial(FedForestRegressor, candidates="quantile")
 
 
 Model = TypeVar("Model", FedForestClassifier, FedForestRegressor)
@@ -115,11 +119,11 @@ def _kinds(ledger: Ledger) -> dict[str, int]:
 
 
 CASES = {
-    "quantile": (FedForestClassifier, {}),
-    "exact": (FedForestClassifier, {"candidates": "exact"}),
-    "entropy": (FedForestClassifier, {"criterion": "entropy", "n_quantiles": 5}),
-    "regression": (FedForestRegressor, {}),
-    "categorical": (FedForestClassifier, {"max_features": None}),
+    "quantile": (Classifier, {}),
+    "exact": (Classifier, {"candidates": "exact"}),
+    "entropy": (Classifier, {"criterion": "entropy", "n_quantiles": 5}),
+    "regression": (Regressor, {}),
+    "categorical": (Classifier, {"max_features": None}),
 }
 
 
@@ -128,7 +132,7 @@ def test_one_client_takes_one_round_per_level_and_grows_the_same_forest(
     case: str,
 ) -> None:
     make, params = CASES[case]
-    X, y = _data(regression=make is FedForestRegressor)
+    X, y = _data(regression=make is Regressor)
     if case == "categorical":  # a pandas category column: Fisher groupings
         import pandas as pd
 
@@ -155,10 +159,10 @@ def test_fit_without_groups_folds_and_predicts_as_before() -> None:
     X, y = _data()
     kw = {"n_estimators": 5, "max_depth": 3, "random_state": 0}
     with pytest.warns(CentralizedFitWarning):
-        model = FedForestClassifier(**kw).fit(X, y)
+        model = Classifier(**kw).fit(X, y)
     assert model.communication_.rounds == 1 + 3
     with pytest.warns(CentralizedFitWarning):
-        reference = unfolded(FedForestClassifier(**kw)).fit(X, y)
+        reference = unfolded(Classifier(**kw)).fit(X, y)
     np.testing.assert_array_equal(model.predict_proba(X), reference.predict_proba(X))
 
 
@@ -168,7 +172,7 @@ def test_a_folded_exact_tree_is_scikit_learns_tree() -> None:
     y = np.sin(3 * X[:, 0]) + X[:, 1] > 0.3
     params = {"max_depth": 6, "min_samples_leaf": 3}
     sk = DecisionTreeClassifier(random_state=0, **params).fit(X, y)
-    ours = FedForestClassifier(
+    ours = Classifier(
         n_estimators=1,
         bootstrap=False,
         max_features=None,
@@ -199,7 +203,7 @@ def test_levels_below_a_split_between_sites_fold_in_a_federation() -> None:
         "max_depth": 5,
         "min_samples_leaf": 5,
     }
-    model, ledger, two_rounds = _folded_and_not(FedForestClassifier, kw, X, y, groups)
+    model, ledger, two_rounds = _folded_and_not(Classifier, kw, X, y, groups)
     kinds = _kinds(ledger)
     # The root splits the sites apart; the server learns it from the next
     # sketch, so the levels from depth 2 on are folded.
@@ -215,7 +219,7 @@ def test_one_client_per_tree_folds_every_level() -> None:
     X, y = _data()
     groups = np.arange(600) % 3
     kw = {"n_estimators": 6, "max_depth": 4, "client_fraction": 0.34, "random_state": 2}
-    _, ledger, _ = _folded_and_not(FedForestClassifier, kw, X, y, groups)
+    _, ledger, _ = _folded_and_not(Classifier, kw, X, y, groups)
     assert ledger.rounds == 1 + 4
     assert set(_kinds(ledger)) == {FOLDED}
 
@@ -234,9 +238,7 @@ def test_a_dropout_that_leaves_one_client_folds_the_levels_after_it(
         "random_state": 0,
     }
     drops = (Fault("b", "drop", round=drop_at), Fault("c", "drop", round=drop_at))
-    _, ledger, two_rounds = _folded_and_not(
-        FedForestClassifier, kw, X, y, groups, faults=drops
-    )
+    _, ledger, two_rounds = _folded_and_not(Classifier, kw, X, y, groups, faults=drops)
     kinds = _kinds(ledger)
     if drop_at == 3:
         # b and c drop in level 1's sketch: its evaluation follows, then 'a'
@@ -279,10 +281,10 @@ def test_folded_bins_move_to_the_evaluated_nodes_only() -> None:
 def test_state_lost_in_folded_rounds_is_resent_and_changes_nothing() -> None:
     X, y = _data()
     kw = {"n_estimators": 4, "max_depth": 5, "n_quantiles": 8, "random_state": 4}
-    clean = FedForestClassifier(**kw)
+    clean = Classifier(**kw)
     _fit(clean, X, y)
     faults = (Fault("0", "forget", round=2), Fault("0", "forget", round=4))
-    model = FedForestClassifier(**kw)
+    model = Classifier(**kw)
     ledger = _fit(model, X, y, faults=faults)
     assert model.trees_ == clean.trees_
     assert ledger.rounds == 1 + 5
@@ -304,7 +306,7 @@ def test_folded_bytes_follow_section_1_5() -> None:
     n, q, fp = 227, 8, 2
     X, y = rng.normal(size=(n, 6)), rng.integers(0, 3, n)
     forest = {"n_estimators": 2, "max_depth": 4, "bootstrap": False}
-    model = FedForestClassifier(n_quantiles=q, max_features=fp, **forest)
+    model = Classifier(n_quantiles=q, max_features=fp, **forest)
     ledger = _fit(model, X, y)
     checked = 0
     for message, request, reply in exchanges(ledger):
@@ -326,7 +328,7 @@ def test_no_folded_message_grows_with_the_rows() -> None:
     params = {"n_estimators": 2, "max_depth": 2, "bootstrap": False}
     params |= {"n_quantiles": 4, "min_samples_leaf": 5, "max_features": None}
     report = audit_row_scaling(
-        estimator_fit(lambda: FedForestClassifier(random_state=0, **params)),
+        estimator_fit(lambda: Classifier(random_state=0, **params)),
         X,
         y,
         np.zeros(y.shape[0], dtype=int),
@@ -372,7 +374,7 @@ def test_a_folded_reply_is_checked_against_its_own_sketch(
     change: Any, field: str, reason: str
 ) -> None:
     X, y = _data()
-    model = FedForestClassifier(n_estimators=2, max_depth=3, random_state=0)
+    model = Classifier(n_estimators=2, max_depth=3, random_state=0)
     with pytest.raises(
         RemoteProtocolError,
         match=rf"Client '0', round 2, '{FOLDED}': field '{field}' .*{reason}",
@@ -406,7 +408,7 @@ def test_folded_and_unfolded_fits_grow_the_same_forest(
     if rng.random() < 0.5:  # covariate shift: each client's own range of x0
         X[:, 0] += 6.0 * groups
     signal = X[:, 0] * X[:, 1] + rng.normal(scale=0.5, size=n)
-    make = FedForestRegressor if regression else FedForestClassifier
+    make = Regressor if regression else Classifier
     y = signal if regression else (signal > 0).astype(int)
     kw = {
         "n_estimators": 3,
@@ -430,12 +432,12 @@ def test_children_of_client_splits_are_asked_of_their_side_only() -> None:
     and a child with one client folds at once."""
     data = synthetic.make_fedforest("outcome_shift", random_state=0)
     kw = {"n_estimators": 10, "max_depth": 6, "split_on_client": True}
-    model = FedForestRegressor(random_state=0, **kw)
+    model = Regressor(random_state=0, **kw)
     ledger = _fit(model, data.X, data.y, data.groups)
     blind = (np.zeros(0, np.int64), np.zeros((0, 0), bool))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ForestGrowth, "client_sides", lambda self, n, p: blind)
-        reference = unfolded(FedForestRegressor(random_state=0, **kw))
+        reference = unfolded(Regressor(random_state=0, **kw))
         before = _fit(reference, data.X, data.y, data.groups)
     assert model.trees_ == reference.trees_
     assert any(NodeKind.CLIENT in t.kind for t in model.trees_)
@@ -483,7 +485,7 @@ def test_points_of_a_categorical_pair_are_refused_before_any_candidate() -> None
     X, y = _data()
     frame = pd.DataFrame(X, columns=list("abcde"))
     frame["e"] = frame["e"].astype(int).astype("category")  # codes 0-3, last
-    model = FedForestClassifier(n_estimators=2, max_depth=3, max_features=None)
+    model = Classifier(n_estimators=2, max_depth=3, max_features=None)
     with pytest.raises(
         RemoteProtocolError,
         match=rf"Client '0', round 2, '{FOLDED}': field 'n_points' .*categorical",

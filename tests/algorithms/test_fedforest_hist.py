@@ -232,6 +232,11 @@ def test_a_categorical_nan_is_its_own_category() -> None:
     test = pd.DataFrame({"ward": pd.Categorical([None, "a"], categories=["a", "b", "c"]),
                          "noise": [0.0, 0.0]})  # fmt: skip
     assert model.predict(test).tolist() == [1, 0]
+    # The Tree on its own routes a NaN code the same way, and names it.
+    codes = np.array([[np.nan, 0.0], [0.0, 0.0]])
+    assert tree.predict(codes).tolist() == [1, 0]
+    listed = "missing" if tree.branch_code.tolist() == [3] else "a, b, c"
+    assert tree.to_text().splitlines()[0] == f"|--- ward in {{{listed}}}"
 
 
 @pytest.mark.parametrize("at", [0, 1, 2])
@@ -253,6 +258,20 @@ def test_a_categorical_column_anywhere_among_numeric_ones(at: int) -> None:
     )
 
 
+@pytest.mark.parametrize("candidates", ["quantile", "exact", "uniform"])
+def test_other_candidate_modes_refuse_missing_values_pointing_to_hist(
+    candidates: str,
+) -> None:
+    X, y = _blobs(60)
+    X[7, 1] = np.nan
+    model = FedForestClassifier(n_estimators=2, candidates=candidates)
+    with pytest.raises(
+        ValidationError, match=r"column 'x1' .*row 7.*candidates='hist'"
+    ):
+        model.fit(X, y, groups=y)
+    assert FedForestClassifier(n_estimators=2).fit(X, y, groups=y)  # the default
+
+
 def test_other_estimators_refuse_missing_values_naming_the_ones_that_accept() -> None:
     from fedtrees import DPForestClassifier
 
@@ -269,6 +288,13 @@ def test_max_bins_outside_the_grid_is_named(max_bins) -> None:
     X, y = _blobs(60)
     with pytest.raises(ValidationError, match="max_bins"):
         FedForestClassifier(max_bins=max_bins, **HIST).fit(X, y, groups=y)
+
+
+@pytest.mark.hostile("clear_error")
+def test_avgimp_with_the_default_hist_says_which_candidates_it_needs() -> None:
+    X, y = _blobs(60)
+    with pytest.raises(ValidationError, match=r"gain='avgimp'.*candidates='quantile'"):
+        FedForestClassifier(gain="avgimp").fit(X, y, groups=y)
 
 
 @pytest.mark.hostile("clear_error")

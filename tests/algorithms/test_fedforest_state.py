@@ -27,6 +27,7 @@ from fedtrees.federation._codec import Envelope
 from fedtrees.tree import NodeKind
 
 ROWS = {"a": 137, "b": 151, "c": 173}
+PAPER = {"candidates": "quantile"}  # the sketch rounds (the default is "hist")
 
 
 def _data(regression: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -62,6 +63,7 @@ def test_dropping_client_state_at_random_rounds_gives_the_same_forest(
 ) -> None:
     make = FedForestRegressor if regression else FedForestClassifier
     params = {"n_estimators": 6, "max_depth": 5, "n_quantiles": 8, "random_state": 4}
+    params["candidates"] = "quantile"  # the hist mode's own test is below
     reference, clean = _fit(make(**params), regression=regression)
     rounds = clean.rounds
     rng = np.random.default_rng(11)
@@ -92,7 +94,9 @@ def _resyncs(ledger: Ledger) -> set[tuple[int | None, str]]:
 
 def test_delta_requests_carry_new_splits_only_and_are_shared() -> None:
     _, ledger = _fit(
-        FedForestClassifier(n_estimators=4, max_depth=4, n_quantiles=8, random_state=1)
+        FedForestClassifier(
+            n_estimators=4, max_depth=4, n_quantiles=8, random_state=1, **PAPER
+        )
     )
     sent: list[int] = []
     by_round: dict[tuple[int, bytes], set[bytes]] = {}
@@ -113,7 +117,7 @@ def test_delta_requests_carry_new_splits_only_and_are_shared() -> None:
         delta = (request.base, request.digest, request.split_node.tobytes())  # type: ignore[attr-defined]
         deltas.setdefault(message.round, set()).add(delta)
     final = FedForestClassifier(
-        n_estimators=4, max_depth=4, n_quantiles=8, random_state=1
+        n_estimators=4, max_depth=4, n_quantiles=8, random_state=1, **PAPER
     )
     trees, _ = _fit(final)
     # Every split travels once, in id order, except the last level's: no
@@ -134,7 +138,9 @@ def test_bytes_per_client_follow_its_rows_not_the_number_of_clients() -> None:
     per_client = {}
     for k in (4, 24):
         groups = np.arange(1200) % k
-        model = FedForestClassifier(n_estimators=10, max_depth=6, random_state=0)
+        model = FedForestClassifier(
+            n_estimators=10, max_depth=6, random_state=0, **PAPER
+        )
         ledger = model.fit(X, y, groups=groups).communication_.to_frame()
         moved = ledger[ledger["round"] > 0].groupby("client")[
             ["bytes_down", "bytes_up"]
@@ -192,7 +198,7 @@ def test_a_client_with_another_version_asks_for_a_resync() -> None:
     X, y, groups = _data()
     fed = Federation.from_groups(X, y, groups)
     ledger = Ledger(keep_messages=True)
-    model = FedForestClassifier(n_estimators=2, max_depth=3, random_state=0)
+    model = FedForestClassifier(n_estimators=2, max_depth=3, random_state=0, **PAPER)
     model._run = lambda federation, strategy, callbacks=(): federation.run(  # type: ignore[method-assign]
         strategy, task="classification", ledger=ledger
     )

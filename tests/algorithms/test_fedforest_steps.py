@@ -41,13 +41,13 @@ def _snapshot(strategy: FedForestStrategy) -> bytes:
 
 
 MODES: dict[str, dict[str, Any]] = {
-    "quantile": {},
+    "quantile": {"candidates": "quantile"},
     "exact": {"candidates": "exact", "split_on_client": True},
     "uniform": {"candidates": "uniform"},
-    "avgimp": {"gain": "avgimp", "top_k": 2},
+    "avgimp": {"candidates": "quantile", "gain": "avgimp", "top_k": 2},
     "hist": {"candidates": "hist"},
     "hist dropout": {"candidates": "hist", "on_dropout": "continue"},
-    "dropout": {"on_dropout": "continue"},
+    "dropout": {"candidates": "quantile", "on_dropout": "continue"},
 }
 
 

@@ -68,21 +68,28 @@ def test_off_a_terminal_one_line_per_round_without_levels() -> None:
     ]
 
 
-def test_off_a_terminal_one_line_per_level(heart: tuple[object, ...]) -> None:
+@pytest.mark.parametrize("candidates", ["hist", "quantile"])
+def test_off_a_terminal_one_line_per_level(
+    heart: tuple[object, ...], candidates: str
+) -> None:
     X, y, groups = heart
     console = _console(terminal=False)
-    model = FedForestClassifier(n_estimators=3, max_depth=3, random_state=0)
+    model = FedForestClassifier(
+        n_estimators=3, max_depth=3, candidates=candidates, random_state=0
+    )
     federation, classes = model._federation(X, y, groups, None)
     with round_progress("FedForest", True, console) as callbacks:
         model._fit(federation, classes, callbacks)
     out = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
     assert out[0] == "FedForest agreement: 4 clients, 7 KiB"
+    rounds = r"round \d+" if candidates == "hist" else r"rounds \d+-\d+"
     levels = [
-        re.match(r"FedForest level (\d+): rounds \d+-\d+, \d+ KiB", s)
-        for s in out[1:-1]
+        re.match(rf"FedForest level (\d+): {rounds}, \d+ KiB", s) for s in out[1:-1]
     ]
     assert [int(m.group(1)) for m in levels if m] == [1, 2, 3]
-    assert len(out) == 5
+    if candidates == "hist":  # the grid round: a line of its own
+        assert re.match(r"FedForest round 1 fedforest.grid, \d+ KiB", out[1])
+    assert len(out) == 5 + (candidates == "hist")
     rounds = model.communication_.rounds
     assert out[-1].startswith(f"FedForest done: {rounds} rounds, ")
     assert all(len(s) <= 80 and "…" not in s for s in out)

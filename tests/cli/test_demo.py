@@ -45,12 +45,12 @@ def test_run_demo_compares_fedforest_own_hospitals_and_pooled_rf() -> None:
 def test_demo_trees_have_the_demo_depth_and_bytes_add_up() -> None:
     result = run_demo(n_estimators=3, max_depth=4, random_state=0)
     assert result.max_depth == 4
-    assert result.rounds == 1 + 2 * 4  # agreement, then a sketch and an evaluation
+    assert result.rounds == 1 + 1 + 4  # agreement, the grid, one round per level
     table = result.communication
     assert table.index.tolist() == [
         "agreement",
-        "quantile sketches",
-        "split counts",
+        "bin grid (once)",
+        "histograms",
         "total",
     ]
     assert table.loc["agreement", "messages"] == 4
@@ -69,7 +69,7 @@ def test_demo_command_fits_80_columns_and_prints_integers() -> None:
         assert name in output
     assert "…" not in output  # no truncated cell
     assert max(len(line) for line in output.splitlines()) <= 80
-    assert "What FedForest sent: 13 rounds, " in output
+    assert "What FedForest sent: 8 rounds, " in output
     assert re.search(r"│ Cleveland +│ +199 │ +\d+ │ +104 │ +\d+ │", output)
     assert re.search(r"│ agreement +│ +4 │ +\d+\.\d │ +\d+\.\d │", output)
     assert "codec" in output  # says what the bytes are
@@ -77,9 +77,10 @@ def test_demo_command_fits_80_columns_and_prints_integers() -> None:
 
 def test_demo_command_shows_the_progress_one_line_per_level() -> None:
     output = _demo_output("--trees", "2", "--depth", "2")
-    assert "FedForestClassifier level 1: rounds 1-2" in output
-    assert "FedForestClassifier level 2: rounds 3-4" in output
-    assert "FedForestClassifier done: 5 rounds" in output
+    assert "FedForestClassifier round 1 fedforest.grid" in output
+    assert "FedForestClassifier level 1: round 2" in output
+    assert "FedForestClassifier level 2: round 3" in output
+    assert "FedForestClassifier done: 4 rounds" in output
 
 
 def test_datasets_command_lists_bundled_data() -> None:

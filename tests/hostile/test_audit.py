@@ -229,14 +229,16 @@ def test_rows_sent_in_fixed_size_chunks_change_the_number_of_rounds() -> None:
 
 @pytest.mark.hostile("correct")
 def test_a_client_row_count_equal_to_an_array_length_is_no_finding() -> None:
-    # 37/41/43 rows: the default FedForest sends arrays of 41 entries (here
+    # 37/41/43 rows: FedForest's quantile mode sends arrays of 41 entries (here
     # thresholds and bin statistics), which shape guessing took for client 'b''s rows.
     rng = np.random.default_rng(2)
     sizes = [37, 41, 43]
     X = rng.normal(size=(sum(sizes), 4))
     y = (X[:, 0] + X[:, 1] > 0).astype(int)
     fed = Federation.from_groups(X, y, np.repeat(["a", "b", "c"], sizes))
-    ledger = estimator_fit(lambda: FedForestClassifier(random_state=0))(fed)
+    ledger = estimator_fit(
+        lambda: FedForestClassifier(candidates="quantile", random_state=0)
+    )(fed)
     lengths = {
         n
         for m in ledger.captured

@@ -145,14 +145,19 @@ def _forest(**kw: Any) -> FedForestClassifier:
 
 FORGET = (Fault("b", "forget", round=2),)  # a resync: the state's full forms
 METHODS: dict[str, Callable[[], tuple[Federation, Ledger]]] = {
-    "fedforest-quantile": _fit(_forest(), Y_CLASS, FORGET),
+    "fedforest-quantile": _fit(_forest(candidates="quantile"), Y_CLASS, FORGET),
     "fedforest-exact": _fit(_forest(candidates="exact"), Y_CLASS),
     "fedforest-hist": _fit(_forest(candidates="hist"), Y_CLASS, FORGET),
     "fedforest-uniform": _fit(_forest(candidates="uniform"), Y_CLASS),
     "fedforest-alone": _fit(  # one client: sketch and evaluate folded, a resync
-        _forest(), Y_CLASS, (Fault("a", "forget", round=2),), np.full(N_ROWS, "a")
+        _forest(candidates="quantile"),
+        Y_CLASS,
+        (Fault("a", "forget", round=2),),
+        np.full(N_ROWS, "a"),
     ),
-    "fedforest-avgimp": _fit(_forest(gain="avgimp", top_k=2), Y_CLASS),
+    "fedforest-avgimp": _fit(
+        _forest(candidates="quantile", gain="avgimp", top_k=2), Y_CLASS
+    ),
     "fedforest-holdout": _holdout,
     "fedforest-regressor": _fit(
         FedForestRegressor(1, max_depth=2, random_state=0), Y_REG

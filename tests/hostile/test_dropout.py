@@ -27,10 +27,10 @@ from fedtrees.tree import NodeKind, Tree
 SITES = ("a", "b", "c")
 DEPTH = 3
 MODES: dict[str, dict[str, Any]] = {
-    "quantile": {},
+    "quantile": {"candidates": "quantile"},
     "exact": {"candidates": "exact"},
     "uniform": {"candidates": "uniform"},
-    "avgimp": {"gain": "avgimp", "top_k": 2},
+    "avgimp": {"candidates": "quantile", "gain": "avgimp", "top_k": 2},
     # Two features per node: no subtraction, whose kept parents a client whose
     # rows vanish would contradict (test_fedforest_hist covers it with dropouts).
     "hist": {"candidates": "hist", "max_features": 2},

@@ -61,7 +61,11 @@ def _federation(fault: Fault, rows: int = 100) -> Federation:
 
 
 def _forest(**params: Any) -> FedForestClassifier:
-    return FedForestClassifier(n_estimators=2, max_depth=3, random_state=0, **params)
+    """The sketch rounds (the paper's mode) unless ``params`` say otherwise."""
+    return FedForestClassifier(
+        n_estimators=2, max_depth=3, random_state=0,
+        **{"candidates": "quantile", **params},
+    )  # fmt: skip
 
 
 def _scaled(factor: float) -> Mutation:
@@ -168,7 +172,9 @@ def test_fedforest_regression_moments_must_have_a_variance() -> None:
     X, _, groups = _data()
     y = 3.0 * X[:, 0] + 5.0
     fault = Fault("a", "mutate", round=1, mutate=_only(SketchReply, _negative_variance))
-    model = FedForestRegressor(n_estimators=2, max_depth=3, random_state=0)
+    model = FedForestRegressor(
+        n_estimators=2, max_depth=3, random_state=0, candidates="quantile"
+    )
     with pytest.raises(
         RemoteProtocolError,
         match=r"Client 'a', round 1, 'fedforest.sketch': field 'node_stats' .*"
@@ -342,7 +348,7 @@ def test_honest_weighted_bootstrap_runs_pass_the_checks() -> None:
     X, y, groups = _data(rows=40)
     weights = np.ones(X.shape[0])
     weights[::40] = 1000.0
-    for params in ({}, {"candidates": "uniform"}):
+    for params in ({}, {"candidates": "uniform"}, {"candidates": "hist"}):
         model = _forest(**params).fit(X, y, groups=groups, sample_weight=weights)
         assert model.trees_[0].count[0] > 0  # fitted: no honest reply was refused
 

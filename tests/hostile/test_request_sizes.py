@@ -46,6 +46,7 @@ from fedtrees.federation import (
 )
 
 HUGE = 2**40 + 3
+PAPER = {"candidates": "quantile"}  # FedForest's sketch rounds (default: "hist")
 RNG = np.random.default_rng(7)
 N = 45
 X = pd.DataFrame(
@@ -123,9 +124,13 @@ RUNS: dict[str, Callable[[], dict[str, Captured]]] = {
     ),
     "icdta": lambda: _capture(ICDTAClassifier(max_depth=2, random_state=0)),
     "fedid3": lambda: _capture(FederatedID3Classifier(max_depth=2, random_state=0)),
-    "fedforest": lambda: _capture(FedForestClassifier(1, max_depth=2, random_state=0)),
+    "fedforest": lambda: _capture(
+        FedForestClassifier(1, max_depth=2, random_state=0, **PAPER)
+    ),
     "fedforest-avgimp": lambda: _capture(
-        FedForestClassifier(1, max_depth=2, random_state=0, gain="avgimp", top_k=2)
+        FedForestClassifier(
+            1, max_depth=2, random_state=0, gain="avgimp", top_k=2, **PAPER
+        )
     ),
     "fedforest-holdout": lambda: _captured_by(_holdout),
     "fedforest-hist": lambda: _capture(

@@ -115,7 +115,8 @@ def test_an_unregistered_supernode_is_refused_by_the_superlink(
 def test_fedforest_grows_the_same_forest_over_flower(
     tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
 ) -> None:
-    params = {"n_estimators": 4, "max_depth": 2, "n_quantiles": 8, "random_state": 7}
+    params = {"n_estimators": 4, "max_depth": 2, "candidates": "quantile",
+              "n_quantiles": 8, "random_state": 7}  # fmt: skip
 
     over_flower = _run_over_flower(
         tls_deployment, tmp_path / "forest.json", "fedforest", params

@@ -452,8 +452,8 @@ def _check_column(
         infinite = np.isinf(values)
     if infinite.any():
         raise ValidationError(
-            f"{owner}.fit: column {column!r} holds NaN, inf or non-numeric values "
-            f"(first inf at row {int(np.flatnonzero(infinite)[0])}); replace them"
+            f"{owner}.fit: column {column!r} holds infinite values (first at row "
+            f"{int(np.flatnonzero(infinite)[0])}); replace them"
             + ("." if missing_hint else " (missing values may stay NaN).")
         )
     if missing.any() and missing_hint:

@@ -108,7 +108,7 @@ class StageLines:
     def __init__(self, description: str, console: Console) -> None:
         self.description, self.console = description, console
         self.pending: list[RoundEnv] = []
-        self.level: float | None = None  # the ``level`` metric of the last round
+        self.level = 0.0  # the ``level`` metric of the last round (levels start at 0)
         self.rounds, self.bytes, self.seconds = 0, 0, 0.0
 
     def __call__(self, env: RoundEnv) -> None:
@@ -119,10 +119,15 @@ class StageLines:
         if env.round == 0:
             self._print(f"agreement: {env.n_replies} clients, {_kib(_bytes([env]))}")
             return
+        level = env.metrics.get("level")
+        if level is None:  # a round outside the levels: a line of its own
+            self._flush()
+            self.pending.append(env)
+            self._flush()
+            return
         self.pending.append(env)
-        level, previous = env.metrics.get("level"), self.level
-        self.level = level
-        if level is None or (previous is not None and level != previous):
+        previous, self.level = self.level, level
+        if level != previous:  # the round that completed a level
             self._flush()
 
     def finish(self) -> None:

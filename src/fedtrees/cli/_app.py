@@ -67,10 +67,11 @@ def demo_report(result: DemoResult, trees: int) -> list[RenderableType]:
             digits=1,
         ),
         "Bytes are the encoded messages (the codec's output) of every round, all "
-        "four hospitals. Down: the requests, carrying the splits made since the "
-        "last round, the open nodes and the candidate thresholds. Up: the replies, "
-        "a quantile sketch of each open node's feature values and the class counts "
-        "on either side of every candidate. No patient row travels.",
+        "four hospitals. Once, each hospital summarises every feature and the "
+        "server agrees a grid of at most 255 bins per feature. Then one round per "
+        "depth level: down, the splits made since the last round, the open nodes "
+        "and their features; up, the class counts in every non-empty bin of every "
+        "open node's features. No patient row travels.",
         "Every local model on every hospital, more methods and repeats: "
         "fedtrees experiment fedforest-heart",
     ]

@@ -33,8 +33,8 @@ __all__ = ["MESSAGES", "DemoResult", "run_demo"]
 
 MESSAGES: Final = {
     "federation.schema": "agreement",
-    "fedforest.sketch": "quantile sketches",
-    "fedforest.evaluate": "split counts",
+    "fedforest.grid": "bin grid (once)",
+    "fedforest.histogram": "histograms",
 }
 """Short names of FedForest's message kinds in the demo's communication table."""
 

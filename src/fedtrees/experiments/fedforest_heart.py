@@ -128,7 +128,7 @@ def fedforest(label: str, **options: Any) -> Method:
             n_quantiles=config.n_quantiles,
             random_state=seed,
             verbose=config.verbose,
-            **options,
+            **{"candidates": "quantile", **options},  # the paper's candidates
         ).fit(train.X, train.y, groups=_sites(train))
         return {label: model.predict(test.X)}, model.communication_
 

@@ -184,7 +184,7 @@ def fedforest(**options: Any) -> Method:
             random_state=seed,
             n_quantiles=config.n_quantiles,
             **config.forest(),
-            **options,
+            **{"candidates": "quantile", **options},  # the paper's candidates
         )
         model.fit(data.X, data.y, groups=data.groups)
         client = (

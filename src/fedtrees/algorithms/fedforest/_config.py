@@ -93,8 +93,9 @@ def make_config(
     )
     if gain == "avgimp" and candidates == "hist":
         raise ValidationError(
-            f"{owner}: candidates='hist' scores exact pooled gains on its grid; "
-            "it cannot be combined with gain='avgimp'."
+            f"{owner}: gain='avgimp' averages the clients' own gains at sketched "
+            "candidates; pass candidates='quantile' (or 'exact', 'uniform') with it "
+            "— candidates='hist', the default, scores exact pooled gains on its grid."
         )
     max_bins = check_max_bins(params["max_bins"], owner)
     return ForestConfig(

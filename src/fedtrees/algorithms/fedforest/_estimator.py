@@ -121,16 +121,39 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
     bootstrap : bool, default True
         Client-stratified bootstrap (§1.2): each client draws its own rows.
     criterion : {"gini", "entropy"}, default "gini"
-    candidates : {"quantile", "exact", "uniform"}, default "quantile"
-        Quantile sketches (the paper), scikit-learn's exact midpoints (reference
-        mode: sends distinct values), or uniform bins (Federated Histogram; not
-        with ``gain="avgimp"``).
+    candidates : {"hist", "quantile", "exact", "uniform"}, default "hist"
+        Where thresholds may fall. ``"hist"`` (the histogram engine, as
+        XGBoost's and LightGBM's ``hist``): one grid of at most ``max_bins``
+        bins per feature, agreed once from the pooled data; then one round per
+        level; missing values (NaN) allowed. ``"quantile"`` (the paper):
+        quantile sketches of every node's rows, two rounds per level. Prefer
+        ``"quantile"`` when the paper's guarantee matters — no candidate
+        interval holds more than ``1/q`` of *any node's* rows — and
+        ``"hist"`` otherwise: its grid bounds that share (``1/max_bins``) at
+        the root only, deep nodes may see coarser steps, and it is several
+        times faster (fewer rounds, lighter messages); over five seeds both
+        scored alike on the heart, synthetic and benchmark workloads.
+        ``"exact"``: scikit-learn's midpoints (reference mode: sends distinct
+        values); ``"uniform"``: uniform bins (Federated Histogram; not with
+        ``gain="avgimp"``).
     n_quantiles : int, default 32
-        q: sketch size and candidate count per feature.
+        q: sketch size and candidate count per feature (``"quantile"``,
+        ``"uniform"``).
+    max_bins : int in [2, 255], default 255
+        ``"hist"``: bins per numeric feature (an exact grid, one bin per value,
+        where the pooled distinct values are fewer); one more code is kept for
+        missing values.
+    bin_edges : dict or None, default None
+        ``"hist"``: declared edges per numeric column, by name or index (a bin
+        holds ``edges[i-1] < x <= edges[i]``); a column whose every edge is
+        declared is not summarised by the clients, and when every numeric
+        column is declared the grid round is skipped.
     gain : {"exact", "avgimp", "auto"}, default "exact"
         Exact pooled gain; AvgImp (averaged local gains, for near-i.i.d. clients:
-        it fails under covariate shift, §1.3); "auto" chooses with
-        :func:`fedtrees.algorithms.fedforest.diagnose`.
+        it fails under covariate shift, §1.3; sketch modes only, not
+        ``"hist"``); "auto" chooses with
+        :func:`fedtrees.algorithms.fedforest.diagnose` (with ``"hist"``: exact,
+        no diagnosis).
     top_k : int or None
         AvgImp: clients shortlist their k best features first (one extra round).
     split_on_client : bool, default False
@@ -163,9 +186,22 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
 
     Notes
     -----
-    Rounds: the agreement, then a sketch and an evaluation round per depth level
-    (``"quantile"``, ``"exact"``). **Decision** (beyond the paper): a level whose
-    every node may hold rows of one client only takes one round, the client
+    Rounds with ``"hist"``: the agreement, the grid (skipped when every edge is
+    declared), then one round per level: depth + 2 at most, whatever the trees
+    and clients. Missing values: every split learns where NaN goes (the side
+    that scores better; with no NaN at the node, the larger child), stored in
+    the tree and used by ``predict``; a categorical NaN is its own category.
+    The other modes refuse NaN, naming the column.
+
+    What the grid round reveals: per numeric column, a client sends
+    ``max_bins + 1`` quantile points of its values — or all its distinct values
+    with their weights (sorted, unlinked from the rows) when it has at most
+    ``max_bins`` of them, as a small site often has. Declared ``bin_edges``
+    send no values at all.
+
+    Rounds with ``"quantile"`` or ``"exact"``: the agreement, then a sketch and
+    an evaluation round per depth level. **Decision** (beyond the paper): a
+    level whose every node may hold rows of one client only takes one round, the client
     deriving the server's candidates from its own sketch — so ``fit`` without
     ``groups`` (one client) takes 1 + depth rounds, and grows the same forest
     (:mod:`fedtrees.algorithms.fedforest._fold`).
@@ -180,12 +216,15 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
     >>> model = FedForestClassifier(n_estimators=5, max_depth=3, random_state=0)
     >>> model.fit(X, y, groups=sites).score(X, y) > 0.95
     True
-    >>> model.communication_.rounds
+    >>> model.communication_.rounds  # the agreement, the grid, one per level
+    5
+    >>> paper = FedForestClassifier(n_estimators=5, max_depth=3, candidates="quantile")
+    >>> paper.fit(X, y, groups=sites).communication_.rounds  # two per level
     7
     >>> import warnings
     >>> with warnings.catch_warnings(action="ignore"):  # no groups: one client
-    ...     alone = FedForestClassifier(n_estimators=5, max_depth=3).fit(X, y)
-    >>> alone.communication_.rounds
+    ...     alone = paper.fit(X, y)
+    >>> alone.communication_.rounds  # the levels fold: one round each
     4
     """
 
@@ -202,7 +241,7 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
         max_features: object = "sqrt",
         bootstrap: bool = True,
         criterion: str = "gini",
-        candidates: str = "quantile",
+        candidates: str = "hist",
         n_quantiles: int = 32,
         max_bins: int = 255,
         bin_edges: dict[object, object] | None = None,
@@ -284,7 +323,7 @@ class FedForestRegressor(RegressorMixin, _FedForest):  # type: ignore[misc]
         max_features: object = 1.0,
         bootstrap: bool = True,
         criterion: str = "squared_error",
-        candidates: str = "quantile",
+        candidates: str = "hist",
         n_quantiles: int = 32,
         max_bins: int = 255,
         bin_edges: dict[object, object] | None = None,

@@ -76,6 +76,7 @@ class FedForestStrategy:
         self.builder = RequestBuilder(FoldPolicy(config.fold))
         self.phase = Phase.DONE
         self.opening = False  # the current round opened its level
+        self.setup_round = False  # the last aggregated round was a setup round
         self._state: LevelState | None = None
 
     @property
@@ -97,10 +98,11 @@ class FedForestStrategy:
         return self.mode.expected_rounds(len(self.state.clients))
 
     def round_metrics(self, round: int) -> dict[str, float]:
-        """Depth level, open nodes and splits so far."""
+        """Depth level (not after a setup round), open nodes and splits so far."""
         s = self.state
+        level = {} if self.setup_round else {"level": float(s.growth.level)}
         return {
-            "level": float(s.growth.level),
+            **level,
             "open_nodes": float(s.growth.open.shape[0]),
             "splits": float(s.splits_made),
         }
@@ -122,6 +124,7 @@ class FedForestStrategy:
         (:meth:`_after_dropout`) before anything is folded.
         """
         s = self.state
+        self.setup_round = self.phase in self.mode.setup
         dropped = [c for c in s.active if c not in replies]
         s.active = [c for c in s.active if c in replies]
         if dropped and self._after_dropout():

@@ -12,17 +12,16 @@ boosting. Step by step:
    255 = missing) and keeps them, with its rows partitioned by node
    (:class:`NodeRows`, :func:`partition`), for the whole run.
 3. **One round per level** (:func:`client_histograms`): per open node its
-   statistics and, per (open node,
-   considered feature), the non-zero bins of the client's statistics — class
-   counts, regression moments, or any weighted vectors — the missing bin
-   included.
+   statistics and, per (open node, considered feature), the non-zero bins of
+   the client's statistics — class counts, regression moments, or any
+   weighted vectors — the missing bin included.
 4. **Exact pooled sums** (:func:`pool`), and **histogram subtraction**
    (:func:`subtract`): where a parent's every feature was computed, clients
    send the smaller child only and the server derives its sibling.
 5. **Split search** (:func:`search`) over every open node of every tree at
    once, with a learned direction for missing values.
 
-Decisions (the method's docs say more): no per-node refinement — below the
+Decisions (the README's FedForest section says more): no per-node refinement — below the
 root a bin may hold more than ``1/max_bins`` of a node's rows, exactly as in
 XGBoost and LightGBM; at most 255 bins (and 255 categories) per feature plus
 the missing code; thresholds are grid edges.

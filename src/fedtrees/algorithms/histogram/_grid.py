@@ -1,7 +1,7 @@
 """The grid: bin edges agreed once per fit, and every row's bin codes.
 
-Step 1 of the histogram engine (docs/histogram.md). Every feature gets codes
-``0..n_bins-1`` plus :data:`MISSING` for NaN:
+Step 1 of the histogram engine (:mod:`fedtrees.algorithms.histogram`). Every
+feature gets codes ``0..n_bins-1`` plus :data:`MISSING` for NaN:
 
 - a **numeric** feature's bins lie between its sorted edges: the code of ``x``
   is the number of edges ``< x`` (so ``x <= edges[m]`` iff ``code <= m``, the
