@@ -177,13 +177,19 @@ def _state(rng, n=120, n_features=4, trees=3):
         g = kids[0]
         feature[g], kind[g], set_index[g] = 1, 2, b
         left[g], right[g] = kids[2], kids[3]
-    splits = CodeSplits(kind, feature, limit, missing_left, set_index, sets,
-                        np.zeros(feature.shape[0], bool), left, right)  # fmt: skip
+    glob = CodeSplits(np.arange(feature.shape[0]), kind, feature, limit, missing_left,
+                      set_index, sets, np.zeros(feature.shape[0], bool), left,
+                      right)  # fmt: skip  # every node by id: read by _route
+    pending = rows.pending(kind > 0, left, right)
+    splits = CodeSplits(pending, kind[pending], feature[pending], limit[pending],
+                        missing_left[pending], set_index[pending], sets,
+                        np.zeros(pending.shape[0], bool), left[pending],
+                        right[pending])  # fmt: skip
     partition(rows, np.ascontiguousarray(codes.T), splits)
     open_nodes = np.sort(np.concatenate([right[:trees], left[left[:trees]],
                                          right[left[:trees]]]))  # fmt: skip
     order = np.argsort(rows.tree[open_nodes], kind="stable")
-    return codes, weight, rows, splits, open_nodes[order]
+    return codes, weight, rows, glob, open_nodes[order]
 
 
 def _route(codes, splits, i, b):
@@ -197,6 +203,15 @@ def _route(codes, splits, i, b):
             go = splits.left_sets[splits.set_index[g], c]
         g = splits.left[g] if go else splits.right[g]
     return g
+
+
+def test_roots_hold_each_trees_present_rows_in_order(rng) -> None:
+    weight = rng.integers(0, 3, size=(7, 40)).astype(float)
+    weight[3] = 0.0  # a tree without rows
+    rows = NodeRows.build(weight)
+    absent = weight == 0.0
+    np.testing.assert_array_equal(rows.perm, np.argsort(absent, axis=1, kind="stable"))
+    np.testing.assert_array_equal(rows.stop, (~absent).sum(axis=1))
 
 
 def test_partition_puts_every_row_in_the_node_it_reaches(rng) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -28,7 +29,12 @@ from fedtrees.federation._ledger import Ledger, MeteredTransport
 from fedtrees.federation._payload import Payload
 from fedtrees.federation._schema import Schema, SchemaReply, SchemaRequest, Task, agree
 from fedtrees.federation._state import Resync
-from fedtrees.federation._transport import Delivery, Outgoing, Transport
+from fedtrees.federation._transport import (
+    Delivery,
+    InProcessTransport,
+    Outgoing,
+    Transport,
+)
 
 __all__ = [
     "FederationInfo",
@@ -203,7 +209,8 @@ def run(
         max_message_bytes, "max_message_bytes", "run", min_value=1
     )
     ledger = ledger if ledger is not None else Ledger()
-    loop = _Loop(MeteredTransport(transport, ledger), timeout, min_clients)
+    workers = transport.workers if isinstance(transport, InProcessTransport) else 1
+    loop = _Loop(MeteredTransport(transport, ledger), timeout, min_clients, workers)
     loop.max_message_bytes = max_message_bytes
     clients = transport.client_ids()
     if len(clients) < min_clients:
@@ -254,8 +261,15 @@ class _Outcome:
 class _Loop:
     """One round at a time: encode, exchange, receive, validate, apply the policy."""
 
-    def __init__(self, transport: MeteredTransport, timeout: float, min_clients: int):
+    def __init__(
+        self,
+        transport: MeteredTransport,
+        timeout: float,
+        min_clients: int,
+        workers: int = 1,
+    ) -> None:
         self.transport, self.timeout, self.min_clients = transport, timeout, min_clients
+        self.workers = workers  # threads that decode and check the replies
         self.dropouts: list[RemoteProtocolError] = []
         # Each client's declared (row, weight) bounds, learnt after round 0.
         self.bounds: tuple[dict[str, int], dict[str, float]] = ({}, {})
@@ -297,21 +311,15 @@ class _Loop:
         deliveries = self.transport.exchange(
             round_, _encode_requests(round_, requests), timeout
         )
+        received = self._receive_all(round_, requests, deliveries)
         replies: dict[str, Payload] = {}
         failed: list[RemoteProtocolError] = []
         resync: list[str] = []
         for client, request in requests.items():
-            rows, weight = self.bounds
+            reply = received[client]
             try:
-                reply = receive(
-                    client,
-                    round_,
-                    request,
-                    deliveries.get(client),
-                    row_bound=rows.get(client),
-                    weight_bound=weight.get(client),
-                    max_message_bytes=self.max_message_bytes,
-                )
+                if isinstance(reply, RemoteProtocolError):
+                    raise reply
                 if check is not None and not isinstance(reply, Resync):
                     _cross_check(check, client, round_, request, reply)
             except RemoteProtocolError as exc:
@@ -322,6 +330,41 @@ class _Loop:
             else:
                 replies[client] = reply
         return replies, failed, resync
+
+    def _receive_all(
+        self,
+        round_: int,
+        requests: Mapping[str, Payload],
+        deliveries: Mapping[str, Delivery],
+    ) -> dict[str, Payload | RemoteProtocolError]:
+        """Decode and check every reply (on ``workers`` threads): reply or error.
+
+        Each reply is checked on its own (:func:`receive`, a pure function), so
+        threads change nothing but the time; the checks against the strategy's
+        state (``plan.check``) stay on the calling thread, in client order.
+        """
+        rows, weight = self.bounds
+
+        def one(client: str) -> Payload | RemoteProtocolError:
+            try:
+                return receive(
+                    client,
+                    round_,
+                    requests[client],
+                    deliveries.get(client),
+                    row_bound=rows.get(client),
+                    weight_bound=weight.get(client),
+                    max_message_bytes=self.max_message_bytes,
+                )
+            except RemoteProtocolError as exc:
+                return exc
+
+        clients = list(requests)
+        threads = min(self.workers, len(clients))
+        if threads <= 1:
+            return {client: one(client) for client in clients}
+        with ThreadPoolExecutor(threads, thread_name_prefix="fedtrees-receive") as pool:
+            return dict(zip(clients, pool.map(one, clients), strict=True))
 
     @staticmethod
     def _full_request(round_: int, plan: RoundPlan, client: str) -> Payload:

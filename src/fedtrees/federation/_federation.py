@@ -149,11 +149,11 @@ class Federation:
             raise ValidationError(
                 "Federation.from_groups: groups holds missing values."
             )
-        ids = keys.astype(str)
-        if ids.nunique() != keys.nunique():
+        codes, names = pd.factorize(keys.astype(str), sort=True)
+        if names.shape[0] != keys.nunique():
             raise ValidationError(
                 "Federation.from_groups: distinct group values print the same "
-                f"(e.g. 1 and '1'): {sorted(set(ids))}."
+                f"(e.g. 1 and '1'): {list(names)}."
             )
         weights = (
             None if sample_weight is None else np.asarray(sample_weight, np.float64)
@@ -164,10 +164,12 @@ class Federation:
                 f"({frame.shape[0]},) expected."
             )
         clients = {}
-        for name in sorted(set(ids)):
-            rows = (ids == name).to_numpy()
+        for k, name in enumerate(names):
+            rows = codes == k
             part = None if weights is None else weights[rows]
-            clients[name] = ClientData.build(name, frame[rows], target[rows], part)
+            clients[str(name)] = ClientData.build(
+                str(name), frame[rows], target[rows], part
+            )
         return cls(
             InProcessTransport(clients, workers=workers, faults=faults),
             categories=declared,

@@ -144,6 +144,11 @@ class InProcessTransport:
         self._faults = tuple(faults)
         self._states = {name: ClientState() for name in self._clients}
 
+    @property
+    def workers(self) -> int:
+        """How many handlers of one round may run at once."""
+        return self._workers
+
     def client_ids(self) -> tuple[str, ...]:
         """Return the clients' ids, sorted."""
         return tuple(sorted(self._clients))

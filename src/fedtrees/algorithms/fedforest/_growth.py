@@ -294,13 +294,11 @@ class ForestGrowth:
             local[np.maximum(t.left[ids], 0)],
             local[np.maximum(t.right[ids], 0)],
         )
-        codes = [
-            self.sets.get(int(g), np.zeros(0, np.int64)) if k else np.zeros(0, np.int64)
-            for g, k in zip(ids, tabled, strict=True)
-        ]
-        ptr = np.concatenate([[0], np.cumsum([c.shape[0] for c in codes])]).astype(
-            np.int64
-        )
+        empty = np.zeros(0, np.int64)
+        codes = [self.sets.get(int(g), empty) for g in ids[tabled]]
+        n_codes = np.zeros(ids.shape[0], dtype=np.int64)
+        n_codes[tabled] = [c.shape[0] for c in codes]
+        ptr = np.concatenate([[0], np.cumsum(n_codes)]).astype(np.int64)
         stats = t.stats[ids]
         return Tree(
             kind=kind,
@@ -313,7 +311,7 @@ class ForestGrowth:
             left=np.where(kind == NodeKind.NUMERIC, left, LEAF),
             right=np.where(kind == NodeKind.LEAF, LEAF, right),
             branch_ptr=ptr,
-            branch_code=np.concatenate(codes).astype(np.int64),
+            branch_code=np.concatenate([empty, *codes]).astype(np.int64),
             branch_child=np.repeat(np.where(tabled, left, LEAF), np.diff(ptr)),
             value=self._values(stats),
             count=node_count(stats, self.config.criterion),

@@ -267,37 +267,38 @@ def _code_splits(forest: ForestState, agreed: Grid, rows: NodeRows) -> CodeSplit
     forest's size.
     """
     feature = forest.node_feature
-    n = feature.shape[0]
     split = feature != SPLIT_NONE
     pending = rows.pending(split, forest.node_left, forest.node_right)
     f = feature[pending]
     client = f == SPLIT_CLIENT
     categorical = ~client & agreed.is_categorical[np.maximum(f, 0)]
-    kind = np.zeros(n, dtype=np.int8)
-    kind[split] = 1  # every split: the partition finds the pending ones by it
-    kind[pending] = np.where(client, 3, np.where(categorical, 2, 1))
-    column = np.zeros(n, dtype=np.int64)
-    column[pending] = np.maximum(f, 0)
-    limit = np.zeros(n, dtype=np.int64)
-    numeric = pending[~client & ~categorical]
-    limit[numeric] = agreed.bin_of(feature[numeric], forest.node_threshold[numeric])
-    set_index, left_sets = _left_sets(forest, agreed, pending[categorical])
-    client_left = np.zeros(n, dtype=bool)
-    for g in pending[client]:  # few: splits on the client indicator
+    numeric = ~client & ~categorical
+    limit = np.zeros(pending.shape[0], dtype=np.int64)
+    limit[numeric] = agreed.bin_of(f[numeric], forest.node_threshold[pending[numeric]])
+    set_index, left_sets = _left_sets(forest, agreed, pending, categorical)
+    client_left = np.zeros(pending.shape[0], dtype=bool)
+    for i in np.flatnonzero(client):  # few: splits on the client indicator
+        g = pending[i]
         members = forest.set_codes[forest.set_ptr[g] : forest.set_ptr[g + 1]]
-        client_left[g] = bool(np.any(members == forest.client_code))
+        client_left[i] = bool(np.any(members == forest.client_code))
     return CodeSplits(
-        kind, column, limit, np.asarray(forest.node_missing, dtype=np.bool_),
-        set_index, left_sets, client_left, forest.node_left, forest.node_right,
+        pending, np.where(client, 3, np.where(categorical, 2, 1)).astype(np.int8),
+        np.maximum(f, 0), limit, np.asarray(forest.node_missing[pending], np.bool_),
+        set_index, left_sets, client_left, forest.node_left[pending],
+        forest.node_right[pending],
     )  # fmt: skip
 
 
 def _left_sets(
-    forest: ForestState, agreed: Grid, nodes: IntArray
+    forest: ForestState, agreed: Grid, pending: IntArray, categorical: BoolArray
 ) -> tuple[IntArray, npt.NDArray[np.bool_]]:
-    """One row of 256 codes per categorical split (the missing code 255 for K)."""
-    set_index = np.full(forest.node_feature.shape[0], -1, dtype=np.int64)
-    set_index[nodes] = np.arange(nodes.shape[0])
+    """One row of 256 codes per categorical split (the missing code 255 for K).
+
+    ``set_index[i]``: the row of pending split i (-1: not categorical).
+    """
+    nodes = pending[categorical]
+    set_index = np.full(pending.shape[0], -1, dtype=np.int64)
+    set_index[categorical] = np.arange(nodes.shape[0])
     sets = np.zeros((nodes.shape[0], 256), dtype=bool)
     for r, g in enumerate(nodes):  # the new categorical splits only
         codes = forest.set_codes[forest.set_ptr[g] : forest.set_ptr[g + 1]]

@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees._validation import check_int, invalid
-from fedtrees.algorithms.histogram._client_kernels import edges_below
+from fedtrees.algorithms.histogram._client_kernels import bin_column, edges_below
 from fedtrees.exceptions import ValidationError
 from fedtrees.stats import check_edges, exact_candidates, mixtures_by_client
 
@@ -436,19 +436,19 @@ def bin_codes(X: FloatArray, grid: Grid) -> npt.NDArray[np.uint8]:
     n, n_features = X.shape
     if n_features != grid.n_features:
         raise invalid("X", "bin_codes", f"{grid.n_features} columns", n_features)
-    codes = np.empty((n, n_features), dtype=np.uint8)
+    by_feature = np.empty((n_features, n), dtype=np.uint8)  # filled column by column
     for j in range(n_features):
-        column = X[:, j]
-        missing = np.isnan(column)
+        column = np.ascontiguousarray(X[:, j])
         if grid.is_categorical[j]:
+            missing = np.isnan(column)
             values = np.where(missing, 0.0, column)
             if np.any((values < 0) | (values >= grid.n_bins[j])):
                 raise ValidationError(
                     f"bin_codes: column {j} holds a category code outside the "
                     f"{int(grid.n_bins[j])} agreed categories."
                 )
-            code = values.astype(np.int64)
+            by_feature[j] = np.where(missing, MISSING, values.astype(np.int64))
         else:
-            code = np.searchsorted(grid.feature_edges(j), column, side="left")
-        codes[:, j] = np.where(missing, MISSING, code)
+            bin_column(grid.feature_edges(j), column, by_feature[j])
+    codes: npt.NDArray[np.uint8] = by_feature.T  # a view: .T again is contiguous
     return codes

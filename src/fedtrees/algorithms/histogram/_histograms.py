@@ -9,10 +9,13 @@ sizes follow the rows of the nodes, never nodes x features x 256.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final
 
+import numba
 import numpy as np
 import numpy.typing as npt
 
@@ -271,13 +274,36 @@ def pool(
     stats = np.zeros((codes.shape[0], width))
     blocks = _blocks(counts, stats.itemsize * width, len(inputs))
     bounds = [(pairs, h, np.searchsorted(pairs, blocks), h.ptr) for pairs, h in inputs]
-    for b in range(blocks.shape[0] - 1):
-        for pairs, h, at, ptr in bounds:
-            pooling.add_stats(
-                stats, below, bits, pairs, h.counts, h.codes, h.stats,
-                int(at[b]), int(at[b + 1]), int(ptr[at[b]]),
-            )  # fmt: skip
+
+    def add_blocks(first: int, stop: int) -> None:
+        """Add every client's bins of blocks ``first:stop`` (disjoint slots)."""
+        for b in range(first, stop):
+            for pairs, h, at, ptr in bounds:
+                pooling.add_stats(
+                    stats, below, bits, pairs, h.counts, h.codes, h.stats,
+                    int(at[b]), int(at[b + 1]), int(ptr[at[b]]),
+                )  # fmt: skip
+
+    _on_threads(add_blocks, blocks.shape[0] - 1)
     return Histograms(counts, codes, stats)
+
+
+def _on_threads(work: Callable[[int, int], None], n: int) -> None:
+    """Run ``work(first, stop)`` over ``range(n)`` in contiguous parts, one per thread.
+
+    The compiled kernels release the GIL, so the parts run side by side; each
+    writes its own slots, so the result does not depend on the threads.
+    """
+    threads = min(numba.get_num_threads(), n)
+    if threads <= 1:
+        work(0, n)
+        return
+    cuts = np.linspace(0, n, threads + 1).astype(np.int64)
+    with ThreadPoolExecutor(threads, thread_name_prefix="fedtrees-pool") as pool:
+        for done in [
+            pool.submit(work, int(a), int(b)) for a, b in itertools.pairwise(cuts)
+        ]:
+            done.result()
 
 
 _BLOCK_BYTES: Final = 1 << 21  # pooled statistics per block: about L2 size

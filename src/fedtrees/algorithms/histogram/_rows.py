@@ -18,6 +18,7 @@ sum over them is accumulated in the same order whatever happened before.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +26,8 @@ import numpy.typing as npt
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees.algorithms.histogram._client_kernels import partition_codes
 from fedtrees.exceptions import ValidationError
+
+_T = TypeVar("_T", bound=np.generic)
 
 __all__ = ["CodeSplits", "NodeRows", "partition"]
 
@@ -61,13 +64,23 @@ class NodeRows:
         >>> rows.perm.tolist(), rows.stop.tolist()
         ([[0, 2, 1]], [2])
         """
-        absent = weight == 0.0
-        perm = np.ascontiguousarray(np.argsort(absent, axis=1, kind="stable"))
-        trees = weight.shape[0]
+        present = weight != 0.0
+        trees, n = weight.shape
+        n_present = present.sum(axis=1).astype(np.int64)
+        # Row-major nonzero lists tree b's rows in increasing order: the present
+        # ones first, then the absent ones, each at its rank within its tree.
+        perm = np.empty((trees, n), dtype=np.int64)
+        for rows_of, offset in (
+            (present, np.zeros(trees, np.int64)),
+            (~present, n_present),
+        ):
+            b, i = np.nonzero(rows_of)
+            first = np.searchsorted(b, np.arange(trees))  # each tree's first entry
+            perm[b, np.arange(b.shape[0]) - first[b] + offset[b]] = i
         return cls(
-            perm.astype(np.int64, copy=False),
+            perm,
             np.zeros(trees, dtype=np.int64),
-            (~absent).sum(axis=1).astype(np.int64),
+            n_present,
             np.arange(trees, dtype=np.int64),
             np.zeros(trees, dtype=bool),
         )
@@ -101,32 +114,34 @@ class NodeRows:
         return np.sort(np.concatenate(found)).astype(np.int64)
 
     def prepare_split(
-        self, nodes: IntArray, split: BoolArray, left: IntArray, right: IntArray
+        self, nodes: IntArray, left: IntArray, right: IntArray
     ) -> tuple[IntArray, IntArray]:
         """Check a batch of splits; give the children their parent's tree.
 
-        Returns the nodes sorted by tree (then id) and each tree's slice of them,
-        the inputs of a partition kernel; mark them partitioned afterwards
-        (:meth:`done`).
+        ``nodes`` (increasing ids) split into ``left[i]``, ``right[i]``. Returns
+        the positions of the nodes sorted by tree (then id) and each tree's
+        slice of them, the inputs of a partition kernel; mark the nodes
+        partitioned afterwards (:meth:`done`).
 
         Raises
         ------
         ValidationError
             Splits that would re-partition or orphan a segment.
         """
-        nodes = np.asarray(nodes, dtype=np.int64)
-        if np.any(nodes[1:] <= nodes[:-1]):
-            nodes = np.unique(nodes)
-        self._grow(split.shape[0])
-        self._check_split(nodes, split, left, right)
-        todo = nodes
+        if nodes.size == 0:
+            return np.zeros(0, np.int64), self.ranges(np.zeros(0, np.int64))
+        if left.shape != nodes.shape or right.shape != nodes.shape:
+            raise ValidationError("Node rows: one left and right child per split.")
+        self._grow(int(max(nodes.max(), left.max(), right.max())) + 1)
+        self._check_split(nodes, left, right)
+        todo = np.arange(nodes.shape[0])
         while todo.size:  # a batch may split a node and then its children
-            known = self.tree[todo] >= 0
-            g = todo[known]
-            self.tree[left[g]] = self.tree[right[g]] = self.tree[g]
+            known = self.tree[nodes[todo]] >= 0
+            i = todo[known]
+            self.tree[left[i]] = self.tree[right[i]] = self.tree[nodes[i]]
             todo = todo[~known]
-        by_tree = nodes[np.argsort(self.tree[nodes], kind="stable")]
-        return by_tree, self.ranges(self.tree[by_tree])
+        order = np.argsort(self.tree[nodes], kind="stable")
+        return order.astype(np.int64), self.ranges(self.tree[nodes[order]])
 
     def done(self, nodes: IntArray) -> None:
         """Mark ``nodes`` partitioned."""
@@ -151,31 +166,31 @@ class NodeRows:
     def _grow(self, n_nodes: int) -> None:
         """Make room for ``n_nodes`` ids (new ids have no segment).
 
-        The capacity grows fourfold, so a forest that doubles level by level
-        is copied at every other level, not at every request.
+        The capacity at least doubles, so the copies add up to about the final
+        size (measured: growing fourfold allocated more than it saved with many
+        clients, each holding its own arrays).
         """
-        extra = n_nodes - self.tree.shape[0]
-        if extra <= 0:
+        old = self.tree.shape[0]
+        if n_nodes <= old:
             return
-        extra = max(extra, 3 * self.tree.shape[0])
-        zeros = np.zeros(extra, dtype=np.int64)
-        self.start = np.concatenate([self.start, zeros])
-        self.stop = np.concatenate([self.stop, zeros])
-        self.tree = np.concatenate([self.tree, np.full(extra, -1, dtype=np.int64)])
-        self.partitioned = np.concatenate([self.partitioned, zeros.astype(bool)])
+        size = max(n_nodes, 2 * old)
+        self.start = _extended(self.start, size, 0)
+        self.stop = _extended(self.stop, size, 0)
+        self.tree = _extended(self.tree, size, -1)
+        self.partitioned = _extended(self.partitioned, size, False)
 
-    def _check_split(
-        self, nodes: IntArray, split: BoolArray, left: IntArray, right: IntArray
-    ) -> None:
-        if nodes.size == 0:
-            return
-        children = np.sort(np.concatenate([left[nodes], right[nodes]]))
-        if np.any(children < 0) or np.any(children >= self.tree.shape[0]):
+    def _check_split(self, nodes: IntArray, left: IntArray, right: IntArray) -> None:
+        children = np.sort(np.concatenate([left, right]))
+        if (
+            np.any(nodes[1:] <= nodes[:-1])
+            or np.any(nodes < 0)
+            or np.any(nodes >= self.tree.shape[0])
+            or np.any(children < 0)
+        ):
             raise ValidationError("Node rows: split nodes do not extend the forest.")
         unknown = nodes[self.tree[nodes] < 0]  # must be split nodes' children
         if (
-            not np.all(split[nodes])
-            or np.any(self.partitioned[nodes])
+            np.any(self.partitioned[nodes])
             or not np.all(np.isin(unknown, children))
             or np.any(self.tree[children] >= 0)
             or np.any(children[1:] == children[:-1])
@@ -183,16 +198,27 @@ class NodeRows:
             raise ValidationError("Node rows: split nodes do not extend the forest.")
 
 
+def _extended(values: npt.NDArray[_T], size: int, fill: object) -> npt.NDArray[_T]:
+    """Return ``values`` followed by ``fill`` up to ``size`` entries."""
+    out = np.empty(size, dtype=values.dtype)
+    out[: values.shape[0]] = values
+    out[values.shape[0] :] = fill
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class CodeSplits:
-    """How the split nodes of a forest route codes, per global node id.
+    """How the splits still to partition route codes: split ``i`` is node ``nodes[i]``.
 
-    ``kind[g]``: 0 not split, 1 numeric (codes ``<= bin_limit[g]`` go left, the
-    missing code by ``missing_left[g]``), 2 categorical (codes marked in
-    ``left_sets[set_index[g]]`` go left, the missing code 255 included), 3 the
-    client indicator (every row goes left iff ``client_left[g]``).
+    ``nodes``: increasing ids; every array is aligned with them, so the work
+    follows the new splits, not the forest's size. ``kind[i]``: 1 numeric
+    (codes ``<= bin_limit[i]`` go left, the missing code by ``missing_left[i]``),
+    2 categorical (codes marked in ``left_sets[set_index[i]]`` go left, the
+    missing code 255 included), 3 the client indicator (every row goes left iff
+    ``client_left[i]``); the children are ``left[i]`` and ``right[i]``.
     """
 
+    nodes: IntArray
     kind: npt.NDArray[np.int8]
     feature: IntArray
     bin_limit: IntArray
@@ -207,18 +233,18 @@ class CodeSplits:
 def partition(
     rows: NodeRows, columns: npt.NDArray[np.uint8], splits: CodeSplits
 ) -> None:
-    """Partition the rows of every split node not partitioned yet (in place).
+    """Partition the rows of ``splits``' nodes (not partitioned yet), in place.
 
-    ``columns``: the rows' codes by feature, (F, n_rows).
+    ``columns``: the rows' codes by feature, (F, n_rows). The nodes come from
+    :meth:`NodeRows.pending`, which catches up from any earlier state.
     """
-    split = splits.kind > 0
-    nodes = rows.pending(split, splits.left, splits.right)
-    if nodes.size == 0:
+    if splits.nodes.size == 0:
         return
-    by_tree, ranges = rows.prepare_split(nodes, split, splits.left, splits.right)
+    order, ranges = rows.prepare_split(splits.nodes, splits.left, splits.right)
     partition_codes(
-        rows.perm, rows.start, rows.stop, by_tree, ranges, columns, splits.feature,
-        splits.kind, splits.bin_limit, splits.missing_left, splits.set_index,
-        splits.left_sets, splits.client_left, splits.left, splits.right,
+        rows.perm, rows.start, rows.stop, splits.nodes, order, ranges, columns,
+        splits.feature, splits.kind, splits.bin_limit, splits.missing_left,
+        splits.set_index, splits.left_sets, splits.client_left, splits.left,
+        splits.right,
     )  # fmt: skip
-    rows.done(nodes)
+    rows.done(splits.nodes)
