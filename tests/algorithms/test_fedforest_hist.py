@@ -5,7 +5,9 @@ exact grid (the forest does not depend on how rows are split over clients; a
 one-client tree is scikit-learn's CART on the codes), histogram subtraction
 (the same forest, fewer bytes), missing values (a learned direction per node,
 accuracy beside scikit-learn's forest, routing that survives JSON and pickle),
-and the message audit.
+bad parameters, dropouts under subtraction and hostile replies. The message
+audits run in test_fedforest.py (sizes; distinct values by design) and
+test_fedforest_state.py (values, with lost state).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from fedtrees.exceptions import (
     RemoteProtocolError,
     ValidationError,
 )
-from fedtrees.federation import ClientData, Fault, Federation, RoundEnv
+from fedtrees.federation import Fault, Federation
 from fedtrees.tree import Missing, NodeKind, Tree
 from tests.algorithms.exact_compare import is_exact_tie, partition_divergences
 
@@ -342,36 +344,12 @@ def _dropped_at(round_: int, subtract: bool) -> FedForestClassifier:
         return _hist_model(subtract).fit_federation(fed)
 
 
-def _vanished_from(round_: int) -> FedForestClassifier:
-    """No dropout: client c holds no rows from ``round_`` on."""
-    X, y, groups = _sites()
-    fed = Federation.from_groups(X, y, groups)
-    transport = fed.transport
-
-    def vanish(env: RoundEnv) -> None:
-        if env.round == round_ - 1:
-            held = transport._clients["c"]  # type: ignore[attr-defined]
-            transport._clients["c"] = ClientData(  # type: ignore[attr-defined]
-                "c", held.X.iloc[:0], held.y.iloc[:0], None
-            )
-            transport._states["c"].clear()  # type: ignore[attr-defined]
-
-    return _hist_model(False).fit_federation(fed, callbacks=[vanish])
-
-
-@pytest.mark.parametrize("round_", [1, 2, 3, 4])  # the grid, then each level
-def test_a_dropout_equals_the_client_vanishing_at_its_level(round_) -> None:
-    dropped = _dropped_at(round_, subtract=False)
-    reference = _vanished_from(round_)
-    for a, b in zip(dropped.trees_, reference.trees_, strict=True):
-        for name in ("feature", "threshold", "left", "right", "count", "value"):
-            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
-
-
-@pytest.mark.parametrize("round_", [2, 3, 4])
+@pytest.mark.parametrize("round_", [2, 3, 4])  # level 0, 1, 2 (round 1: the grid)
 def test_a_dropout_in_a_level_with_subtraction_repeats_it_without(round_) -> None:
     # The kept parents still hold the dropped client's rows: parent minus the
     # smaller child would keep them in the larger one. The level runs again.
+    # (Without subtraction a dropout equals the client's data vanishing at its
+    # round, the grid's included: tests/hostile/test_dropout.py.)
     with_subtraction = _dropped_at(round_, subtract=True)
     without = _dropped_at(round_, subtract=False)
     assert with_subtraction.trees_ == without.trees_

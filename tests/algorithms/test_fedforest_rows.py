@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, route
+from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE, route
 from fedtrees.algorithms.fedforest._rows import (
     ClientRows,
     padded_bins,
@@ -227,7 +227,7 @@ def test_rows_kernels_are_bit_identical(
         table = forest.table()
         feature, _, left, right, _, _ = table
         route(node, d["weight"], d["X"], CODE, *table, IS_CAT)
-        pending = rows.pending(feature, left, right)
+        pending = rows.pending(feature != SPLIT_NONE, left, right)
         rows.split(d["X"], IS_CAT, CODE, pending, *table)
     assert forest.client_split or seed != 0
 
@@ -243,10 +243,10 @@ def test_split_catches_up_over_several_levels() -> None:
         forest.grow(rng, d["X"])
         table = forest.table()
         feature, _, left, right, _, _ = table
-        pending = stepwise.pending(feature, left, right)
+        pending = stepwise.pending(feature != SPLIT_NONE, left, right)
         stepwise.split(d["X"], IS_CAT, CODE, pending, *table)
     at_once = ClientRows.build(d["weight"])
-    pending = at_once.pending(feature, left, right)
+    pending = at_once.pending(feature != SPLIT_NONE, left, right)
     at_once.split(d["X"], IS_CAT, CODE, pending, *table)
     route(node, d["weight"], d["X"], CODE, *table, IS_CAT)
     for rows in (stepwise, at_once):

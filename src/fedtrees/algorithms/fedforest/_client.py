@@ -262,7 +262,9 @@ def _split_rows(fit: ClientFit, forest: ForestState) -> None:
         fit.X,
         fit.is_cat,
         fit.client_code,
-        rows.pending(forest.node_feature, forest.node_left, forest.node_right),
+        rows.pending(
+            forest.node_feature != SPLIT_NONE, forest.node_left, forest.node_right
+        ),
         forest.node_feature,
         forest.node_threshold,
         forest.node_left,

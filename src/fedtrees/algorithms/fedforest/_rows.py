@@ -20,88 +20,33 @@ counterpart on the same request state.
 
 Typical use on a client, once per request::
 
-    rows.split(X, is_cat, code, rows.pending(feature, left, right), feature,
-               threshold, left, right, set_ptr, set_codes)
+    pending = rows.pending(feature != SPLIT_NONE, left, right)
+    rows.split(X, is_cat, code, pending, feature, threshold, left, right, set_ptr,
+               set_codes)
     stats, n_rows = rows.node_statistics(open_nodes, weight, codes, targets, cls, w)
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees.algorithms.fedforest import _rows_kernels as kernels
 from fedtrees.algorithms.fedforest._kernels import SPLIT_NONE
+from fedtrees.algorithms.histogram import NodeRows
 from fedtrees.exceptions import ValidationError
 
 __all__ = ["ClientRows", "padded_bins", "ragged_thresholds"]
 
 
-@dataclass
-class ClientRows:
+class ClientRows(NodeRows):
     """Per-tree row permutations with one contiguous segment per node.
 
-    Attributes
-    ----------
-    perm : ndarray of int64, shape (B, n)
-        Row indices of each tree, grouped by node.
-    start, stop : ndarray of int64, shape (n_nodes,)
-        Segment bounds of every global node id in ``perm[tree[g]]``.
-    tree : ndarray of int64, shape (n_nodes,)
-        Tree of each node with a segment; -1 for ids not reached yet.
-    partitioned : ndarray of bool, shape (n_nodes,)
-        Whether the node's segment was already split into its children's.
+    The segments' bookkeeping (:meth:`build`, :meth:`pending`, the checks of a
+    split, the trees of the open nodes) is the histogram engine's
+    :class:`~fedtrees.algorithms.histogram.NodeRows`; this class adds the
+    kernels of the sketch modes, which read the rows' values rather than codes.
     """
-
-    perm: IntArray
-    start: IntArray
-    stop: IntArray
-    tree: IntArray
-    partitioned: BoolArray
-
-    @classmethod
-    def build(cls, weight: FloatArray) -> ClientRows:
-        """Put every present row (``weight[b, i] != 0``) of tree b in root b.
-
-        Parameters
-        ----------
-        weight : ndarray of float64, shape (B, n)
-            Bootstrap (x sample) weight of each row in each tree.
-
-        Returns
-        -------
-        ClientRows
-            Roots 0..B-1 hold their present rows in increasing order.
-        """
-        absent = weight == 0.0
-        perm = np.ascontiguousarray(np.argsort(absent, axis=1, kind="stable"))
-        trees = weight.shape[0]
-        return cls(
-            perm.astype(np.int64, copy=False),
-            np.zeros(trees, dtype=np.int64),
-            (~absent).sum(axis=1).astype(np.int64),
-            np.arange(trees, dtype=np.int64),
-            np.zeros(trees, dtype=bool),
-        )
-
-    def pending(self, feature: IntArray, left: IntArray, right: IntArray) -> IntArray:
-        """Return the split nodes whose segments are not partitioned yet.
-
-        Includes splits below them decided in the same request, so that
-        ``split(..., rows.pending(...), ...)`` catches up from any earlier state.
-        """
-        known = self.tree.shape[0]
-        frontier = np.flatnonzero(
-            (self.tree >= 0) & ~self.partitioned & (feature[:known] != SPLIT_NONE)
-        )
-        found = [frontier]
-        while frontier.size:
-            children = np.concatenate([left[frontier], right[frontier]])
-            frontier = children[feature[children] != SPLIT_NONE]
-            found.append(frontier)
-        return np.sort(np.concatenate(found)).astype(np.int64)
 
     def split(
         self,
@@ -129,16 +74,15 @@ class ClientRows:
             The full global node table, as passed to ``_kernels.route``.
         """
         nodes = np.unique(np.asarray(split_nodes, dtype=np.int64))
-        self._grow(feature.shape[0])
-        self._check_split(nodes, feature, left, right)
-        kernels.inherit_tree(self.tree, nodes, left, right)
-        by_tree = nodes[np.argsort(self.tree[nodes], kind="stable")]
+        if np.any(feature[nodes] == SPLIT_NONE):
+            raise ValidationError("ClientRows: split nodes do not extend the forest.")
+        order, ranges = self.prepare_split(nodes, left[nodes], right[nodes])
         kernels.partition(
             self.perm,
             self.start,
             self.stop,
-            by_tree,
-            self._ranges(self.tree[by_tree]),
+            nodes[order],
+            ranges,
             X,
             is_cat,
             client_code,
@@ -149,7 +93,7 @@ class ClientRows:
             set_ptr,
             set_codes,
         )
-        self.partitioned[nodes] = True
+        self.done(nodes)
 
     def node_statistics(
         self,
@@ -176,7 +120,7 @@ class ClientRows:
             self.start,
             self.stop,
             open_nodes,
-            self._open_tree(open_nodes),
+            self.open_tree(open_nodes),
             weight,
             codes,
             targets,
@@ -205,7 +149,7 @@ class ClientRows:
         ``out_ptr[s * fp + k]``. ``weight`` may differ from the build weights
         (exact mode passes 0/1) but must be nonzero on the same rows.
         """
-        tree = self._open_tree(open_nodes)
+        tree = self.open_tree(open_nodes)
         sizes = self.stop[open_nodes] - self.start[open_nodes]
         if not np.array_equal(sizes, rows_per_open):
             raise ValidationError("ClientRows: rows_per_open does not match.")
@@ -214,7 +158,7 @@ class ClientRows:
             self.start,
             self.stop,
             open_nodes,
-            self._ranges(tree),
+            self.ranges(tree),
             pair_feature,
             is_cat,
             pos,
@@ -252,7 +196,7 @@ class ClientRows:
             self.start,
             self.stop,
             open_nodes,
-            self._open_tree(open_nodes),
+            self.open_tree(open_nodes),
             X,
             pair_feature,
             is_cat,
@@ -310,7 +254,7 @@ class ClientRows:
             self.start,
             self.stop,
             open_nodes,
-            self._open_tree(open_nodes),
+            self.open_tree(open_nodes),
             X,
             pair_feature,
             is_cat,
@@ -323,50 +267,6 @@ class ClientRows:
             width,
         )
         return stats
-
-    def _grow(self, n_nodes: int) -> None:
-        """Extend the node arrays to ``n_nodes`` ids (new ids have no segment)."""
-        extra = n_nodes - self.tree.shape[0]
-        if extra <= 0:
-            return
-        zeros = np.zeros(extra, dtype=np.int64)
-        self.start = np.concatenate([self.start, zeros])
-        self.stop = np.concatenate([self.stop, zeros])
-        self.tree = np.concatenate([self.tree, np.full(extra, -1, dtype=np.int64)])
-        self.partitioned = np.concatenate([self.partitioned, zeros.astype(bool)])
-
-    def _check_split(
-        self, nodes: IntArray, feature: IntArray, left: IntArray, right: IntArray
-    ) -> None:
-        """Refuse splits that would re-partition or orphan a segment."""
-        if nodes.size == 0:
-            return
-        children = np.concatenate([left[nodes], right[nodes]])
-        reached = (self.tree[nodes] >= 0) | np.isin(nodes, children)
-        if (
-            np.any(feature[nodes] == SPLIT_NONE)
-            or np.any(self.partitioned[nodes])
-            or not np.all(reached)
-            or np.any(self.tree[children] >= 0)
-            or np.unique(children).size != children.size
-        ):
-            raise ValidationError("ClientRows: split nodes do not extend the forest.")
-
-    def _open_tree(self, open_nodes: IntArray) -> IntArray:
-        """Return the trees of unsplit nodes with segments, sorted by tree."""
-        tree = self.tree[open_nodes]
-        if np.any(tree < 0) or np.any(self.partitioned[open_nodes]):
-            raise ValidationError("ClientRows: an open node has no segment.")
-        if np.any(np.diff(tree) < 0):
-            raise ValidationError("ClientRows: open nodes must be sorted by tree.")
-        return tree
-
-    def _ranges(self, tree_of: IntArray) -> IntArray:
-        """Return (B, 2) slices of a tree-sorted node list, one per tree."""
-        trees = np.arange(self.perm.shape[0])
-        lo = np.searchsorted(tree_of, trees, side="left")
-        hi = np.searchsorted(tree_of, trees, side="right")
-        return np.stack([lo, hi], axis=1).astype(np.int64)
 
 
 def ragged_thresholds(thresholds: FloatArray) -> tuple[IntArray, FloatArray]:

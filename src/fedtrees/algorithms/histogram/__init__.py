@@ -45,7 +45,6 @@ from fedtrees.algorithms.histogram._histograms import (
     Histograms,
     RowStats,
     client_histograms,
-    gather_ranges,
     pool,
     subtract,
 )
@@ -70,7 +69,6 @@ __all__ = [
     "check_max_bins",
     "client_histograms",
     "declared_grid",
-    "gather_ranges",
     "partition",
     "pool",
     "search",

@@ -33,29 +33,11 @@ __all__ = [
     "Histograms",
     "RowStats",
     "client_histograms",
-    "gather_ranges",
     "pool",
     "subtract",
 ]
 
 CODES: Final = 256
-
-
-def gather_ranges(starts: IntArray, stops: IntArray) -> IntArray:
-    """Concatenate ``arange(start, stop)`` for every pair, vectorised.
-
-    Examples
-    --------
-    >>> gather_ranges(np.array([0, 5]), np.array([2, 7])).tolist()
-    [0, 1, 5, 6]
-    """
-    lengths = np.maximum(stops - starts, 0)
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    out: IntArray = (offsets + np.arange(total)).astype(np.int64)
-    return out
 
 
 @dataclass(frozen=True, eq=False)

@@ -18,7 +18,7 @@ sum over them is accumulated in the same order whatever happened before.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Self, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -55,7 +55,7 @@ class NodeRows:
     partitioned: BoolArray
 
     @classmethod
-    def build(cls, weight: FloatArray) -> NodeRows:
+    def build(cls, weight: FloatArray) -> Self:
         """Put every present row (``weight[b, i] != 0``) of tree b in root b.
 
         Examples
