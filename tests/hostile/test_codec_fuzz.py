@@ -39,6 +39,7 @@ from fedtrees.algorithms import (
     FedForestRegressor,
     FedGAClassifier,
     FedGARegressor,
+    FedGBDTClassifier,
     ICDTAClassifier,
     LocalEnsembleClassifier,
     LocalModelsClassifier,
@@ -185,6 +186,16 @@ METHODS: dict[str, Callable[[], tuple[Federation, Ledger]]] = {
     ),
     "fedga": _fit(FedGAClassifier(random_state=0, **GA), Y_CLASS, join_at={"c": 2}),
     "fedga-regressor": _fit(FedGARegressor(random_state=0, **GA), Y_REG),
+    "fedgbdt": _fit(
+        FedGBDTClassifier(n_estimators=2, max_depth=2, random_state=0), Y_CLASS, FORGET
+    ),
+    "fedgbdt-bagging": _fit(
+        FedGBDTClassifier(
+            n_estimators=2, max_depth=2, protocol="bagging", random_state=0
+        ),
+        Y_CLASS,
+        FORGET,
+    ),
     "toy": _toy,
 }
 PER_KIND = 2  # samples kept per (method, kind, direction)

@@ -10,6 +10,7 @@ from fedtrees.algorithms import (
     fedavg,
     fedforest,
     fedga,
+    fedgbdt,
     fedid3,
     icdta,
     local,
@@ -21,6 +22,7 @@ from fedtrees.algorithms.dpforest import DPForestClassifier
 from fedtrees.algorithms.fedavg import FedAvgClassifier
 from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
 from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
+from fedtrees.algorithms.fedgbdt import FedGBDTClassifier, FedGBDTRegressor
 from fedtrees.algorithms.fedid3 import FederatedID3Classifier
 from fedtrees.algorithms.icdta import ICDTAClassifier
 from fedtrees.algorithms.local import (
@@ -40,6 +42,8 @@ __all__ = [
     "FedForestRegressor",
     "FedGAClassifier",
     "FedGARegressor",
+    "FedGBDTClassifier",
+    "FedGBDTRegressor",
     "FederatedID3Classifier",
     "ICDTAClassifier",
     "LocalEnsembleClassifier",
@@ -53,6 +57,7 @@ __all__ = [
     "fedavg",
     "fedforest",
     "fedga",
+    "fedgbdt",
     "fedid3",
     "icdta",
     "local",

@@ -8,7 +8,7 @@ cross-validation need — and ``fit`` says so once with a
 
 Inputs are numpy arrays or DataFrames; labels may be strings. **Missing
 values**: an estimator that learns where they go (``_accepts_missing()``:
-FedForest's histogram mode) accepts NaN in X — in a numeric column, or as a
+FedForest's histogram mode, FedGBDT) accepts NaN in X — in a numeric column, or as a
 category of its own in a categorical one; every other estimator refuses NaN
 naming the column and the estimators that accept it (:data:`ACCEPTS_MISSING`).
 Infinite values are refused everywhere.
@@ -68,7 +68,12 @@ from fedtrees.federation._data import as_frame
 __all__ = ["ACCEPTS_MISSING", "FederatedEstimator", "estimator_frame"]
 
 Task = Literal["classification", "regression"]
-ACCEPTS_MISSING: Final = ("FedForestClassifier", "FedForestRegressor")
+ACCEPTS_MISSING: Final = (
+    "FedForestClassifier",
+    "FedForestRegressor",
+    "FedGBDTClassifier",
+    "FedGBDTRegressor",
+)
 """The estimators that accept missing values (NaN) in X."""
 
 

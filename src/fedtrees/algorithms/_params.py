@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Final
+
+import numpy as np
 
 from fedtrees._validation import check_float, check_int, invalid
 
@@ -64,7 +67,11 @@ def check_size(value: object, name: str, owner: str, smallest: int, cap: int) ->
     fedtrees.exceptions.ValidationError: The 'n_quantiles' parameter of f must be \
 an int in [2, 4096] ...
     """
-    if isinstance(value, int) and not isinstance(value, bool) and value > cap:
+    if (
+        isinstance(value, numbers.Integral)
+        and not isinstance(value, bool | np.bool_)
+        and int(value) > cap
+    ):
         raise invalid(
             name,
             owner,

@@ -23,7 +23,11 @@ from fedtrees.algorithms._params import (
     count_or_fraction,
     resolve_max_features,
 )
-from fedtrees.algorithms.histogram import MAX_BINS, check_bin_edges, check_max_bins
+from fedtrees.algorithms.histogram import (
+    MAX_BINS,
+    check_declared_edges,
+    check_max_bins,
+)
 from fedtrees.exceptions import ValidationError
 
 __all__ = [
@@ -141,29 +145,5 @@ def make_config(
         ),  # type: ignore[arg-type]
         seed=seed,
         max_bins=max_bins,
-        bin_edges=_bin_edges(params["bin_edges"], max_bins, owner),
+        bin_edges=check_declared_edges(params["bin_edges"], max_bins, owner),
     )
-
-
-def _bin_edges(
-    value: object, max_bins: int, owner: str
-) -> Mapping[object, FloatArray] | None:
-    """Check declared edges column by column (the columns are named at the fit).
-
-    Raises
-    ------
-    ValidationError
-        Naming ``bin_edges`` (and the column): not a mapping, or edges that are
-        not finite and strictly increasing, or more than ``max_bins - 1``.
-    """
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise ValidationError(
-            f"The 'bin_edges' parameter of {owner} must be None or a dict from "
-            f"column (name or position) to increasing edges. Got {value!r} instead."
-        )
-    return {
-        key: check_bin_edges(edges, str(key), max_bins, owner)
-        for key, edges in value.items()
-    }

@@ -34,7 +34,6 @@ from fedtrees.algorithms.fedforest._client import (
 from fedtrees.algorithms.fedforest._hist_payloads import (
     GridReply,
     GridRequest,
-    GridState,
     HistogramReply,
     HistogramRequest,
 )
@@ -53,6 +52,7 @@ from fedtrees.algorithms.histogram import (
     partition,
     sketch_columns,
 )
+from fedtrees.algorithms.histogram._wire import is_categorical, keep_grid
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import ClientData, ClientState, Resync, handler
 
@@ -73,10 +73,6 @@ def matrix_with_missing(data: ClientData) -> FloatArray:
             "replace them (missing values may stay NaN)."
         )
     return np.ascontiguousarray(X)
-
-
-def _is_categorical(data: ClientData) -> BoolArray:
-    return np.array([k == "categorical" for k in data.feature_kinds], dtype=bool)
 
 
 @handler("fedforest.grid", stateful=True)
@@ -100,7 +96,7 @@ def grid(request: GridRequest, data: ClientData, state: ClientState) -> GridRepl
             "column", f"{columns.shape[0]} flags",
         )  # fmt: skip
     sketch = sketch_columns(
-        matrix_with_missing(data), _is_categorical(data) | ~columns,
+        matrix_with_missing(data), is_categorical(data) | ~columns,
         request.max_bins, data.weights,
     )  # fmt: skip
     return GridReply(
@@ -130,7 +126,7 @@ def histogram(
     forest = kept_forest(request, state, n_features)
     if forest is None:
         return Resync("the kept forest is not the request's base version")
-    agreed = _agreed_grid(request, data, state)
+    agreed = keep_grid(request, data, state, GRID_KEY)
     if agreed is None:
         return Resync("the agreed grid is not kept")
     check_open(request, forest, n_features)
@@ -181,81 +177,6 @@ def _row_stats(forest: ForestState, data: ClientData) -> RowStats:
     else:
         labels = data.label_codes(classes)
     return RowStats.classes(labels, int(classes.shape[0]))
-
-
-# -- the grid the client keeps --------------------------------------------------------
-def _agreed_grid(
-    request: HistogramRequest, data: ClientData, state: ClientState
-) -> Grid | None:
-    """Return the request's grid (kept for later levels), else the kept one."""
-    if request.grid_edge_ptr.shape[0]:
-        kept = GridState(
-            request.fit_id,
-            np.asarray(request.grid_edges, dtype=np.float64),
-            np.asarray(request.grid_edge_ptr, dtype=np.int64),
-            np.asarray(request.feature_bins, dtype=np.int64),
-        )
-        _check_grid(kept, data)
-        state.put(GRID_KEY, kept)
-    found = state.get(GRID_KEY, GridState)
-    if found is None or found.fit_id != request.fit_id:
-        return None
-    if not np.array_equal(found.n_bins, np.asarray(request.feature_bins, np.int64)):
-        raise request_error(
-            request.kind, "feature_bins", "the bins of the grid kept for this fit",
-            "other counts",
-        )  # fmt: skip
-    return Grid(found.edges, found.edge_ptr, found.n_bins, _is_categorical(data))
-
-
-def _check_grid(kept: GridState, data: ClientData) -> None:
-    """Refuse a grid that does not describe this client's columns.
-
-    Numeric columns: finite, strictly increasing edges, one bin more than
-    edges, at most 255 bins; categorical columns: no edges, one bin per
-    agreed category.
-
-    Raises
-    ------
-    ValidationError
-        Naming the field (``grid_edge_ptr``, ``grid_edges``, ``feature_bins``).
-    """
-    is_cat = _is_categorical(data)
-    n_features = is_cat.shape[0]
-    ptr, edges, n_bins = kept.edge_ptr, kept.edges, kept.n_bins
-    kind = HistogramRequest.kind
-    if (
-        ptr.shape != (n_features + 1,)
-        or ptr[0] != 0
-        or ptr[-1] != edges.shape[0]
-        or np.any(np.diff(ptr) < 0)
-    ):
-        raise request_error(
-            kind, "grid_edge_ptr", f"{n_features + 1} offsets rising from 0 to "
-            "the number of edges", f"{ptr.shape[0]} offsets",
-        )  # fmt: skip
-    step = np.diff(edges)
-    inside = np.ones(step.shape[0], dtype=bool)
-    starts = ptr[1:-1]  # a feature's first edge: the step into it crosses features
-    inside[starts[(starts > 0) & (starts < edges.shape[0])] - 1] = False
-    if not np.all(np.isfinite(edges)) or np.any(step[inside] <= 0):
-        raise request_error(
-            kind, "grid_edges", "finite and strictly increasing per feature",
-            "other edges",
-        )  # fmt: skip
-    n_edges = np.diff(ptr)
-    categories = np.array([len(c or ()) for c in data.categories], dtype=np.int64)
-    if (
-        n_bins.shape != (n_features,)
-        or np.any(n_bins[~is_cat] != n_edges[~is_cat] + 1)
-        or np.any(n_edges[is_cat] != 0)
-        or np.any(n_bins[is_cat] != categories[is_cat])
-        or np.any(n_bins > MISSING)
-    ):
-        raise request_error(
-            kind, "feature_bins", f"per feature (of {n_features}) one bin more "
-            f"than its edges, one per category, at most {MISSING}", "other counts",
-        )  # fmt: skip
 
 
 # -- how the forest's splits route codes ------------------------------------------

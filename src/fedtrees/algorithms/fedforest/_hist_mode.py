@@ -13,7 +13,7 @@ a grid (:mod:`fedtrees.algorithms.histogram`, step by step):
    considered feature, from its rows kept partitioned by node and their codes
    (:mod:`._hist_handlers`). The server sums the bins (exact for whole
    counts), derives a larger child's bins as parent minus its smaller sibling
-   where every feature is considered (:mod:`._hist_level`), scores every
+   where every feature is considered (the engine's level), scores every
    threshold of every open node of every tree at once — both directions of
    missing values — adds Fisher groupings of the clients if asked, and splits.
 
@@ -35,14 +35,7 @@ import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._config import ForestConfig
-from fedtrees.algorithms.fedforest._hist_level import (
-    Kept,
-    LevelPlan,
-    grid_splits,
-    keep_split,
-    level_histograms,
-    plan_level,
-)
+from fedtrees.algorithms.fedforest._hist_level import grid_splits
 from fedtrees.algorithms.fedforest._hist_payloads import (
     GridReply,
     GridRequest,
@@ -57,8 +50,13 @@ from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, Step, fixed
 from fedtrees.algorithms.histogram import (
     Grid,
     GridSketch,
+    Kept,
+    LevelPlan,
     agree_grid,
     declared_grid,
+    keep_split,
+    level_histograms,
+    plan_level,
 )
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply

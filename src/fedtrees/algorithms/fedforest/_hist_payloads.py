@@ -9,7 +9,7 @@ protocol v2: requests carry the forest delta like every FedForest request.
   declared.
 - ``fedforest.histogram``: one round per level. The agreed grid travels in the
   first level's request and in every full request (:class:`HistogramRequest`;
-  the client keeps it, :class:`GridState`). Each client answers, per open node,
+  the client keeps it, the engine's ``GridState``). Each client answers, per open node,
   its statistics, and per (open node, considered feature) pair the non-zero
   bins of its statistics (:class:`HistogramReply`): ``bin_count`` per pair,
   then every bin's code (``uint8``, ascending within a pair, 255 = missing)
@@ -27,15 +27,15 @@ from typing import Any, Final
 
 import numpy as np
 
-from fedtrees.algorithms.fedforest._payloads import COUNTS, LevelFields
+from fedtrees.algorithms.fedforest._payloads import LevelFields
 from fedtrees.algorithms.histogram import MAX_BINS, MISSING, Histograms
+from fedtrees.algorithms.histogram._wire import check_grid_reply, grid_reply_fields
 from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
 from fedtrees.federation._checks import check_same_stats
 
 __all__ = [
     "GridReply",
     "GridRequest",
-    "GridState",
     "HistogramReply",
     "HistogramRequest",
 ]
@@ -65,45 +65,12 @@ class GridRequest(LevelFields):
     columns: np.ndarray
 
     def expected_reply(self) -> ReplySpec:
-        """Sorted, NaN-padded points per feature; counts; completeness flags."""
-        shape = (self.n_features, self.max_bins + 1)
+        """Expect the engine's summary: sorted, NaN-padded points; counts; flags."""
         return ReplySpec(
             GridReply,
-            {
-                "points": Field.array("f", shape, nan_padding=True, nondecreasing=True),
-                "weights": Field.array("f", shape, finite=False, weights=True),
-                "counts": Field.array(
-                    COUNTS, (self.n_features,), nonnegative=True, weights=True
-                ),
-                "complete": Field.array("b", (self.n_features,)),
-            },
-            check=_check_grid_reply,
+            grid_reply_fields(self.n_features, self.max_bins),
+            check=check_grid_reply,
         )
-
-
-def _check_grid_reply(reply: Any) -> None:
-    """Require a complete column's value weights >= 0, adding up to its count."""
-    complete = np.asarray(reply.complete, dtype=bool)
-    weights = np.asarray(reply.weights, dtype=np.float64)[complete]
-    if np.any(weights < 0) or np.any(np.isinf(weights)):
-        raise InvalidField("weights", "holds negative or infinite value weights")
-    check_same_stats(
-        "weights",
-        np.nansum(weights, axis=1),
-        np.asarray(reply.counts, dtype=np.float64)[complete],
-        "a complete feature's value weights sum",
-        False,
-    )
-
-
-@payload("fedforest.grid_state")
-class GridState(Payload):
-    """The agreed grid a client keeps for the run."""
-
-    fit_id: int
-    edges: np.ndarray
-    edge_ptr: np.ndarray
-    n_bins: np.ndarray
 
 
 @payload("fedforest.histogram_reply")

@@ -15,11 +15,16 @@ boosting. Step by step:
    statistics and, per (open node, considered feature), the non-zero bins of
    the client's statistics — class counts, regression moments, or any
    weighted vectors — the missing bin included.
-4. **Exact pooled sums** (:func:`pool`), and **histogram subtraction**
-   (:func:`subtract`): where a parent's every feature was computed, clients
-   send the smaller child only and the server derives its sibling.
+4. **Exact pooled sums** (:func:`pool`, per level :func:`level_histograms`),
+   and **histogram subtraction** (:func:`plan_level`, :func:`subtract`): where
+   a parent's every feature was computed, clients send the smaller child only
+   and the server derives its sibling.
 5. **Split search** (:func:`search`) over every open node of every tree at
-   once, with a learned direction for missing values.
+   once, with a learned direction for missing values: scikit-learn's
+   impurities (forests) or XGBoost's second-order gain (boosting).
+
+On the wire (:mod:`._wire`): the grid round's reply and the grid a client
+keeps for the run, shared by the protocols on the engine.
 
 Decisions (the README's FedForest section says more): no per-node refinement — below the
 root a bin may hold more than ``1/max_bins`` of a node's rows, exactly as in
@@ -35,6 +40,7 @@ from fedtrees.algorithms.histogram._grid import (
     agree_grid,
     bin_codes,
     check_bin_edges,
+    check_declared_edges,
     check_max_bins,
     declared_grid,
     sketch_columns,
@@ -47,6 +53,13 @@ from fedtrees.algorithms.histogram._histograms import (
     client_histograms,
     pool,
     subtract,
+)
+from fedtrees.algorithms.histogram._level import (
+    Kept,
+    LevelPlan,
+    keep_split,
+    level_histograms,
+    plan_level,
 )
 from fedtrees.algorithms.histogram._rows import CodeSplits, NodeRows, partition
 from fedtrees.algorithms.histogram._search import CRITERION_CODES, Found, search
@@ -61,15 +74,21 @@ __all__ = [
     "Grid",
     "GridSketch",
     "Histograms",
+    "Kept",
+    "LevelPlan",
     "NodeRows",
     "RowStats",
     "agree_grid",
     "bin_codes",
     "check_bin_edges",
+    "check_declared_edges",
     "check_max_bins",
     "client_histograms",
     "declared_grid",
+    "keep_split",
+    "level_histograms",
     "partition",
+    "plan_level",
     "pool",
     "search",
     "sketch_columns",

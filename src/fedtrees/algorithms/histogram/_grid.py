@@ -342,6 +342,30 @@ def _mixture_edges(
     return [_finite(row) for row in inverted]
 
 
+def check_declared_edges(
+    value: object, max_bins: int, owner: str
+) -> Mapping[object, FloatArray] | None:
+    """Check declared edges column by column (the columns are named at the fit).
+
+    Raises
+    ------
+    ValidationError
+        Naming ``bin_edges`` (and the column): not a mapping, or edges that are
+        not finite and strictly increasing, or more than ``max_bins - 1``.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            f"The 'bin_edges' parameter of {owner} must be None or a dict from "
+            f"column (name or position) to increasing edges. Got {value!r} instead."
+        )
+    return {
+        key: check_bin_edges(edges, str(key), max_bins, owner)
+        for key, edges in value.items()
+    }
+
+
 def declared_grid(
     bin_edges: Mapping[object, npt.ArrayLike],
     names: Sequence[str],

@@ -24,7 +24,14 @@ from fedtrees.algorithms.histogram._server_kernels import best_splits
 
 __all__ = ["CRITERION_CODES", "Found", "search"]
 
-CRITERION_CODES: Final = {"gini": 0, "entropy": 1, "squared_error": 2}
+CRITERION_CODES: Final = {
+    "gini": 0,
+    "entropy": 1,
+    "squared_error": 2,
+    "second_order": 3,
+}
+"""Scores by criterion: scikit-learn's impurities on class counts or moments,
+and XGBoost's second-order gain on ``(G, H, W)`` sums (boosting)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,8 +62,12 @@ def search(
     parent: FloatArray,
     min_leaf: FloatArray,
     criterion: str,
+    reg_lambda: float = 0.0,
 ) -> Found:
     """Return the best candidates of every node; pair ``s * F' + k``'s bins.
+
+    ``min_leaf``: per node, the least weight of a child (the least hessian sum
+    for ``"second_order"``, whose gain uses ``reg_lambda``).
 
     Examples
     --------
@@ -75,7 +86,7 @@ def search(
         np.ascontiguousarray(pair_feature, np.int64), is_categorical,
         np.ascontiguousarray(parent, np.float64),
         np.ascontiguousarray(min_leaf, np.float64),
-        CRITERION_CODES[criterion], bool(np.any(is_categorical)),
+        CRITERION_CODES[criterion], float(reg_lambda), bool(np.any(is_categorical)),
         max(1, min(pair_feature.shape[0], 4 * (os.cpu_count() or 1))),
     )  # fmt: skip
     return Found(*out)

@@ -28,7 +28,7 @@ __all__ = ["best_splits", "subtract_bins"]
 CODES = 256
 MISSING = 255
 LN2 = math.log(2.0)
-GINI, ENTROPY, SQUARED_ERROR = 0, 1, 2
+GINI, ENTROPY, SQUARED_ERROR, SECOND_ORDER = 0, 1, 2, 3
 LARGER, RIGHT, LEFT = -1, 0, 1
 
 
@@ -97,9 +97,14 @@ def subtract_bins(
 
 @nb.njit(cache=True, nogil=True)
 def _size(v: Any, criterion: int) -> Any:  # pragma: no cover - compiled
-    """Weighted rows of statistics: the moment w, or the sum of class counts."""
+    """Return the weighted rows of statistics.
+
+    The moment w, the weight column of (G, H, W), or the sum of class counts.
+    """
     if criterion == SQUARED_ERROR:
         return v[0]
+    if criterion == SECOND_ORDER:
+        return v[2]
     total = 0.0
     for c in range(v.shape[0]):
         total += v[c]
@@ -128,21 +133,40 @@ def _impurity(v: Any, n: float, criterion: int) -> Any:  # pragma: no cover
 
 
 @nb.njit(cache=True, nogil=True)
+def _second_order(g: float, h: float, lam: float) -> Any:  # pragma: no cover
+    """XGBoost's ``G²/(H+λ)`` (0 for ``H <= 0``)."""
+    return g * g / (h + lam) if h > 0 else 0.0
+
+
+@nb.njit(cache=True, nogil=True)
 def _proxy(
-    left: Any, parent: Any, right: Any, n_parent: float, min_leaf: float, crit: int
-) -> Any:  # pragma: no cover - compiled
+    left: Any, parent: Any, right: Any, n_parent: float, min_leaf: float, crit: int,
+    lam: float,
+) -> Any:  # fmt: skip  # pragma: no cover - compiled
     """Return a split's proxy improvement (scikit-learn's order); -inf if inadmissible.
 
     Gini: ``Σ_c l_c²/n_L + Σ_c r_c²/n_R``, which is scikit-learn's
     ``−n_L·I(L) − n_R·I(R)`` plus the node's constant ``n``; entropy:
-    scikit-learn's; squared error: ``(Σy_L)²/n_L + (Σy_R)²/n_R``. ``right`` is
-    scratch space (it receives ``parent - left`` for entropy).
+    scikit-learn's; squared error: ``(Σy_L)²/n_L + (Σy_R)²/n_R``; second
+    order (statistics ``(G, H, W)``, boosting): XGBoost's
+    ``G_L²/(H_L+λ) + G_R²/(H_R+λ)``, a side admissible only with
+    ``H >= min_leaf`` (``min_child_weight``). ``right`` is scratch space (it
+    receives ``parent - left`` for entropy).
     """
     n_left = _size(left, crit)
     n_right = n_parent - n_left
     slack = 1e-9 * max(n_left + n_right, 1.0)
+    if n_left <= slack or n_right <= slack:
+        return -np.inf
+    if crit == SECOND_ORDER:
+        h_right = parent[1] - left[1]
+        if left[1] < min_leaf or h_right < min_leaf:
+            return -np.inf
+        return _second_order(left[0], left[1], lam) + _second_order(
+            parent[0] - left[0], h_right, lam
+        )
     limit = min_leaf - 1e-9 * max(n_parent, 1.0)
-    if n_left <= slack or n_right <= slack or n_left < limit or n_right < limit:
+    if n_left < limit or n_right < limit:
         return -np.inf
     if crit == SQUARED_ERROR:
         r = parent[1] - left[1]
@@ -164,7 +188,7 @@ def _proxy(
 @nb.njit(cache=True, nogil=True)
 def _scan_numeric(
     codes: Any, stats: Any, lo: int, hi: int, parent: Any, n_parent: float,
-    min_leaf: float, crit: int, cum: Any, trial: Any, right: Any,
+    min_leaf: float, crit: int, lam: float, cum: Any, trial: Any, right: Any,
 ) -> tuple[float, int, int]:  # fmt: skip  # pragma: no cover - compiled
     """Best threshold of one numeric pair: (score, bin, missing direction).
 
@@ -182,14 +206,14 @@ def _scan_numeric(
             cum[c] += stats[lo + t, c]
         if t == n_regular - 1 and not has_missing:
             break
-        score = _proxy(cum, parent, right, n_parent, min_leaf, crit)
+        score = _proxy(cum, parent, right, n_parent, min_leaf, crit, lam)
         if score > best:
             best, best_bin = score, codes[lo + t]
             best_dir = RIGHT if has_missing else LARGER
         if has_missing and t < n_regular - 1:
             for c in range(cum.shape[0]):
                 trial[c] = cum[c] + stats[hi - 1, c]
-            score = _proxy(trial, parent, right, n_parent, min_leaf, crit)
+            score = _proxy(trial, parent, right, n_parent, min_leaf, crit, lam)
             if score > best:
                 best, best_bin, best_dir = score, codes[lo + t], LEFT
     return best, best_bin, best_dir
@@ -198,20 +222,22 @@ def _scan_numeric(
 @nb.njit(cache=True, nogil=True)
 def _scan_categorical(
     codes: Any, stats: Any, lo: int, hi: int, parent: Any, n_parent: float,
-    min_leaf: float, crit: int, cum: Any, right: Any, order: Any, key: Any,
+    min_leaf: float, crit: int, lam: float, cum: Any, right: Any, order: Any,
+    key: Any,
 ) -> tuple[float, int]:  # fmt: skip  # pragma: no cover - compiled
     """Best contiguous Fisher grouping of one categorical pair: (score, cut).
 
     Categories present at the node (the missing one included) are ordered by
-    mean, class-1 share, or (more classes) the share of the pair's majority
-    class; ties by code. ``order[:cut + 1]`` (entries) go left.
+    mean, class-1 share, (more classes) the share of the pair's majority
+    class, or (second order) ``G/(H+λ)``; ties by code. ``order[:cut + 1]``
+    (entries) go left.
     """
     m = hi - lo
     if m < 2:
         return -np.inf, -1
     width = stats.shape[1]
     major = 0
-    if crit != SQUARED_ERROR and width > 2:
+    if crit != SQUARED_ERROR and crit != SECOND_ORDER and width > 2:
         cum[:] = 0.0
         for e in range(lo, hi):
             for c in range(width):
@@ -220,6 +246,10 @@ def _scan_categorical(
             if cum[c] > cum[major]:
                 major = c
     for e in range(m):
+        if crit == SECOND_ORDER:
+            h = stats[lo + e, 1] + lam
+            key[e] = stats[lo + e, 0] / h if h > 0 else 0.0
+            continue
         n = _size(stats[lo + e], crit)
         column = 1 if crit == SQUARED_ERROR or width == 2 else major
         key[e] = stats[lo + e, column] / n if n > 0 else np.inf
@@ -229,7 +259,7 @@ def _scan_categorical(
     for t in range(m - 1):
         for c in range(width):
             cum[c] += stats[lo + order[t], c]
-        score = _proxy(cum, parent, right, n_parent, min_leaf, crit)
+        score = _proxy(cum, parent, right, n_parent, min_leaf, crit, lam)
         if score > best:
             best, best_cut = score, t
     return best, best_cut
@@ -246,6 +276,7 @@ def best_splits(
     parent: Any,
     min_leaf: Any,
     criterion: int,
+    lam: float,
     any_categorical: bool,
     n_chunks: int,
 ) -> tuple[Any, ...]:  # pragma: no cover - compiled
@@ -277,7 +308,7 @@ def best_splits(
         for s in range(chunk * per, min(n_nodes, (chunk + 1) * per)):
             _best_of_node(
                 s, pair_lo, pair_hi, codes, stats, pair_feature, is_categorical,
-                parent, min_leaf, criterion, cum, trial, right, order, key,
+                parent, min_leaf, criterion, lam, cum, trial, right, order, key,
                 num_score, num_slot, num_bin, num_dir, num_left,
                 cat_score, cat_slot, cat_left, cat_set,
             )  # fmt: skip
@@ -288,10 +319,10 @@ def best_splits(
 @nb.njit(cache=True, nogil=True)
 def _best_of_node(
     s: int, pair_lo: Any, pair_hi: Any, codes: Any, stats: Any, pair_feature: Any,
-    is_categorical: Any, parent: Any, min_leaf: Any, criterion: int, cum: Any,
-    trial: Any, right: Any, order: Any, key: Any, num_score: Any, num_slot: Any,
-    num_bin: Any, num_dir: Any, num_left: Any, cat_score: Any, cat_slot: Any,
-    cat_left: Any, cat_set: Any,
+    is_categorical: Any, parent: Any, min_leaf: Any, criterion: int, lam: float,
+    cum: Any, trial: Any, right: Any, order: Any, key: Any, num_score: Any,
+    num_slot: Any, num_bin: Any, num_dir: Any, num_left: Any, cat_score: Any,
+    cat_slot: Any, cat_left: Any, cat_set: Any,
 ) -> None:  # fmt: skip  # pragma: no cover - compiled
     """Scan node s's pairs; write its best candidates (see best_splits)."""
     fp, width = pair_feature.shape[1], parent.shape[1]
@@ -305,7 +336,7 @@ def _best_of_node(
         if is_categorical[j]:
             score, cut = _scan_categorical(
                 codes, stats, lo, hi, parent[s], n_parent, min_leaf[s],
-                criterion, cum, right, order, key,
+                criterion, lam, cum, right, order, key,
             )  # fmt: skip
             if score > cat_score[s]:
                 cat_score[s], cat_slot[s] = score, k
@@ -319,7 +350,7 @@ def _best_of_node(
         else:
             score, b, d = _scan_numeric(
                 codes, stats, lo, hi, parent[s], n_parent, min_leaf[s],
-                criterion, cum, trial, right,
+                criterion, lam, cum, trial, right,
             )  # fmt: skip
             if score > num_score[s]:
                 num_score[s], num_slot[s], num_bin[s], num_dir[s] = score, k, b, d

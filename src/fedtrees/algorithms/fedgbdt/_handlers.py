@@ -1,0 +1,417 @@
+"""FedGBDT client handlers: the start round and the level round.
+
+What a client keeps for the run (DESIGN.md, "Per-run client state"): the
+decisions it has been told (:mod:`._decisions`) and the agreed grid
+(payloads, kept), and what it derives from them and its rows (memo): its
+codes (``uint8``, once per fit), its validation rows (keyed by the seed and
+the client), its running raw predictions (the starting margin plus every
+finished iteration's leaf values, routed in code space), and the current
+iteration's rows partitioned by node. g and h of its own rows come from its
+own raw predictions; only their sums leave. Results never depend on the memo:
+a client that lost it rebuilds it from the kept decisions and its data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from fedtrees._random import client_key, keyed_rng
+from fedtrees._typing import BoolArray, FloatArray, IntArray
+from fedtrees.algorithms._requests import check_request_size, request_error
+from fedtrees.algorithms.fedforest._hist_handlers import matrix_with_missing
+from fedtrees.algorithms.fedgbdt._config import (
+    MAX_BOOSTING_DEPTH,
+    BoostConfig,
+    Objective,
+)
+from fedtrees.algorithms.fedgbdt._decisions import (
+    KIND_LEAF,
+    Decisions,
+    route,
+)
+from fedtrees.algorithms.fedgbdt._learner import (
+    boost_locally,
+    code_splits,
+    tree_histograms,
+)
+from fedtrees.algorithms.fedgbdt._loss import LOSSES, Loss
+from fedtrees.algorithms.fedgbdt._payloads import (
+    BoostState,
+    LevelReply,
+    LevelRequest,
+    LocalReply,
+    LocalRequest,
+    StartReply,
+    StartRequest,
+)
+from fedtrees.algorithms.histogram import (
+    MAX_BINS,
+    Grid,
+    Histograms,
+    NodeRows,
+    bin_codes,
+    partition,
+    sketch_columns,
+)
+from fedtrees.algorithms.histogram._wire import is_categorical, keep_grid
+from fedtrees.federation import ClientData, ClientState, Resync, handler
+
+__all__ = ["level", "local", "start"]
+
+GRID_KEY: Final = "fedgbdt.grid"
+STATE_KEY: Final = "fedgbdt.state"
+MEMO_KEY: Final = "fedgbdt.fit"
+_HOLDOUT, _SUBSAMPLE = 1, 2  # generator keys
+MAX_OUTPUTS: Final = 1024
+MAX_LOCAL_TREES: Final = 1000
+
+
+def loss_objective(name: str) -> Objective:
+    """Return ``name`` as an objective (checked by :func:`_objective` first)."""
+    return LOSSES[name].objective
+
+
+def _objective(request: StartRequest | LevelRequest | LocalRequest) -> Loss:
+    loss = LOSSES.get(request.objective)
+    if loss is None:
+        raise request_error(
+            request.kind,
+            "objective",
+            f"one of {sorted(LOSSES)}",
+            repr(request.objective),
+        )
+    return loss
+
+
+def validation_rows(seed: int, client_id: str, n: int, holdout: float) -> BoolArray:
+    """Return the client's validation rows: a keyed random ``holdout`` share."""
+    held = np.zeros(n, dtype=bool)
+    if holdout > 0:
+        order = keyed_rng(seed, _HOLDOUT, client_key(client_id)).permutation(n)
+        held[order[: round(holdout * n)]] = True
+    return held
+
+
+def _target(
+    loss: Loss, request: StartRequest | LevelRequest | LocalRequest, data: ClientData
+) -> FloatArray | IntArray:
+    if loss.objective == "squared_error":
+        return data.targets()
+    return data.label_codes(np.asarray(request.classes))
+
+
+def _train_weight(data: ClientData, held: BoolArray) -> FloatArray:
+    base = np.where(held, 0.0, 1.0)
+    return base * data.weights if data.weights is not None else base
+
+
+@handler("fedgbdt.start")
+def start(request: StartRequest, data: ClientData) -> StartReply:
+    """Summarise the numeric columns of the training rows; their prior sums."""
+    n_features = len(data.feature_kinds)
+    if request.n_features != n_features:
+        raise request_error(
+            request.kind, "n_features", f"{n_features} (this client's columns)",
+            request.n_features,
+        )  # fmt: skip
+    check_request_size(
+        request.kind, "max_bins", request.max_bins, MAX_BINS, "the grid's limit", low=2
+    )
+    columns = np.asarray(request.columns, dtype=bool)
+    if columns.shape != (n_features,):
+        raise request_error(
+            request.kind, "columns", f"{n_features} flags", f"{columns.shape[0]} flags"
+        )
+    loss = _objective(request)
+    X = matrix_with_missing(data)
+    held = validation_rows(request.seed, data.client_id, X.shape[0], request.holdout)
+    weight = _train_weight(data, held)
+    sketch = sketch_columns(
+        X, is_categorical(data) | ~columns, request.max_bins, weight
+    )
+    target = _target(loss, request, data)
+    if loss.objective == "squared_error":
+        y = np.asarray(target, np.float64)
+        prior = np.array([weight.sum(), weight @ y, weight @ (y * y)])
+    else:
+        prior = np.bincount(
+            np.asarray(target, np.int64), weights=weight,
+            minlength=int(request.classes.shape[0]),
+        ).astype(np.float64)  # fmt: skip
+    return StartReply(
+        sketch.points, sketch.weights, sketch.counts, sketch.complete, prior
+    )
+
+
+@dataclass
+class _BoostFit:
+    """What one client derives for one fit (the memo)."""
+
+    fit_id: int
+    columns: npt.NDArray[np.uint8]
+    """Every row's codes, feature by feature (F, n_rows)."""
+    target: FloatArray | IntArray
+    held: BoolArray
+    weight: FloatArray
+    raw: FloatArray
+    applied: int
+    """Finished iterations added to ``raw``."""
+    iteration: int = -1
+    rows: NodeRows | None = None
+    gradients: FloatArray | None = None
+    """g and h of every row and tree, (n, trees, 2), for the current iteration."""
+
+
+@handler("fedgbdt.level", stateful=True)
+def level(
+    request: LevelRequest, data: ClientData, state: ClientState
+) -> LevelReply | Resync:
+    """Answer every open node's sums and the non-zero bins of every asked pair."""
+    loss = _objective(request)
+    table = _kept_decisions(request, state)
+    if table is None:
+        return Resync("the kept decisions are not the request's base version")
+    grid = keep_grid(request, data, state, GRID_KEY)
+    if grid is None:
+        return Resync("the agreed grid is not kept")
+    _check_level(request, grid)
+    fit = _fit(request, loss, grid, data, state)
+    _catch_up(fit, table, request)
+    report = _losses(loss, fit) if request.report else np.zeros(4)
+    nodes = np.ascontiguousarray(request.open_nodes, dtype=np.int64)
+    pairs = np.ascontiguousarray(request.pair_feature, dtype=np.int64)
+    if nodes.shape[0] == 0:
+        empty = Histograms.empty(0, 3)
+        return LevelReply(
+            np.zeros((0, 2)), np.zeros(0), np.zeros((0, pairs.shape[1]), np.uint8),
+            empty.codes, empty.stats, report,
+        )  # fmt: skip
+    rows = _iteration_rows(fit, table, request, data)
+    if fit.gradients is None:
+        g, h = loss.gradients(fit.raw, fit.target, np.ones(fit.raw.shape[0]))
+        fit.gradients = np.stack([g, h], axis=2)
+    weight = np.where(fit.held, 0.0, fit.weight)
+    stats, found = tree_histograms(
+        rows, nodes, pairs, fit.columns, weight, fit.gradients
+    )
+    return LevelReply(
+        stats[:, :2], stats[:, 2], found.counts.reshape(pairs.shape).astype(np.uint16),
+        found.codes, found.stats, report,
+    )  # fmt: skip
+
+
+def _check_level(request: LevelRequest, grid: Grid) -> None:
+    """Refuse sizes and ids that do not fit the fit (before any allocation)."""
+    check_request_size(
+        request.kind, "n_trees", request.n_trees, MAX_OUTPUTS, "one tree per class",
+        low=1,
+    )  # fmt: skip
+    if request.margin.shape != (request.n_trees,):
+        raise request_error(
+            request.kind, "margin", f"{request.n_trees} values (one per tree)",
+            f"shape {request.margin.shape}",
+        )  # fmt: skip
+    pairs = np.asarray(request.pair_feature)
+    n_features = grid.n_bins.shape[0]
+    if (
+        pairs.ndim != 2
+        or pairs.shape[0] != request.n_open
+        or pairs.shape[1] > n_features
+    ):
+        raise request_error(
+            request.kind, "pair_feature", f"one row per open node of at most "
+            f"{n_features} features", f"shape {pairs.shape}",
+        )  # fmt: skip
+    if np.any(pairs >= n_features) or np.any(pairs < -1):
+        raise request_error(
+            request.kind, "pair_feature", f"features in [-1, {n_features})", "others"
+        )
+    if not 0.0 < request.subsample <= 1.0 or not 0.0 <= request.holdout < 1.0:
+        raise request_error(
+            request.kind, "subsample", "in (0, 1] (holdout in [0, 1))",
+            f"{request.subsample} ({request.holdout})",
+        )  # fmt: skip
+
+
+# -- the decisions the client keeps ---------------------------------------------------
+def _kept_decisions(
+    request: LevelRequest | LocalRequest, state: ClientState
+) -> Decisions | None:
+    """Append the request's decisions to the kept ones; None if versions differ."""
+    found = state.get(STATE_KEY, BoostState)
+    if request.full or request.base == 0:
+        kept = Decisions.empty()  # the whole table comes with the request
+    elif found is None or found.fit_id != request.fit_id:
+        return None
+    else:
+        kept = Decisions.from_fields(found)
+    if len(kept) != request.base:
+        return None
+    table = kept.then(Decisions.from_fields(request))
+    _check_decisions(request, table)
+    state.put(STATE_KEY, BoostState(request.fit_id, **table.as_fields()))
+    return table
+
+
+def _check_decisions(request: LevelRequest | LocalRequest, table: Decisions) -> None:
+    """Require iterations in order, up to the request's; set pointers that add up."""
+    ptr = table.set_ptr
+    if (
+        np.any(np.diff(table.iteration) < 0)
+        or (len(table) and table.iteration[-1] > request.iteration)
+        or ptr.shape != (len(table) + 1,)
+        or ptr[0] != 0
+        or np.any(np.diff(ptr) < 0)
+        or ptr[-1] != table.set_codes.shape[0]
+        or np.any(table.node < 0)
+        or np.any((table.kind != KIND_LEAF) & ((table.left < 0) | (table.right < 0)))
+    ):
+        raise request_error(
+            request.kind, "d_iteration", "decisions in iteration order with valid "
+            "nodes and set pointers", "others",
+        )  # fmt: skip
+
+
+# -- the memo: codes, raw predictions, this iteration's rows -------------------------
+def _fit(
+    request: LevelRequest | LocalRequest,
+    loss: Loss,
+    grid: Grid,
+    data: ClientData,
+    state: ClientState,
+) -> _BoostFit:
+    memo = state.memo.get(MEMO_KEY)
+    if isinstance(memo, _BoostFit) and memo.fit_id == request.fit_id:
+        return memo
+    X = matrix_with_missing(data)
+    n = X.shape[0]
+    held = validation_rows(request.seed, data.client_id, n, request.holdout)
+    margin = np.asarray(request.margin, dtype=np.float64)
+    fit = _BoostFit(
+        request.fit_id,
+        np.ascontiguousarray(bin_codes(X, grid).T),
+        _target(loss, request, data),
+        held,
+        data.weights if data.weights is not None else np.ones(n),
+        np.repeat(margin[None, :], n, axis=0),
+        0,
+    )
+    state.memo[MEMO_KEY] = fit
+    return fit
+
+
+def _catch_up(
+    fit: _BoostFit, table: Decisions, request: LevelRequest | LocalRequest
+) -> None:
+    """Add every finished iteration's leaf values to the raw predictions."""
+    while fit.applied < request.iteration:
+        _, values = route(table.of_iteration(fit.applied), request.n_trees, fit.columns)
+        fit.raw += values.T
+        fit.applied += 1
+
+
+def _losses(loss: Loss, fit: _BoostFit) -> FloatArray:
+    """Σ loss and Σ weight of the training and the validation rows."""
+    per_row = loss.row_loss(fit.raw, fit.target) * fit.weight
+    train, held = ~fit.held, fit.held
+    return np.array([
+        per_row[train].sum(), fit.weight[train].sum(),
+        per_row[held].sum(), fit.weight[held].sum(),
+    ])  # fmt: skip
+
+
+def _iteration_rows(
+    fit: _BoostFit, table: Decisions, request: LevelRequest, data: ClientData
+) -> NodeRows:
+    """Return the iteration's rows by node: drawn (``subsample``), partitioned."""
+    t = request.iteration
+    if fit.iteration != t or fit.rows is None:
+        weight = np.where(fit.held, 0.0, fit.weight)
+        if request.subsample < 1.0:
+            rng = keyed_rng(request.seed, _SUBSAMPLE, t, client_key(data.client_id))
+            weight = weight * (rng.random(weight.shape[0]) < request.subsample)
+        fit.rows = NodeRows.build(np.repeat(weight[None, :], request.n_trees, axis=0))
+        fit.iteration = t
+        fit.gradients = None
+    partition(fit.rows, fit.columns, code_splits(table.of_iteration(t), fit.rows))
+    return fit.rows
+
+
+@handler("fedgbdt.local", stateful=True)
+def local(
+    request: LocalRequest, data: ClientData, state: ClientState
+) -> LocalReply | Resync:
+    """Boost trees on the client's own rows from the global model (baselines)."""
+    loss = _objective(request)
+    table = _kept_decisions(request, state)
+    if table is None:
+        return Resync("the kept decisions are not the request's base version")
+    grid = keep_grid(request, data, state, GRID_KEY)
+    if grid is None:
+        return Resync("the agreed grid is not kept")
+    config = _learner_config(request, grid)
+    fit = _fit(request, loss, grid, data, state)
+    _catch_up(fit, table, request)
+    report = _losses(loss, fit)
+    grown, cover = boost_locally(
+        fit.columns, fit.target, np.where(fit.held, 0.0, fit.weight), fit.raw, loss,
+        grid, config, np.asarray(request.features, np.int64), request.first,
+    )  # fmt: skip
+    return LocalReply(**grown.as_fields(), cover=cover, loss=report)
+
+
+def _learner_config(request: LocalRequest, grid: Grid) -> BoostConfig:
+    """Return the learner's settings from the request, checked before any work."""
+    check_request_size(
+        request.kind, "n_trees", request.n_trees, MAX_OUTPUTS, "one tree per class",
+        low=1,
+    )  # fmt: skip
+    check_request_size(
+        request.kind, "max_depth", request.max_depth, MAX_BOOSTING_DEPTH,
+        "the deepest tree", low=1,
+    )  # fmt: skip
+    features = np.asarray(request.features)
+    n_features = grid.n_bins.shape[0]
+    if (
+        features.ndim != 3
+        or features.shape[1] != request.n_trees
+        or features.shape[0] > MAX_LOCAL_TREES
+        or np.any(features < 0)
+        or np.any(features >= n_features)
+    ):
+        raise request_error(
+            request.kind, "features", f"(trees <= {MAX_LOCAL_TREES}, "
+            f"{request.n_trees}, F') features in [0, {n_features})",
+            f"shape {features.shape}",
+        )  # fmt: skip
+    values = (request.learning_rate, request.reg_lambda, request.gamma,
+              request.min_child_weight)  # fmt: skip
+    if not all(np.isfinite(values)) or request.learning_rate <= 0 or min(values) < 0:
+        raise request_error(
+            request.kind, "learning_rate", "finite learner settings (learning_rate "
+            "> 0; reg_lambda, gamma, min_child_weight >= 0)", values,
+        )  # fmt: skip
+    return BoostConfig(
+        objective=loss_objective(request.objective),
+        n_classes=int(request.classes.shape[0]),
+        n_estimators=1,
+        max_depth=request.max_depth,
+        learning_rate=request.learning_rate,
+        reg_lambda=request.reg_lambda,
+        gamma=request.gamma,
+        min_child_weight=request.min_child_weight,
+        subsample=1.0,
+        colsample_bytree=1.0,
+        max_bins=MAX_BINS,
+        base_score=None,
+        early_stopping_rounds=None,
+        validation_fraction=0.1,
+        protocol="histogram",
+        trees_per_round=1,
+        on_dropout="fail",
+        seed=request.seed,
+    )

@@ -1,0 +1,150 @@
+"""One client's side of growing trees: histograms of its rows, routing by splits.
+
+Shared by FedGBDT's level handler (one level per request) and by the
+baselines' local learner (:func:`boost_locally`: whole trees on the client's
+own rows, with the same grid, the same histograms and the same split search
+as the pooled model, so that only the protocol differs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms.fedgbdt._config import BoostConfig
+from fedtrees.algorithms.fedgbdt._decisions import KIND_LEAF, Decisions, route
+from fedtrees.algorithms.fedgbdt._grow import Iteration, decide_level
+from fedtrees.algorithms.fedgbdt._loss import Loss
+from fedtrees.algorithms.histogram import (
+    Bins,
+    CodeSplits,
+    Grid,
+    Histograms,
+    NodeRows,
+    RowStats,
+    client_histograms,
+    partition,
+)
+
+__all__ = ["boost_locally", "code_splits", "tree_histograms"]
+
+
+def code_splits(current: Decisions, rows: NodeRows) -> CodeSplits:
+    """Return an iteration's splits whose rows are not partitioned yet."""
+    is_split = current.kind != KIND_LEAF
+    size = 1 + int(
+        max(
+            current.node.max(initial=0),
+            current.left.max(initial=0),
+            current.right.max(initial=0),
+        )
+    )
+    split = np.zeros(size, bool)
+    left = np.full(size, -1, np.int64)
+    right = np.full(size, -1, np.int64)
+    at = np.full(size, -1, np.int64)
+    nodes = current.node[is_split]
+    split[nodes] = True
+    left[nodes], right[nodes] = current.left[is_split], current.right[is_split]
+    at[nodes] = np.flatnonzero(is_split)
+    pending = rows.pending(split, left, right)
+    i = at[pending]
+    set_index, sets = current.left_sets()
+    return CodeSplits(
+        pending,
+        current.kind[i].astype(np.int8),
+        np.maximum(current.feature[i], 0),
+        current.bin[i],
+        current.missing_left[i],
+        set_index[i],
+        sets,
+        np.zeros(pending.shape[0], bool),
+        left[pending],
+        right[pending],
+    )
+
+
+def tree_histograms(
+    rows: NodeRows,
+    nodes: IntArray,
+    pairs: IntArray,
+    columns: npt.NDArray[np.uint8],
+    weight: FloatArray,
+    gradients: FloatArray,
+) -> tuple[FloatArray, Histograms]:
+    """Return each open node's ``(Σg, Σh, Σw)`` and its pairs' bins, trees in order.
+
+    ``gradients``: g and h of every row per tree, (n, trees, 2); ``weight``
+    the rows' weights (0: not in the tree). Tree k's rows add ``(g_k, h_k, 1)``
+    times their weight.
+    """
+    n_trees = gradients.shape[1]
+    weights = np.repeat(weight[None, :], n_trees, axis=0)
+    tree = rows.open_tree(nodes)
+    parts = []
+    for k in np.unique(tree):
+        mine = tree == k
+        values = np.column_stack(
+            [gradients[:, k, 0], gradients[:, k, 1], np.ones(gradients.shape[0])]
+        )
+        parts.append(
+            client_histograms(
+                rows,
+                nodes[mine],
+                pairs[mine],
+                columns,
+                weights,
+                RowStats.vectors(values),
+            )
+        )
+    stats = np.concatenate([p[0] for p in parts])
+    return stats, Histograms(
+        np.concatenate([p[1].counts for p in parts]),
+        np.concatenate([p[1].codes for p in parts]),
+        np.concatenate([p[1].stats for p in parts]),
+    )
+
+
+def boost_locally(
+    columns: npt.NDArray[np.uint8],
+    target: FloatArray | IntArray,
+    weight: FloatArray,
+    raw: FloatArray,
+    loss: Loss,
+    grid: Grid,
+    config: BoostConfig,
+    features: IntArray,
+    first: int,
+) -> tuple[Decisions, FloatArray]:
+    """Boost ``features.shape[0]`` iterations on one client's rows, from ``raw``.
+
+    ``features[j, k]``: the features tree k of local iteration j considers.
+    Returns the trees' decisions (iterations ``first, first + 1, ...``) and each
+    decision's node weight (the client's Σw at that node).
+    """
+    n_trees = raw.shape[1]
+    raw = raw.copy()
+    table, cover = Decisions.empty(), np.zeros(0)
+    for j in range(features.shape[0]):
+        g, h = loss.gradients(raw, target, np.ones(raw.shape[0]))
+        gradients = np.stack([g, h], axis=2)
+        it = Iteration.start(first + j, n_trees, config.max_depth)
+        rows = NodeRows.build(np.repeat(weight[None, :], n_trees, axis=0))
+        grown = Decisions.empty()
+        while (nodes := it.open_nodes()).size:
+            pairs = features[j][it.tree[nodes]]
+            stats, found = tree_histograms(
+                rows, nodes, pairs, columns, weight, gradients
+            )
+            decided, _, _ = decide_level(
+                it, nodes, pairs, stats, Bins.of(found), grid, config
+            )
+            grown = grown.then(decided)
+            partition(rows, columns, code_splits(grown, rows))
+        grown = grown.then(it.finish(config))
+        _, values = route(grown, n_trees, columns)
+        raw += values.T
+        table = table.then(grown)
+        cover = np.concatenate([cover, it.stats[grown.node, 2]])
+    return table, cover

@@ -1,0 +1,320 @@
+"""FedGBDT messages: the start round and the level round.
+
+- ``fedgbdt.start`` (once per fit): every client summarises its numeric
+  columns for the grid (the engine's sketch) and sends the prior statistics
+  of its training rows: weighted class counts, or the moments
+  ``(Σw, Σw·y, Σw·y²)`` for regression (:class:`StartReply`). The server agrees
+  the grid and the starting raw prediction.
+- ``fedgbdt.level`` (one per level of every iteration, and a last one): the
+  decisions since the client's version (:mod:`._decisions`), the iteration,
+  the open nodes of its trees and the features each considers. The client
+  answers every open node's ``(Σg, Σh, Σw)`` and, per asked (node, feature)
+  pair, the non-zero bins of the same sums (:class:`LevelReply`). A request
+  with ``report`` set also asks the summed training and validation losses of
+  the finished iterations (the first level of an iteration, and the last
+  request).
+
+Every reply is checked on arrival: bins in code order and inside the grid,
+finite g, h >= 0 and weights >= 0, and every pair's bins adding up to its
+node's sums.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fedtrees.algorithms.histogram import MAX_BINS, MISSING, Histograms
+from fedtrees.algorithms.histogram._wire import check_grid_reply, grid_reply_fields
+from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
+from fedtrees.federation._checks import RTOL
+
+__all__ = [
+    "BoostState",
+    "LevelReply",
+    "LevelRequest",
+    "StartReply",
+    "StartRequest",
+]
+
+_STATS = 3  # Σg, Σh, Σw
+
+
+@payload("fedgbdt.start_reply")
+class StartReply(Payload):
+    """A client's grid summary and its training rows' prior statistics."""
+
+    points: np.ndarray
+    weights: np.ndarray
+    counts: np.ndarray
+    complete: np.ndarray
+    prior: np.ndarray
+
+
+@payload("fedgbdt.start")
+class StartRequest(Payload):
+    """Summarise the numeric ``columns`` for the grid; send the prior statistics.
+
+    ``holdout``: the share of rows each client keeps for validation (keyed by
+    the seed and the client), left out of both.
+    """
+
+    fit_id: int
+    seed: int
+    objective: str
+    classes: np.ndarray
+    holdout: float
+    n_features: int
+    max_bins: int
+    columns: np.ndarray
+
+    def expected_reply(self) -> ReplySpec:
+        """Expect the engine's grid summary; class counts or regression moments."""
+        prior = (
+            Field.array("f", (3,), moments=True, weights=True)
+            if self.objective == "squared_error"
+            else Field.array(
+                "f", (self.classes.shape[0],), nonnegative=True, weights=True
+            )
+        )
+        return ReplySpec(
+            StartReply,
+            {**grid_reply_fields(self.n_features, self.max_bins), "prior": prior},
+            check=check_grid_reply,
+        )
+
+
+@payload("fedgbdt.state")
+class BoostState(Payload):
+    """What a client keeps between rounds: its fit and the decisions so far."""
+
+    fit_id: int
+    d_iteration: np.ndarray
+    d_node: np.ndarray
+    d_kind: np.ndarray
+    d_feature: np.ndarray
+    d_bin: np.ndarray
+    d_missing_left: np.ndarray
+    d_left: np.ndarray
+    d_right: np.ndarray
+    d_value: np.ndarray
+    d_set_ptr: np.ndarray
+    d_set_codes: np.ndarray
+
+
+@payload("fedgbdt.level_reply")
+class LevelReply(Payload):
+    """Node sums and the non-zero bins of every asked pair (module docstring).
+
+    A node's Σw travels apart from its (Σg, Σh): it is bounded by the weight
+    the client declared at the agreement; g and h are not.
+
+    ``loss``: Σ training loss, Σ training weight, Σ validation loss, Σ
+    validation weight of the model of the finished iterations (zeros unless
+    the request asked for a report).
+    """
+
+    node_gh: np.ndarray
+    node_weight: np.ndarray
+    bin_count: np.ndarray
+    bin_code: np.ndarray
+    bin_stats: np.ndarray
+    loss: np.ndarray
+
+    @property
+    def node_stats(self) -> np.ndarray:
+        """Every open node's ``(Σg, Σh, Σw)``."""
+        return np.column_stack([
+            np.asarray(self.node_gh, np.float64),
+            np.asarray(self.node_weight, np.float64),
+        ])  # fmt: skip
+
+
+@payload("fedgbdt.level")
+class LevelRequest(Payload):
+    """One level of an iteration's trees (see the module docstring).
+
+    ``base``: the decisions the server believes the client holds (0 and
+    ``full`` after a resync); ``d_*``: the decisions after them. ``margin``:
+    the starting raw prediction per output. ``open_nodes`` (sorted by tree)
+    are local ids of iteration ``iteration``; ``pair_feature[s]`` the features
+    open node s considers (-1: none, its sums only). ``feature_bins`` and the
+    grid edges as the engine sends them (edges in the first level request and
+    full requests only).
+    """
+
+    fit_id: int
+    seed: int
+    objective: str
+    classes: np.ndarray
+    holdout: float
+    subsample: float
+    n_trees: int
+    iteration: int
+    report: bool
+    base: int
+    full: bool
+    margin: np.ndarray
+    d_iteration: np.ndarray
+    d_node: np.ndarray
+    d_kind: np.ndarray
+    d_feature: np.ndarray
+    d_bin: np.ndarray
+    d_missing_left: np.ndarray
+    d_left: np.ndarray
+    d_right: np.ndarray
+    d_value: np.ndarray
+    d_set_ptr: np.ndarray
+    d_set_codes: np.ndarray
+    open_nodes: np.ndarray
+    pair_feature: np.ndarray
+    feature_bins: np.ndarray
+    grid_edges: np.ndarray
+    grid_edge_ptr: np.ndarray
+
+    @property
+    def n_open(self) -> int:
+        """Number of open nodes in this request."""
+        return int(self.open_nodes.shape[0])
+
+    def expected_reply(self) -> ReplySpec:
+        """Expect sums per node; per pair its bins, inside the grid, adding up."""
+        fp = int(self.pair_feature.shape[1])
+        return ReplySpec(
+            LevelReply,
+            {
+                "node_gh": Field.array("f", (self.n_open, 2)),
+                "node_weight": Field.array(
+                    "f", (self.n_open,), nonnegative=True, weights=True
+                ),
+                "bin_count": Field.array(
+                    "iu", (self.n_open, fp), low=0, high=MAX_BINS + 1
+                ),
+                "bin_code": Field.array("iu", (None,), low=0, high=MISSING),
+                "bin_stats": Field.array("f", (None, _STATS)),
+                "loss": Field.array("f", (4,), nonnegative=True),
+            },
+            check=self._check_sums,
+        )
+
+    def _check_sums(self, reply: Any) -> None:
+        """H and weights >= 0; bins inside the grid, adding up to their node."""
+        node = reply.node_stats
+        stats = np.asarray(reply.bin_stats, dtype=np.float64)
+        if reply.bin_code.shape[0] != stats.shape[0]:
+            raise InvalidField("bin_stats", "needs one row per bin_code entry")
+        for name, values in (("node_gh", node), ("bin_stats", stats)):
+            if np.any(values[:, 1:] < 0):
+                raise InvalidField(name, "holds a negative hessian or weight sum")
+        count = np.asarray(reply.bin_count, dtype=np.int64)
+        bins = Histograms(count.ravel(), reply.bin_code, stats)
+        sums = bins.checked_sums(self.pair_feature, self.feature_bins)
+        asked = (np.asarray(self.pair_feature) >= 0).ravel()
+        want = np.repeat(node, count.shape[1], axis=0)[asked]
+        got = sums[asked]
+        # Σg may cancel: its rounding is relative to the pair's Σ|bin sums|
+        spread = Histograms(count.ravel(), reply.bin_code, np.abs(stats)).pair_sums()
+        scale = np.maximum(np.abs(got), np.abs(want))
+        scale[:, 0] = np.maximum(scale[:, 0], spread[asked, 0])
+        bad = np.abs(got - want) > RTOL * scale
+        if np.any(bad):
+            at = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise InvalidField(
+                "bin_stats",
+                f"is inconsistent at {at}: a pair's bins sum to {float(got[at])!r} "
+                f"but its node's sum is {float(want[at])!r}",
+            )
+
+
+@payload("fedgbdt.local_reply")
+class LocalReply(Payload):
+    """A client's own trees (baselines): decisions, each node's Σw, losses.
+
+    ``loss`` is :class:`LevelReply`'s: the global model's before the client
+    boosted.
+    """
+
+    d_iteration: np.ndarray
+    d_node: np.ndarray
+    d_kind: np.ndarray
+    d_feature: np.ndarray
+    d_bin: np.ndarray
+    d_missing_left: np.ndarray
+    d_left: np.ndarray
+    d_right: np.ndarray
+    d_value: np.ndarray
+    d_set_ptr: np.ndarray
+    d_set_codes: np.ndarray
+    cover: np.ndarray
+    loss: np.ndarray
+
+
+@payload("fedgbdt.local")
+class LocalRequest(Payload):
+    """Boost ``features.shape[0]`` trees on the client's own rows (baselines).
+
+    Flower's bagging and cyclic boosting on FedGBDT's grid and learner: the
+    request carries the global model as :class:`LevelRequest` does (decisions
+    after ``base``, the grid in the first and in full requests) and the
+    learner's settings; ``features[j, k]`` are the features tree k of local
+    iteration j considers; the trees are numbered from ``first``.
+    """
+
+    fit_id: int
+    seed: int
+    objective: str
+    classes: np.ndarray
+    holdout: float
+    n_trees: int
+    first: int
+    base: int
+    full: bool
+    margin: np.ndarray
+    d_iteration: np.ndarray
+    d_node: np.ndarray
+    d_kind: np.ndarray
+    d_feature: np.ndarray
+    d_bin: np.ndarray
+    d_missing_left: np.ndarray
+    d_left: np.ndarray
+    d_right: np.ndarray
+    d_value: np.ndarray
+    d_set_ptr: np.ndarray
+    d_set_codes: np.ndarray
+    features: np.ndarray
+    max_depth: int
+    learning_rate: float
+    reg_lambda: float
+    gamma: float
+    min_child_weight: float
+    feature_bins: np.ndarray
+    grid_edges: np.ndarray
+    grid_edge_ptr: np.ndarray
+
+    @property
+    def iteration(self) -> int:
+        """The global model's iterations the client catches up to."""
+        return self.first
+
+    def expected_reply(self) -> ReplySpec:
+        """Decision columns of the client's trees, their node weights, losses."""
+        rows = Field.array("iu", (None,))
+        return ReplySpec(
+            LocalReply,
+            {
+                "d_iteration": rows,
+                "d_node": rows,
+                "d_kind": Field.array("iu", (None,), low=0, high=2),
+                "d_feature": Field.array("i", (None,)),
+                "d_bin": Field.array("i", (None,)),
+                "d_missing_left": Field.array("b", (None,)),
+                "d_left": Field.array("i", (None,)),
+                "d_right": Field.array("i", (None,)),
+                "d_value": Field.array("f", (None,)),
+                "d_set_ptr": Field.array("iu", (None,)),
+                "d_set_codes": Field.array("iu", (None,), low=0, high=MISSING),
+                "cover": Field.array("f", (None,), nonnegative=True),
+                "loss": Field.array("f", (4,), nonnegative=True),
+            },
+        )

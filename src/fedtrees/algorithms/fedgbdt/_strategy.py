@@ -1,0 +1,351 @@
+"""The FedGBDT server strategy: the histogram engine, boosting (§ FedGBDT docs).
+
+Rounds, after the agreement:
+
+1. **start**: every client summarises its numeric columns (the engine's grid)
+   and sends its training rows' prior sums; the server agrees the grid and the
+   starting raw prediction (``base_score``, or the pooled prior).
+2. **levels**: for every iteration, one round per level of its trees
+   (:mod:`._grow`): the clients answer the open nodes' ``(Σg, Σh, Σw)`` and
+   their bins (the smaller child only where the parent's histograms are kept:
+   subtraction); the server splits, and the splits reach the clients in the
+   next request (decisions, :mod:`._decisions`). The finished trees' leaves
+   reach them in the next iteration's first request, which also asks every
+   client for its summed training and validation loss (early stopping).
+3. **last report**: the last trees' leaves, and the final losses.
+
+Rounds: ``2 + n_estimators · max_depth`` at most (fewer when trees stop
+early or early stopping ends the fit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fedtrees._random import keyed_rng
+from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms.fedgbdt._config import BoostConfig, with_classes
+from fedtrees.algorithms.fedgbdt._decisions import Decisions
+from fedtrees.algorithms.fedgbdt._grow import Iteration, decide_level
+from fedtrees.algorithms.fedgbdt._loss import LOSSES, metric_name, prior_margin
+from fedtrees.algorithms.fedgbdt._payloads import (
+    LevelReply,
+    LevelRequest,
+    StartReply,
+    StartRequest,
+)
+from fedtrees.algorithms.histogram import (
+    Grid,
+    GridSketch,
+    agree_grid,
+    declared_grid,
+)
+from fedtrees.algorithms.histogram._level import (
+    Kept,
+    LevelPlan,
+    keep_split,
+    level_histograms,
+    plan_level,
+)
+from fedtrees.exceptions import LocalProtocolError
+from fedtrees.federation import FederationInfo, Payload, RoundPlan, as_reply
+
+__all__ = ["BoostResult", "FedGBDTStrategy"]
+
+_COLUMNS = 3  # feature draws (generator key)
+
+
+@dataclass
+class BoostResult:
+    """The fitted model in the server's terms."""
+
+    grid: Grid
+    margin: FloatArray
+    iterations: list[Iteration]
+    evals: dict[str, list[float]]
+    best_iteration: int
+    info: FederationInfo
+
+
+@dataclass
+class _Level:
+    """What one level round asked: the nodes, their features, the plan."""
+
+    nodes: IntArray
+    pairs: IntArray
+    plan: LevelPlan
+    report: bool
+
+
+@dataclass
+class _Progress:
+    """Losses reported so far (one entry per finished iteration)."""
+
+    train: list[float] = field(default_factory=list)
+    valid: list[float] = field(default_factory=list)
+
+
+class FedGBDTStrategy:
+    """Server side of FedGBDT (see the module docstring)."""
+
+    def __init__(self, config: BoostConfig, fit_id: int) -> None:
+        self.config = config
+        self.fit_id = fit_id
+        self.info: FederationInfo | None = None
+        self.grid: Grid | None = None
+        self.margin = np.zeros(config.n_trees_per_iteration)
+        self.decisions = Decisions.empty()
+        self.held: dict[str, int] = {}
+        self.active: list[str] = []
+        self.iterations: list[Iteration] = []
+        self.current: Iteration | None = None
+        self.kept = Kept.none(3)
+        self.level: _Level | None = None
+        self.progress = _Progress()
+        self.stopped = False
+        self.done = False
+        self.started = False
+        self.best_iteration = 0
+        self._declared: dict[int, FloatArray] = {}
+        self._sketched = np.zeros(0, bool)
+
+    # -- the protocol ------------------------------------------------------------------
+    def start(self, info: FederationInfo) -> None:
+        """Remember the clients; check the declared edges."""
+        self.info = info
+        self.active = list(info.clients)
+        schema = info.schema
+        self.config = with_classes(self.config, len(schema.classes), "FedGBDT")
+        self.margin = np.zeros(self.config.n_trees_per_iteration)
+        is_cat = np.array([k == "categorical" for k in schema.feature_kinds], bool)
+        self._declared = declared_grid(
+            self.config.bin_edges or {}, list(schema.feature_names), is_cat,
+            self.config.max_bins, "FedGBDT",
+        )  # fmt: skip
+        self._sketched = ~is_cat & ~np.isin(
+            np.arange(schema.n_features), list(self._declared)
+        )
+
+    def expected_rounds(self) -> int:
+        """Return the rounds: the start, one per level of every iteration, a report."""
+        return 2 + self.config.n_estimators * self.config.max_depth
+
+    def plan_round(self, round: int) -> RoundPlan | None:
+        """Ask the start, a level, or the last report; None when done."""
+        if self.done:
+            return None
+        if not self.started:
+            return RoundPlan.broadcast(
+                self._start_request(), self.active, self.config.on_dropout
+            )
+        return self._level_plan()
+
+    def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
+        """Fold the start, or one level (and the losses it reports)."""
+        dropped = [c for c in self.active if c not in replies]
+        self.active = [c for c in self.active if c in replies]
+        if not self.started:
+            self._agree([as_reply(r, StartReply) for r in replies.values()])
+            self.started = True
+            return
+        level = self.level
+        if level is None:
+            raise LocalProtocolError("FedGBDT: a level reply without a level request.")
+        got = {c: as_reply(r, LevelReply) for c, r in replies.items()}
+        for client in got:
+            self.held[client] = len(self.decisions)
+        if level.report and self._report(got):
+            return
+        if dropped and level.plan.derived.size:
+            self.kept = Kept.none(3)  # the kept parents hold the dropped rows
+            return  # the level again, without subtraction
+        if self.current is None:
+            self.done = True  # the last report
+            return
+        self._grow_level(level, got)
+
+    def finish(self) -> BoostResult:
+        """Return the model (trees up to the best iteration when stopping early)."""
+        if self.info is None or self.grid is None:
+            raise LocalProtocolError("FedGBDT: the fit did not start.")
+        keep = self.best_iteration if self.stopped else len(self.iterations)
+        name = metric_name(self.config.objective)
+        evals = {f"training_{name}": self.progress.train}
+        if self.config.holdout:
+            evals[f"validation_{name}"] = self.progress.valid
+        return BoostResult(
+            self.grid, self.margin, self.iterations[:keep], evals, keep, self.info
+        )
+
+    def round_metrics(self, round: int) -> dict[str, float]:
+        """Return the latest pooled losses (progress bar and callbacks)."""
+        name = metric_name(self.config.objective)
+        out = {"iteration": float(len(self.iterations))}
+        if self.progress.train:
+            out[f"train_{name}"] = self.progress.train[-1]
+        if self.progress.valid and self.config.holdout:
+            out[f"valid_{name}"] = self.progress.valid[-1]
+        return out
+
+    # -- the start -----------------------------------------------------------------
+    def _start_request(self) -> StartRequest:
+        assert self.info is not None
+        schema = self.info.schema
+        return StartRequest(
+            self.fit_id, self.config.seed, self.config.objective,
+            np.asarray(schema.classes, dtype=str), self.config.holdout,
+            schema.n_features, self.config.max_bins, self._sketched.copy(),
+        )  # fmt: skip
+
+    def _agree(self, replies: Sequence[StartReply]) -> None:
+        """Agree the grid from the pooled summaries, the margin from the prior."""
+        assert self.info is not None
+        schema = self.info.schema
+        is_cat = ~self._sketched & ~np.isin(
+            np.arange(schema.n_features), list(self._declared)
+        )
+        n_categories = np.array([len(c or ()) for c in schema.categories], np.int64)
+        sketches = [
+            GridSketch(r.points, r.weights, r.counts.astype(np.float64), r.complete)
+            for r in replies
+        ]
+        agreed = (
+            agree_grid(sketches, ~self._sketched, n_categories, self.config.max_bins)
+            if self._sketched.any() and sketches
+            else None
+        )
+        edges: list[FloatArray | None] = []
+        for j in range(schema.n_features):
+            if is_cat[j]:
+                edges.append(None)
+            elif j in self._declared:
+                edges.append(self._declared[j])
+            else:
+                assert agreed is not None
+                edges.append(agreed.feature_edges(j))
+        self.grid = Grid.from_lists(edges, list(n_categories))
+        self.grid.check_categories("FedGBDT", list(schema.feature_names))
+        pooled = np.sum([np.asarray(r.prior, np.float64) for r in replies], axis=0)
+        self.margin = prior_margin(
+            self.config.objective, pooled, self.config.base_score
+        )
+        self.current = Iteration.start(
+            0, self.config.n_trees_per_iteration, self.config.max_depth
+        )
+
+    # -- a level --------------------------------------------------------------------
+    def _features(self, iteration: int) -> IntArray:
+        """Each tree's features (``colsample_bytree``), drawn by the server."""
+        assert self.grid is not None
+        n_features = self.grid.n_bins.shape[0]
+        k = self.config.n_trees_per_iteration
+        take = max(1, int(self.config.colsample_bytree * n_features))
+        if take >= n_features:
+            return np.tile(np.arange(n_features), (k, 1))
+        return np.stack([
+            np.sort(keyed_rng(self.config.seed, _COLUMNS, iteration, tree).choice(
+                n_features, take, replace=False))
+            for tree in range(k)
+        ]).astype(np.int64)  # fmt: skip
+
+    def _level_plan(self) -> RoundPlan:
+        it = self.current
+        report = it is None or it.n_nodes == it.n_trees  # an iteration's first level
+        if it is None:
+            nodes = np.zeros(0, np.int64)
+            pairs = np.zeros((0, 1), np.int64)
+            plan = LevelPlan(pairs, nodes, nodes, nodes)
+        else:
+            nodes = it.open_nodes()
+            pairs = self._features(it.number)[it.tree[nodes]]
+            plan = plan_level(
+                nodes, pairs, it.parent[nodes], it.stats[nodes, 2], self.kept
+            )
+        self.level = _Level(nodes, pairs, plan, report)
+        requests = {c: self._request(c, plan, report, full=False) for c in self.active}
+        return RoundPlan(
+            requests,
+            self.config.on_dropout,
+            resync=lambda c: self._request(c, plan, report, full=True),
+        )
+
+    def _request(
+        self, client: str, plan: LevelPlan, report: bool, full: bool
+    ) -> LevelRequest:
+        assert self.info is not None
+        assert self.grid is not None
+        assert self.level is not None
+        base = 0 if full else self.held.get(client, 0)
+        send_grid = full or base == 0
+        c = self.config
+        return LevelRequest(
+            fit_id=self.fit_id, seed=c.seed, objective=c.objective,
+            classes=np.asarray(self.info.schema.classes, dtype=str),
+            holdout=c.holdout, subsample=c.subsample,
+            n_trees=c.n_trees_per_iteration,
+            iteration=len(self.iterations), report=report, base=base, full=full,
+            margin=self.margin, **self.decisions.after(base).as_fields(),
+            open_nodes=self.level.nodes, pair_feature=plan.pairs,
+            feature_bins=self.grid.n_bins,
+            grid_edges=self.grid.edges if send_grid else np.zeros(0),
+            grid_edge_ptr=self.grid.edge_ptr if send_grid else np.zeros(0, np.int64),
+        )  # fmt: skip
+
+    def _report(self, got: Mapping[str, LevelReply]) -> bool:
+        """Record the pooled losses; return True when early stopping ends the fit."""
+        loss = LOSSES[self.config.objective]
+        total = np.sum([r.loss for r in got.values()], axis=0)
+        if len(self.progress.train) >= len(self.iterations):
+            return False  # the prior alone, or a level repeated after a dropout
+        self.progress.train.append(loss.summary(total[0], total[1]))
+        self.progress.valid.append(loss.summary(total[2], total[3]))
+        rounds = self.config.early_stopping_rounds
+        if rounds is None:
+            return False
+        valid = np.asarray(self.progress.valid)
+        best = int(np.argmin(valid)) + 1  # iterations of the best model
+        self.best_iteration = best
+        if len(self.iterations) - best >= rounds:
+            self.stopped = self.done = True
+            return True
+        return False
+
+    def _grow_level(self, level: _Level, got: Mapping[str, LevelReply]) -> None:
+        it = self.current
+        assert it is not None
+        assert self.grid is not None
+        asked = np.arange(level.nodes.shape[0])
+        pooled = np.zeros((level.nodes.shape[0], 3))
+        for reply in got.values():
+            pooled += reply.node_stats
+        bins = level_histograms(
+            [(asked, r) for r in got.values()], level.plan, self.kept, 3, 2
+        )
+        decided, split_nodes, positions = decide_level(
+            it, level.nodes, level.pairs, pooled, bins, self.grid, self.config
+        )
+        self.decisions = self.decisions.then(decided)
+        self.kept = (
+            keep_split(bins, split_nodes, positions, level.pairs.shape[1])
+            if self.config.subtract
+            else Kept.none(3)
+        )
+        if it.open_nodes().size == 0:
+            self._finish_iteration(it)
+
+    def _finish_iteration(self, it: Iteration) -> None:
+        self.decisions = self.decisions.then(it.finish(self.config))
+        self.iterations.append(it)
+        self.kept = Kept.none(3)
+        more = len(self.iterations) < self.config.n_estimators
+        self.current = (
+            Iteration.start(
+                len(self.iterations), self.config.n_trees_per_iteration,
+                self.config.max_depth,
+            )
+            if more
+            else None
+        )  # fmt: skip

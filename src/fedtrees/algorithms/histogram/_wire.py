@@ -1,0 +1,183 @@
+"""The engine on the wire: the grid round's reply, the grid a client keeps.
+
+Shared by every protocol on the engine (FedForest ``"hist"``, FedGBDT):
+
+- :func:`grid_reply_fields` and :func:`check_grid_reply`: what a client's
+  summary of its numeric columns must look like (the engine's
+  :class:`~fedtrees.algorithms.histogram.GridSketch`);
+- :class:`GridState` and :func:`keep_grid`: the agreed grid travels in a
+  protocol's first level request and in every full request; the client keeps
+  it for the run and checks that it describes its columns.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Protocol
+
+import numpy as np
+
+from fedtrees._typing import BoolArray
+from fedtrees.algorithms._requests import request_error
+from fedtrees.algorithms.histogram._grid import MISSING, Grid
+from fedtrees.federation import (
+    ClientData,
+    ClientState,
+    Field,
+    InvalidField,
+    Payload,
+    payload,
+)
+from fedtrees.federation._checks import check_same_stats
+
+__all__ = [
+    "GridFields",
+    "GridState",
+    "check_grid_reply",
+    "grid_reply_fields",
+    "is_categorical",
+    "keep_grid",
+]
+
+_COUNTS: Final = "fiu"
+
+
+def is_categorical(data: ClientData) -> BoolArray:
+    """Which of the client's columns are categorical."""
+    return np.array([k == "categorical" for k in data.feature_kinds], dtype=bool)
+
+
+def grid_reply_fields(n_features: int, max_bins: int) -> dict[str, Field]:
+    """Sorted, NaN-padded points per feature; counts; completeness flags."""
+    shape = (n_features, max_bins + 1)
+    return {
+        "points": Field.array("f", shape, nan_padding=True, nondecreasing=True),
+        "weights": Field.array("f", shape, finite=False, weights=True),
+        "counts": Field.array(_COUNTS, (n_features,), nonnegative=True, weights=True),
+        "complete": Field.array("b", (n_features,)),
+    }
+
+
+def check_grid_reply(reply: Any) -> None:
+    """Require a complete column's value weights >= 0, adding up to its count."""
+    complete = np.asarray(reply.complete, dtype=bool)
+    weights = np.asarray(reply.weights, dtype=np.float64)[complete]
+    if np.any(weights < 0) or np.any(np.isinf(weights)):
+        raise InvalidField("weights", "holds negative or infinite value weights")
+    check_same_stats(
+        "weights",
+        np.nansum(weights, axis=1),
+        np.asarray(reply.counts, dtype=np.float64)[complete],
+        "a complete feature's value weights sum",
+        False,
+    )
+
+
+@payload("histogram.grid_state")
+class GridState(Payload):
+    """The agreed grid a client keeps for the run."""
+
+    fit_id: int
+    edges: np.ndarray
+    edge_ptr: np.ndarray
+    n_bins: np.ndarray
+
+
+class GridFields(Protocol):
+    """The request fields that carry the grid (empty edges: the client kept it)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def fit_id(self) -> int: ...
+
+    @property
+    def feature_bins(self) -> np.ndarray: ...
+
+    @property
+    def grid_edges(self) -> np.ndarray: ...
+
+    @property
+    def grid_edge_ptr(self) -> np.ndarray: ...
+
+
+def keep_grid(
+    request: GridFields, data: ClientData, state: ClientState, key: str
+) -> Grid | None:
+    """Return the request's grid (kept under ``key``), else the one kept before.
+
+    None when no grid of the request's fit is kept (the client answers resync).
+
+    Raises
+    ------
+    ValidationError
+        A grid that does not describe the client's columns, or bin counts
+        other than the kept grid's, naming the field.
+    """
+    if request.grid_edge_ptr.shape[0]:
+        kept = GridState(
+            request.fit_id,
+            np.asarray(request.grid_edges, dtype=np.float64),
+            np.asarray(request.grid_edge_ptr, dtype=np.int64),
+            np.asarray(request.feature_bins, dtype=np.int64),
+        )
+        _check_grid(request.kind, kept, data)
+        state.put(key, kept)
+    found = state.get(key, GridState)
+    if found is None or found.fit_id != request.fit_id:
+        return None
+    if not np.array_equal(found.n_bins, np.asarray(request.feature_bins, np.int64)):
+        raise request_error(
+            request.kind, "feature_bins", "the bins of the grid kept for this fit",
+            "other counts",
+        )  # fmt: skip
+    return Grid(found.edges, found.edge_ptr, found.n_bins, is_categorical(data))
+
+
+def _check_grid(kind: str, kept: GridState, data: ClientData) -> None:
+    """Refuse a grid that does not describe this client's columns.
+
+    Numeric columns: finite, strictly increasing edges, one bin more than
+    edges, at most 255 bins; categorical columns: no edges, one bin per
+    agreed category.
+
+    Raises
+    ------
+    ValidationError
+        Naming the field (``grid_edge_ptr``, ``grid_edges``, ``feature_bins``).
+    """
+    is_cat = is_categorical(data)
+    n_features = is_cat.shape[0]
+    ptr, edges, n_bins = kept.edge_ptr, kept.edges, kept.n_bins
+    if (
+        ptr.shape != (n_features + 1,)
+        or ptr[0] != 0
+        or ptr[-1] != edges.shape[0]
+        or np.any(np.diff(ptr) < 0)
+    ):
+        raise request_error(
+            kind, "grid_edge_ptr", f"{n_features + 1} offsets rising from 0 to "
+            "the number of edges", f"{ptr.shape[0]} offsets",
+        )  # fmt: skip
+    step = np.diff(edges)
+    inside = np.ones(step.shape[0], dtype=bool)
+    starts = ptr[1:-1]  # a feature's first edge: the step into it crosses features
+    inside[starts[(starts > 0) & (starts < edges.shape[0])] - 1] = False
+    if not np.all(np.isfinite(edges)) or np.any(step[inside] <= 0):
+        raise request_error(
+            kind, "grid_edges", "finite and strictly increasing per feature",
+            "other edges",
+        )  # fmt: skip
+    n_edges = np.diff(ptr)
+    categories = np.array([len(c or ()) for c in data.categories], dtype=np.int64)
+    if (
+        n_bins.shape != (n_features,)
+        or np.any(n_bins[~is_cat] != n_edges[~is_cat] + 1)
+        or np.any(n_edges[is_cat] != 0)
+        or np.any(n_bins[is_cat] != categories[is_cat])
+        or np.any(n_bins > MISSING)
+    ):
+        raise request_error(
+            kind, "feature_bins", f"per feature (of {n_features}) one bin more "
+            f"than its edges, one per category, at most {MISSING}", "other counts",
+        )  # fmt: skip
