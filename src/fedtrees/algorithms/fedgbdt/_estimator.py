@@ -22,6 +22,7 @@ from fedtrees._typing import FloatArray
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms.fedgbdt._baselines import BaselineStrategy
 from fedtrees.algorithms.fedgbdt._config import BoostConfig, Objective, make_config
+from fedtrees.algorithms.fedgbdt._export import to_xgboost
 from fedtrees.algorithms.fedgbdt._model import raw_predictions, staged_raw, to_trees
 from fedtrees.algorithms.fedgbdt._strategy import BoostResult, FedGBDTStrategy
 from fedtrees.federation import Federation, RoundCallback
@@ -127,6 +128,14 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         check_is_fitted(self, "trees_")
         out: FloatArray = self._importances
         return out
+
+    def to_xgboost(self, *, as_json: bool = False) -> Any:
+        """Return the model as an ``xgboost.Booster`` (or its JSON), same predictions.
+
+        Needs the ``export`` extra; SHAP's ``TreeExplainer`` opens the Booster.
+        Categorical columns are refused (one-hot encode them before fitting).
+        """
+        return to_xgboost(self, as_json=as_json)
 
     def _raw(self, X: object) -> FloatArray:
         check_is_fitted(self, "trees_")
