@@ -77,7 +77,7 @@ class CodecError(SerializationError):
 class RuleLimitExceeded(FedTreesError):
     """An aggregation of rules would create more rules than its limit allows.
 
-    Raised by ICDTA4FL's Cartesian product (ALGORITHMS.md §3, step 4) *before* the
+    Raised by ICDTA4FL's Cartesian product (README, ICDTA4FL, step 4) *before* the
     product is allocated; the message names the step and suggests a stricter
     filter.
     """
@@ -112,7 +112,7 @@ class NotEnoughClientsError(FedTreesError):
 
 
 class SchemaMismatchError(FedTreesError, ValueError):
-    """Clients disagree on the feature schema or the target (ALGORITHMS.md §0).
+    """Clients disagree on the feature schema or the target (README, runtime).
 
     The message names the client and the column.
     """

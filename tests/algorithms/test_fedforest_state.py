@@ -1,6 +1,6 @@
 """FedForest protocol v2: per-run client state is a cache, deltas are lean.
 
-DESIGN.md, "Per-run client state": results never depend on the state. A client
+per-run client state, :mod:`fedtrees.federation._state`: results never depend on the state. A client
 that loses it answers a resync and is resent the whole forest in the same round.
 """
 

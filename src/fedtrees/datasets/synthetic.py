@@ -1,7 +1,7 @@
-"""The FedForest heterogeneity generators (ALGORITHMS.md §1.6, paper App. D).
+"""The FedForest heterogeneity generators (README, FedForest, paper App. D).
 
-The paper's constants were lost in extraction; the **Decision** values of
-ALGORITHMS.md §1.6 are used: K = 4 clients, F = 5 features, 500 training rows per
+The paper's constants were lost in extraction; our chosen values (README,
+FedForest) are used: K = 4 clients, F = 5 features, 500 training rows per
 client, ``X ~ N(μ_k, σ_k² I)``, ``Y = f(X) + b_k + ε`` with ``ε ~ N(0, 0.25)``, and
 a test set drawn from the equal-weight client mixture.
 

@@ -1,4 +1,4 @@
-"""The one-shot synthetic-data experiment's data (ALGORITHMS.md §5): splits, clients.
+"""The one-shot synthetic-data experiment's data: splits, clients.
 
 Three settings (paper 003, Sec. 3.1):
 

@@ -1,4 +1,4 @@
-"""The fits of the one-shot synthetic-data experiment (ALGORITHMS.md §5).
+"""The fits of the one-shot synthetic-data experiment (README, synthetic data).
 
 One row of measurements per fit: the global tree of
 :class:`~fedtrees.SyntheticDataClassifier` (accuracy, its synthetic set, bytes

@@ -76,7 +76,7 @@ PAPER: Final = pd.DataFrame(
         name="reference",
     ),
 )
-"""ALGORITHMS.md §2's reference figures for the HuGaDB subset (and the paper's)."""
+"""The DP forest paper's reference figures for the HuGaDB subset (and the paper's)."""
 
 
 @dataclass(frozen=True)
@@ -365,7 +365,7 @@ def _report(
     if coverage is not None:
         tables["Share of test values inside the declared ranges"] = coverage
     if config.dataset == "hugadb":
-        tables["Reference figures (ALGORITHMS.md §2, paper)"] = PAPER
+        tables["Reference figures (README, DP forest, paper)"] = PAPER
     return Report(
         name=f"dpforest_{config.dataset}",
         title=f"DP federated forest on {config.dataset} (paper 001, Sec. V)",

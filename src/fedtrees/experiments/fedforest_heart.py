@@ -1,4 +1,4 @@
-"""FedForest paper, Sec. 5.2: Fed-Heart-Disease (ALGORITHMS.md §1.6).
+"""FedForest paper, Sec. 5.2: Fed-Heart-Disease (README, FedForest).
 
 FLamby's preparation and split (740 rows, 13 features, per-site stratified 66/34
 train/test with seed 43). Methods: FedForest quantiles and AvgImp, the Federated
@@ -58,12 +58,12 @@ PUBLISHED: Final = pd.DataFrame(
             "FedAvg logistic regression (FLamby)",
             "Best strategy, FedYogi/FedAdagrad (FLamby)",
             "Local models (FLamby)",
-            "Pooled scikit-learn RF, 100 trees (ALGORITHMS.md §1.6)",
+            "Pooled scikit-learn RF, 100 trees (README, FedForest)",
         ],
         name="published",
     ),
 )
-"""FLamby's published accuracies (and the pooled RF figure of ALGORITHMS.md)."""
+"""FLamby's published accuracies (and the pooled RF figure)."""
 
 
 @dataclass(frozen=True)

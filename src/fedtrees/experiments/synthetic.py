@@ -1,4 +1,4 @@
-"""One-shot synthetic data (paper 003): the global tree vs FedAvg (ALGORITHMS.md §5).
+"""One-shot synthetic data (paper 003): the global tree vs FedAvg.
 
 Protocol. Settings ``"census"`` (adult, one-hot inside the estimator, ``?`` rows
 dropped, the official test file, the training rows dealt IID to ``n_clients``
@@ -8,7 +8,7 @@ hotels as the natural clients; depth 4); see :mod:`._synthetic_data`. For every
 setting and repeat (the paper averages 15 runs; ``n_repeats``, mean ± sd):
 
 - the global tree of :class:`~fedtrees.SyntheticDataClassifier` for every
-  variant: ``"paper"`` (the ALGORITHMS.md §5 Decisions: ``fill="outside"``,
+  variant: ``"paper"`` (the README's synthetic-data decisions: ``fill="outside"``,
   ``p_max=0.5``), ``"authors"`` (the authors' notebooks: min-max scaled numeric
   features, fill −100000 / 500000, flip schedule 0.55 / 0.65 / 0.85,
   ``class_weight="balanced"``, ``min_samples_split=10``, ``min_samples_leaf=5``)
@@ -109,7 +109,7 @@ _OWNER: Final = "SyntheticDataConfig"
 
 @dataclass(frozen=True)
 class SyntheticDataConfig:
-    """What to run; the defaults are the full experiment (ALGORITHMS.md §5)."""
+    """What to run; the defaults are the full experiment (README, synthetic data)."""
 
     datasets: tuple[str, ...] = DATASETS
     variants: tuple[str, ...] = VARIANTS

@@ -3,7 +3,7 @@
 A client's rows never leave its handler. Server strategies plan requests and fold
 validated replies; client handlers answer requests from local data; every message
 is encoded to bytes by the codec, metered by the ledger and validated on arrival —
-in process and over Flower alike (DESIGN.md, "The privacy boundary is the design").
+in process and over Flower alike (README, "Security and privacy model").
 
 Threat model: the server and the clients are honest but curious (they follow the
 protocol and may study all they receive); a client may also be buggy or hostile in

@@ -1,7 +1,7 @@
 """The message audit: no client row, column or per-row size in any message.
 
-Two checks, each explicit about what it proves (DESIGN.md, "The privacy boundary
-is the design"):
+Two checks, each explicit about what it proves (README, "Security and
+privacy model"):
 
 **Size audit** (:func:`compare_message_sizes`, :func:`audit_row_scaling`). The same
 protocol is run twice, on clients of ``n`` rows and on clients of ``2n + 1`` rows

@@ -6,7 +6,7 @@ transport and inside the Flower ClientApp alike, so both behave the same. A
 handler that raises produces an ``error`` envelope; nothing else leaves the client.
 
 A handler registered with ``stateful=True`` also receives the client's
-:class:`~fedtrees.federation.ClientState` for the run (DESIGN.md, "Per-run client
+:class:`~fedtrees.federation.ClientState` for the run (README, "Per-run client
 state"); the others stay pure functions of (request, local data).
 """
 

@@ -1,12 +1,11 @@
 """Per-run client state: what a handler may keep between the rounds of one run.
 
-DESIGN.md, "Per-run client state": a handler may keep state across the rounds of
-one run. In process the transport holds one :class:`ClientState` per client; on
-Flower it lives in the SuperNode's ``context.state`` (a new ClientApp process
-answers every message, so only what is saved there survives). Each request
-carries the version of the state the server believes the client holds and only
-what changed since; a client whose state is missing or older answers
-:class:`Resync` and the server sends it whole. State is a cache: results never
+A handler may keep state across the rounds of one run. In process the transport holds
+one :class:`ClientState` per client; on Flower it lives in the SuperNode's
+``context.state`` (a new ClientApp process answers every message, so only what is saved
+there survives). Each request carries the version of the state the server believes the
+client holds and only what changed since; a client whose state is missing or older
+answers :class:`Resync` and the server sends it whole. State is a cache: results never
 depend on it (tests drop it at random rounds and get the same model).
 
 Two parts, because only one of them can cross a process boundary:

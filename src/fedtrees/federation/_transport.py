@@ -7,7 +7,7 @@ transport runs each client's runtime (:func:`fedtrees.federation.serve`) on its
 no object reference ever passes from client to server.
 
 The in-process transport also holds each client's :class:`ClientState` for the
-run (DESIGN.md, "Per-run client state").
+run (per-run client state, :mod:`fedtrees.federation._state`).
 
 Every message is served in a daemon worker thread and the round waits only until
 its deadline (one deadline for the whole round): a client whose handler has not

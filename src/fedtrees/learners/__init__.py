@@ -1,6 +1,6 @@
 """Local, single-silo learners that the federated algorithms reuse.
 
-They import only ``tree``, ``stats`` and ``privacy`` (DESIGN.md, "Layers"), and
+They import only ``tree``, ``stats`` and ``privacy`` (README, "Project layout"), and
 return fedtrees :class:`~fedtrees.tree.Tree` objects.
 """
 

@@ -1,6 +1,6 @@
 """A client's local CART or random forest: scikit-learn, returned as fedtrees Trees.
 
-The CART adapter of DESIGN.md (``learners/``): one silo fits scikit-learn's
+The CART adapter of README (``learners/``): one silo fits scikit-learn's
 ``DecisionTreeClassifier`` (:func:`fit_cart`) or
 ``RandomForestClassifier``/``RandomForestRegressor`` (:func:`fit_local_forest`) on
 its own rows and gets back fedtrees :class:`Tree` objects whose class columns

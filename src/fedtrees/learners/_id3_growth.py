@@ -1,6 +1,6 @@
 """The server's step of ID3-style learners: pooled count tables in, splits out.
 
-:class:`Id3Growth` holds a tree being grown level by level (ALGORITHMS.md §3):
+:class:`Id3Growth` holds a tree being grown level by level (README, ICDTA4FL):
 ID3 takes, per open node, the feature of highest information gain and makes one
 child per value with rows; ``binary`` (the "IBM tree" of §4: CART on discretized
 features) takes the best Gini split — a threshold between consecutive codes, or a

@@ -117,7 +117,7 @@ class Laplace:
 class ClippedLaplace(Laplace):
     """Laplace noise, then clipping to ``[lower, upper]`` (post-processing: same ε).
 
-    The default ``lower=0`` keeps noisy counts non-negative (ALGORITHMS.md §2).
+    The default ``lower=0`` keeps noisy counts non-negative (README, DP forest).
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""Vectorised split scores for many candidates at once (ALGORITHMS.md §0, §1.1).
+"""Vectorised split scores for many candidates at once (README, runtime).
 
 A client sends per-bin statistics (the rows between consecutive candidate
 thresholds); :func:`left_cumulative` turns them into the left-child statistics of

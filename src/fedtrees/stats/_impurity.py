@@ -1,4 +1,4 @@
-"""Impurities as pure functions of sufficient statistics (ALGORITHMS.md §0).
+"""Impurities as pure functions of sufficient statistics (README, runtime).
 
 All functions are vectorised over leading axes: ``counts`` has shape
 ``(..., n_classes)`` and ``moments`` shape ``(..., 3)``; the result has the leading

@@ -5,7 +5,7 @@ binary Federated-ID3 "IBM tree" (§4) use it. Three sources of candidates, each
 vectorised over all open nodes of all trees:
 
 - numeric features: pooled per-bin statistics -> left statistics by cumulative
-  sums -> scikit-learn's proxy improvement (ALGORITHMS.md §1.1, gain="exact");
+  sums -> scikit-learn's proxy improvement (README, FedForest, gain="exact");
 - categorical features: per-category statistics in Fisher order, contiguous
   groupings (§1.1, categorical features);
 - the client indicator: per-client node statistics in Fisher order (§1.1,

@@ -1,6 +1,6 @@
 """A compiled vote of many numeric trees (numba).
 
-Why compiled: the synthetic-data server (ALGORITHMS.md §5) labels 365,000 rows
+Why compiled: the synthetic-data server (README, synthetic data) labels 365,000 rows
 by the vote of 200 client trees. Routing them with the vectorised numpy
 :meth:`Tree.predict_value`, tree by tree, took 10.2 s on our 2-core machine
 (gathers of one row and feature per step, and one validation per tree); this

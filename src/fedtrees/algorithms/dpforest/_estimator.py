@@ -1,4 +1,4 @@
-"""DPForestClassifier: a forest of ε-DP client trees voting (ALGORITHMS.md §2)."""
+"""DPForestClassifier: a forest of ε-DP client trees voting (README, DP forest)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ __all__ = ["DPForestClassifier"]
 
 
 class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # type: ignore[misc]
-    """Federated forest of ε-differentially-private client trees (ALGORITHMS.md §2).
+    """Federated forest of ε-differentially-private client trees (README, DP forest).
 
     One round: every client grows one random-threshold tree on its own rows,
     spending ``epsilon`` — never more, checked exactly (its own budget: clients

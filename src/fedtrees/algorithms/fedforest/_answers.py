@@ -1,6 +1,6 @@
 """What a FedForest client computes for a request, from its prepared fit.
 
-The statistics of ALGORITHMS.md §1.1 over the rows a client keeps partitioned
+The statistics of FedForest (README) over the rows a client keeps partitioned
 by node (:mod:`._rows`): node statistics and weights, per-category statistics,
 type-1 quantile points of every (node, feature) pair (or its distinct values,
 ``candidates="exact"``), per-bin statistics between candidate thresholds (only

@@ -1,6 +1,6 @@
 """Candidate thresholds from sketches: the server's pooled ones, a lone client's own.
 
-The server turns a level's sketches into candidates (ALGORITHMS.md §1.1): the
+The server turns a level's sketches into candidates (README, FedForest): the
 pooled quantile mixture inverted at levels l/q (``"quantile"``), or
 scikit-learn's midpoints of the pooled distinct values
 (``"exact"``). Where a node's rows all lie on one client, the pooled sketch *is*

@@ -1,16 +1,15 @@
 """FedForest client: the fit a client keeps across rounds, and a request's checks.
 
-Protocol v2 (DESIGN.md, "Per-run client state"): a client keeps in its per-run
-state the forest it has been told (:class:`ForestState`, kept: it survives
+Protocol v2 (per-run client state, :mod:`fedtrees.federation._state`): a client keeps in
+its per-run state the forest it has been told (:class:`ForestState`, kept: it survives
 between Flower messages) and, in its memo, what it derived from it and its data
-(:class:`ClientFit`: presorted features, bootstrap weights, its rows partitioned
-by node). A request carries only the splits since the version the server
-believes the client holds; a client whose kept version differs answers
-:class:`Resync`. Results never depend on the state: a client that lost it is
-resent the whole forest and computes the same replies (tests drop it at random
-rounds). Every size a request names is checked before anything is allocated.
-The handlers (:mod:`._handlers`) answer from the prepared fit
-(:func:`forest_handler`) with the statistics of :mod:`._answers`.
+(:class:`ClientFit`: presorted features, bootstrap weights, its rows partitioned by
+node). A request carries only the splits since the version the server believes the
+client holds; a client whose kept version differs answers :class:`Resync`. Results never
+depend on the state: a client that lost it is resent the whole forest and computes the
+same replies (tests drop it at random rounds). Every size a request names is checked
+before anything is allocated. The handlers (:mod:`._handlers`) answer from the prepared
+fit (:func:`forest_handler`) with the statistics of :mod:`._answers`.
 
 Randomness is keyed (STYLE habit 8): tree b's bootstrap on a client uses
 ``default_rng([seed, 0, b, crc32(client id)])`` — independent of order and

@@ -1,4 +1,4 @@
-"""``FedForestClassifier`` and ``FedForestRegressor`` (ALGORITHMS.md §1).
+"""``FedForestClassifier`` and ``FedForestRegressor`` (README, FedForest).
 
 Federated CART and random forests that reproduce centralized splits from pooled
 sufficient statistics. A single federated CART is ``n_estimators=1,
@@ -106,7 +106,7 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
 
 
 class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
-    """Federated random forest classifier (FedForest, ALGORITHMS.md §1).
+    """Federated random forest classifier (FedForest, README).
 
     Parameters
     ----------
@@ -293,7 +293,7 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
 
 
 class FedForestRegressor(RegressorMixin, _FedForest):  # type: ignore[misc]
-    """Federated random forest regressor (FedForest, ALGORITHMS.md §1).
+    """Federated random forest regressor (FedForest, README).
 
     Parameters are those of :class:`FedForestClassifier`, except
     ``criterion="squared_error"`` and ``max_features=1.0`` (scikit-learn's

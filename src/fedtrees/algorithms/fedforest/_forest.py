@@ -1,14 +1,13 @@
 """The forest a FedForest client has been told: versions, deltas, and checks.
 
-Protocol v2 (DESIGN.md, "Per-run client state"): the server sends each level's
-new splits only (:class:`ForestDeltas`, the server's end of the chain; the
-client's end is :func:`apply_batch`). A split batch lists split nodes in
-increasing id order; split i of a forest with n nodes gets children n + 2i
-(left) and n + 2i + 1 (right), in its parent's tree — the order in which the
-server appends them, so ids agree without being sent. Versions chain:
-``digest = H(base, batch)`` (BLAKE2b, 128 bits), so a client that missed a
-batch, or kept another fit's forest, sees that its version differs from the
-request's ``base`` and asks for a resync.
+Protocol v2 (per-run client state, :mod:`fedtrees.federation._state`): the server sends
+each level's new splits only (:class:`ForestDeltas`, the server's end of the chain; the
+client's end is :func:`apply_batch`). A split batch lists split nodes in increasing id
+order; split i of a forest with n nodes gets children n + 2i (left) and n + 2i + 1
+(right), in its parent's tree — the order in which the server appends them, so ids agree
+without being sent. Versions chain: ``digest = H(base, batch)`` (BLAKE2b, 128 bits), so
+a client that missed a batch, or kept another fit's forest, sees that its version
+differs from the request's ``base`` and asks for a resync.
 """
 
 from __future__ import annotations

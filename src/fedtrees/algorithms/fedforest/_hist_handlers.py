@@ -1,17 +1,17 @@
 """FedForest client handlers of ``candidates="hist"``: the grid and the level round.
 
-What a client keeps for the run (DESIGN.md, "Per-run client state"): the
-forest it has been told and the agreed grid (payloads, kept), and what it
-derives from them and its rows (memo): every row's codes (``uint8``, computed
-once per fit), its bootstrap weights per tree, and its rows partitioned by
-node (:class:`~fedtrees.algorithms.histogram.NodeRows`). A request moves the
-kept forest to its version; the rows of the nodes split since the last request
-are partitioned by their codes (a numeric split at a grid edge sends codes up
-to that edge's bin left, and missing values by the split's direction; a
-categorical split sends the codes of its set, the missing category included).
-Then the client answers from the partitioned rows: every open node's
-statistics and every asked pair's non-zero bins. Results never depend on the
-memo: a client that lost it rebuilds it from the kept state and its data.
+What a client keeps for the run (per-run client state,
+:mod:`fedtrees.federation._state`): the forest it has been told and the agreed grid
+(payloads, kept), and what it derives from them and its rows (memo): every row's codes
+(``uint8``, computed once per fit), its bootstrap weights per tree, and its rows
+partitioned by node (:class:`~fedtrees.algorithms.histogram.NodeRows`). A request moves
+the kept forest to its version; the rows of the nodes split since the last request are
+partitioned by their codes (a numeric split at a grid edge sends codes up to that edge's
+bin left, and missing values by the split's direction; a categorical split sends the
+codes of its set, the missing category included). Then the client answers from the
+partitioned rows: every open node's statistics and every asked pair's non-zero bins.
+Results never depend on the memo: a client that lost it rebuilds it from the kept state
+and its data.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """How a level's arrays lie on the wire: each layout's encoding beside its decoding.
 
 Pure functions of arrays (no strategy state), shared by the server steps, the
-payload checks and the client (ALGORITHMS.md §1.5; DESIGN.md, "Per-run client
+payload checks and the client (README, FedForest; README, "Per-run client
 state"):
 
 - **dtypes** — :func:`compact` (counts in the smallest exact dtype) and

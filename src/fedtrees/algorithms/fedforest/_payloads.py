@@ -1,6 +1,6 @@
-"""FedForest messages, protocol v2 (ALGORITHMS.md §1.2, §1.5; DESIGN.md).
+"""FedForest messages, protocol v2 (README, FedForest).
 
-DESIGN.md, "Per-run client state", applied to FedForest.
+per-run client state, :mod:`fedtrees.federation._state`, applied to FedForest.
 A client keeps the forest it has been told in its per-run state, so a request
 carries only what changed: the splits made since the forest version ``base``,
 and the version ``digest`` they lead to (a hash chained over every split batch).

@@ -1,14 +1,14 @@
 """Turning a step's :class:`._steps.Ask` into a round's requests (protocol v2).
 
-DESIGN.md, "Per-run client state". Each client is asked only about the nodes it
-may reach (:meth:`._state.LevelState.rows_for`); clients asked about the same
-nodes share one payload, encoded once, unless the step's fields differ per
-client. Every request carries the same forest delta (the splits since the last
-request); a client that lost its state answers a resync and is sent the full
-form in the same round. The first request of a fit goes out in full form,
-since no client holds a forest yet. Where every asked node has one client the
-round may fold (:class:`._fold.FoldPolicy`). Each reply is checked against the
-client's earlier totals (:mod:`._consistency`) and its sketch's pairs.
+per-run client state, :mod:`fedtrees.federation._state`. Each client is asked only about
+the nodes it may reach (:meth:`._state.LevelState.rows_for`); clients asked about the
+same nodes share one payload, encoded once, unless the step's fields differ per client.
+Every request carries the same forest delta (the splits since the last request); a
+client that lost its state answers a resync and is sent the full form in the same round.
+The first request of a fit goes out in full form, since no client holds a forest yet.
+Where every asked node has one client the round may fold (:class:`._fold.FoldPolicy`).
+Each reply is checked against the client's earlier totals (:mod:`._consistency`) and its
+sketch's pairs.
 """
 
 from __future__ import annotations

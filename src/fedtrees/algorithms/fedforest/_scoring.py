@@ -1,4 +1,4 @@
-"""Scoring a level's candidates from pooled statistics (ALGORITHMS.md §1.1).
+"""Scoring a level's candidates from pooled statistics (README, FedForest).
 
 The split search itself is :mod:`fedtrees.stats._splits` (numeric bins by
 cumulative sums, Fisher groupings, the weighted average of AvgImp); this module

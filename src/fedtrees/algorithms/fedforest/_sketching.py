@@ -1,4 +1,4 @@
-"""The rounds of a level whose candidates come from sketches (ALGORITHMS.md §1.1).
+"""The rounds of a level whose candidates come from sketches (README, FedForest).
 
 Per depth level, for every open node of every tree at once:
 

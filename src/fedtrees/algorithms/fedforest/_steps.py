@@ -8,7 +8,7 @@ per ``candidates=`` value) owns the steps of a level; the strategy
 (:mod:`._strategy`) only moves from step to step. Two steps are the same for
 every mode and live here: the leaf statistics that AvgImp's last children lack
 (:class:`LeafStatsStep`) and the held-out score of the diagnostics
-(:class:`ScoreStep`, ALGORITHMS.md §1.4).
+(:class:`ScoreStep`, README, FedForest).
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ class Step(Protocol):
 
 
 class CandidateMode(Protocol):
-    """How candidate thresholds are found (one per ``candidates=``; ALGORITHMS.md §1.1).
+    """How candidate thresholds are found (one per ``candidates=``; README, FedForest).
 
     ``setup``: the phases run once before the first level (a mode that needs
     none has ``()``); ``first``: the phase that starts every level.

@@ -1,4 +1,4 @@
-"""``candidates="uniform"``: the Federated Histogram baseline (ALGORITHMS.md §1.1).
+"""``candidates="uniform"``: the Federated Histogram baseline (README, FedForest).
 
 Kalloori & Klingler (2022): the server gets each feature's min and max from every
 client once (:class:`RangesStep`, at the roots) and uses ``q - 1`` equally

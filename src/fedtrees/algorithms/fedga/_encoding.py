@@ -1,4 +1,4 @@
-"""FedGA-Tree's structure encoding (ALGORITHMS.md §4, paper Sec. III-A, Fig. 2).
+"""FedGA-Tree's structure encoding (README, FedGA-Tree, paper Sec. III-A, Fig. 2).
 
 A *structure* is an int64 string of length ``2**d - 1`` (``d`` the depth): the
 pre-order (depth-first, left before right) layout of the full binary tree with
@@ -186,7 +186,7 @@ class DecodedStructure:
 
 
 def decode(structure: npt.ArrayLike, depth: int) -> DecodedStructure:
-    """Decode a structure into its connected tree (ALGORITHMS.md §4, Encoding).
+    """Decode a structure into its connected tree (README, FedGA-Tree, Encoding).
 
     Parameters
     ----------

@@ -34,7 +34,7 @@ __all__ = ["FedGAClassifier", "FedGARegressor"]
 class _FedGA(FederatedEstimator):
     """FedGA-Tree: personal trees evolved by a federated genetic algorithm.
 
-    ALGORITHMS.md §4 (paper 000, Algorithm 1). Every client proposes a depth by
+    README, FedGA-Tree (paper 000, Algorithm 1). Every client proposes a depth by
     K-fold CV and releases its size with Laplace noise (ε); the server takes
     the median depth; clients send their local CART structures (features only,
     no thresholds); a population of structures then evolves for
@@ -359,7 +359,7 @@ class _FedGA(FederatedEstimator):
 
 
 class FedGAClassifier(ClassifierMixin, _FedGA, BaseEstimator):  # type: ignore[misc]
-    """FedGA-Tree classification (ALGORITHMS.md §4): macro-F1 fitness, P = 20.
+    """FedGA-Tree classification (README, FedGA-Tree): macro-F1 fitness, P = 20.
 
     See :class:`_FedGA` for the parameters. ``predict(X, client=k)`` uses client
     k's personal tree (one id, or one per row).
@@ -401,7 +401,7 @@ class FedGAClassifier(ClassifierMixin, _FedGA, BaseEstimator):  # type: ignore[m
 
 
 class FedGARegressor(RegressorMixin, _FedGA, BaseEstimator):  # type: ignore[misc]
-    """FedGA-Tree regression (ALGORITHMS.md §4): MSE fitness, P = 40, the votes.
+    """FedGA-Tree regression (README, FedGA-Tree): MSE fitness, P = 40, the votes.
 
     See :class:`_FedGA` for the parameters; the clients also vote on the train
     ratio (Eq. 1) and on elitism (Eq. 2).

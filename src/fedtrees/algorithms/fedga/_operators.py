@@ -1,6 +1,6 @@
-"""FedGA-Tree's genetic operators on structures (ALGORITHMS.md §4, paper Sec. III-C/D).
+"""FedGA-Tree's genetic operators on structures (paper Sec. III-C/D).
 
-Every operator takes the generator it draws from (STYLE.md habit 8), keeps the
+Every operator takes the generator it draws from (style habit 8), keeps the
 string length, and only writes feature ids in ``-1..n_features-1``, so a
 mutated or crossed string is again a valid structure of the same depth. The
 server runs them on a population array of shape ``(P, 2**d - 1)``; fitness is

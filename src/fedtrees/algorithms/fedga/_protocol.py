@@ -1,4 +1,4 @@
-"""FedGA-Tree's messages and client handlers (ALGORITHMS.md §4).
+"""FedGA-Tree's messages and client handlers (README, FedGA-Tree).
 
 Algorithm 1 on the round loop, stateless clients (every handler recomputes what
 it needs from its rows and keyed generators):
@@ -394,7 +394,7 @@ def choose(request: FinalRequest, data: ClientData) -> ChoiceReply:
     """Client: the best structure on its data (first on ties).
 
     OPEN (issue 11): the client must keep the fitted tree; handlers are
-    stateless today (DESIGN.md's per-run client state, issue 14).
+    stateless today (README's per-run client state, issue 14).
     """
     fitness = _fitness(request, data, request.structures)
     best = int(np.argmax(fitness) if request.maximize else np.argmin(fitness))

@@ -1,14 +1,14 @@
 """FedGBDT client handlers: the start round and the level round.
 
-What a client keeps for the run (DESIGN.md, "Per-run client state"): the
-decisions it has been told (:mod:`._decisions`) and the agreed grid
-(payloads, kept), and what it derives from them and its rows (memo): its
-codes (``uint8``, once per fit), its validation rows (keyed by the seed and
-the client), its running raw predictions (the starting margin plus every
-finished iteration's leaf values, routed in code space), and the current
-iteration's rows partitioned by node. g and h of its own rows come from its
-own raw predictions; only their sums leave. Results never depend on the memo:
-a client that lost it rebuilds it from the kept decisions and its data.
+What a client keeps for the run (per-run client state,
+:mod:`fedtrees.federation._state`): the decisions it has been told (:mod:`._decisions`)
+and the agreed grid (payloads, kept), and what it derives from them and its rows (memo):
+its codes (``uint8``, once per fit), its validation rows (keyed by the seed and the
+client), its running raw predictions (the starting margin plus every finished
+iteration's leaf values, routed in code space), and the current iteration's rows
+partitioned by node. g and h of its own rows come from its own raw predictions; only
+their sums leave. Results never depend on the memo: a client that lost it rebuilds it
+from the kept decisions and its data.
 """
 
 from __future__ import annotations

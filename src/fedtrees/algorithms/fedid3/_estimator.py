@@ -27,7 +27,7 @@ __all__ = ["FederatedID3Classifier"]
 class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """Federated-ID3: a tree grown top-down from clients' counts (Truex et al. 2019).
 
-    The baseline of ICDTA4FL (ALGORITHMS.md §3) and, with ``binary=True``, the
+    The baseline of ICDTA4FL (README, ICDTA4FL) and, with ``binary=True``, the
     "IBM tree" baseline of FedGA-Tree (§4). Level by level, the server asks every
     client for the counts of its rows per (value, class) of every feature still
     available at every open node, sums them and splits; with ``epsilon=None``

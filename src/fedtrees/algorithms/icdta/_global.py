@@ -1,4 +1,4 @@
-"""The ICDTA4FL global tree, grown from the aggregated rules (ALGORITHMS.md §3 step 5).
+"""The ICDTA4FL global tree, grown from the aggregated rules (README, ICDTA4FL step 5).
 
 The root holds every rule. A node is split on the feature with the highest
 information gain computed over RULES: the entropy (bits) of the multiset of the

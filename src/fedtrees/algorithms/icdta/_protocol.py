@@ -1,4 +1,4 @@
-"""ICDTA4FL's messages and client handlers (ALGORITHMS.md §3; server: ``_strategy``).
+"""ICDTA4FL's messages and client handlers (README, ICDTA4FL; server: ``_strategy``).
 
 Algorithm 1 of the paper (002) on the round loop, after the agreement:
 

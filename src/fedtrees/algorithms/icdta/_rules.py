@@ -1,4 +1,4 @@
-"""ICDTA4FL: the Cartesian-product aggregation of rule sets (ALGORITHMS.md §3 step 4).
+"""ICDTA4FL: the Cartesian-product aggregation of rule sets (README, ICDTA4FL step 4).
 
 The rule sets of the kept trees are folded tree after tree (:func:`aggregate`):
 every pair of compatible rules becomes ``(r1 ∧ r2, ŷ1 + ŷ2)``, incompatible pairs

@@ -1,4 +1,4 @@
-"""ICDTA4FL rule sets: the rules of client trees as arrays (ALGORITHMS.md §3).
+"""ICDTA4FL rule sets: the rules of client trees as arrays (README, ICDTA4FL).
 
 Step 3 turns every kept client tree into rules, one per leaf: the conjunction of
 the conditions on its root-to-leaf path and the leaf's class-probability vector ŷ
@@ -176,7 +176,7 @@ class RuleSet:
 
     @classmethod
     def from_tree(cls, tree: Tree, base: Base) -> RuleSet:
-        """Return one rule per leaf of ``tree`` (ALGORITHMS.md §3 step 3).
+        """Return one rule per leaf of ``tree`` (README, ICDTA4FL step 3).
 
         ŷ is the leaf's class distribution; rules come in ``Tree.rules()`` order.
         ``base="id3"`` accepts multiway splits only (every condition ``x_f in

@@ -1,4 +1,4 @@
-"""Local baselines: local ensembling and local learning (ALGORITHMS.md §1.6).
+"""Local baselines: local ensembling and local learning (README, FedForest).
 
 Both run one round in which every client fits a scikit-learn random forest on its
 own rows and sends the trees: :class:`LocalEnsembleClassifier` pools them,

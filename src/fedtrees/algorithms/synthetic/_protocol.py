@@ -1,4 +1,4 @@
-"""One-shot synthetic data: the one message and the client handler (ALGORITHMS.md §5).
+"""One-shot synthetic data: the one message and the client handler.
 
 After the agreement, one round: the server sends the public settings (depth,
 class weights, leaf sizes, the one-hot layout, the declared ranges) and every

@@ -1,4 +1,4 @@
-"""The server of one-shot synthetic data (ALGORITHMS.md §5; messages: ``_protocol``).
+"""The server of one-shot synthetic data (messages: ``_protocol``).
 
 Round 1 collects one entropy CART per client (:class:`OneRoundStrategy`); then
 the server, with no further message:

@@ -1,6 +1,6 @@
 """Builders of the Flower ServerApp and ClientApp that run fedtrees jobs.
 
-The apps are thin adapters (FLOWER.md §8.2): all protocol logic stays in the
+The apps are thin adapters (README, Flower): all protocol logic stays in the
 runtime. The ServerApp builds a :class:`Federation` over a
 :class:`FlowerTransport`, runs the job named in the run config, and writes the
 result document (JSON) and the ledger (CSV) where the operator says — the

@@ -1,12 +1,12 @@
 """Deployment helpers: a local CA, SuperLink/SuperNode command lines, connections.
 
-Everything follows shared/FLOWER.md (Flower 1.41): one SuperLink port for Fleet,
-Control and ServerApp APIs; ``--disable-runtime-dependency-installation`` (fedtrees
-is installed on every host); a distinct ``--port`` per SuperNode on one host (a
-free one is picked when none is given);
-``client-id`` and ``data-path`` in each SuperNode's node config; TLS from a locally
-generated CA unless ``insecure=True`` is asked for explicitly; connections in
-``$FLWR_HOME/config.toml``; telemetry and update checks off.
+Everything follows the README's Flower section (Flower 1.41): one SuperLink port for
+Fleet, Control and ServerApp APIs; ``--disable-runtime-dependency-installation``
+(fedtrees is installed on every host); a distinct ``--port`` per SuperNode on one host
+(a free one is picked when none is given); ``client-id`` and ``data-path`` in each
+SuperNode's node config; TLS from a locally generated CA unless ``insecure=True`` is
+asked for explicitly; connections in ``$FLWR_HOME/config.toml``; telemetry and update
+checks off.
 
 SuperNode authentication (Flower's ``--enable-supernode-auth``, over TLS only):
 each site makes an ECDSA P-384 key pair (:func:`make_supernode_keys`, OpenSSH

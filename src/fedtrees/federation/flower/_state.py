@@ -1,6 +1,6 @@
 """The per-run client state on Flower: kept payloads in ``context.state``.
 
-A new ClientApp process answers every message (FLOWER.md §2), so a
+A new ClientApp process answers every message (README, Flower), so a
 :class:`~fedtrees.federation.ClientState` is rebuilt for each one: its kept
 payloads are decoded from the SuperNode's ``context.state`` before the request
 is served and encoded back after it; its memo starts empty. The codec carries

@@ -1,7 +1,7 @@
 """``FlowerTransport``: the runtime's transport over a Flower ``Grid`` (Flower 1.41).
 
 Encoded fedtrees messages travel as one ``uint8`` array in a ``query.fedtrees``
-message. Following shared/FLOWER.md:
+message. Following the README's Flower section:
 
 - our own push/pull loop with a short poll, not ``Grid.send_and_receive`` (which
   sleeps 3 s between pulls);
@@ -63,7 +63,7 @@ class FlowerTransport:
     registration_timeout : float
         Seconds to wait for them.
     poll_interval : float
-        Seconds between pulls (FLOWER.md: 10–50 ms).
+        Seconds between pulls (README, Flower: 10–50 ms).
     """
 
     def __init__(
@@ -164,7 +164,7 @@ class FlowerTransport:
         )
         position = {message_id: i for i, message_id in enumerate(ids) if message_id}
         for i, message_id in enumerate(ids):
-            if not message_id:  # FLOWER.md §9: unknown or unregistered node
+            if not message_id:  # README, Flower: unknown or unregistered node
                 out[i] = (
                     "push_messages returned no id: node unknown or unregistered",
                     0.0,
