@@ -385,7 +385,7 @@ def _baseline(
     return float(match[column].iloc[0]) if len(match) else np.nan
 
 
-def _check(label: str, value: float, limit: float, shown: str) -> tuple[str, str]:
+def check_target(label: str, value: float, limit: float, shown: str) -> tuple[str, str]:
     if np.isnan(value):
         return label, "n/a"
     return label, f"{'yes' if value <= limit else 'NO'} ({shown})"
@@ -401,14 +401,14 @@ def targets(frame: pd.DataFrame, row: pd.Series) -> list[tuple[str, str]]:
         sk_accuracy = _baseline(frame, rows, "sklearn", "accuracy", missing)
         gap = 100 * (sk_accuracy - row["accuracy"])
         shown = f"{-gap:+.2f} pt"
-        checks.append(_check("acc >= sklearn-1pt", gap, 1.0, shown))
+        checks.append(check_target("acc >= sklearn-1pt", gap, 1.0, shown))
     if method in CANDIDATES and clients == 100 and rows == 100_000:
         ten = _fit_time(frame, rows, BASE_CLIENTS, method)
         ratio = row["fit s"] / ten
-        checks.append(_check("<=1.5x 10 clients", ratio, 1.5, f"{ratio:.2f}x"))
+        checks.append(check_target("<=1.5x 10 clients", ratio, 1.5, f"{ratio:.2f}x"))
     if method in CANDIDATES and clients == MANY_CLIENTS and rows == ONE_M:
         peak = row["peak GiB"]
-        checks.append(_check("peak <=24 GiB", peak, 24.0, f"{peak:.2f} GiB"))
+        checks.append(check_target("peak <=24 GiB", peak, 24.0, f"{peak:.2f} GiB"))
     return checks
 
 
@@ -422,11 +422,11 @@ def _speed_targets(
     sk_ratio = row["fit s"] / _baseline(frame, rows, "sklearn", "fit s")
     xgb_ratio = row["fit s"] / _baseline(frame, rows, "xgboost", "fit s")
     if method == "quantile" and rows == 100_000:
-        checks.append(_check("<=1.0x sklearn", sk_ratio, 1.0, f"{sk_ratio:.2f}x"))
+        checks.append(check_target("<=1.0x sklearn", sk_ratio, 1.0, f"{sk_ratio:.2f}x"))
     if method == "hist" and rows == 100_000:
-        checks.append(_check("<=0.5x sklearn", sk_ratio, 0.5, f"{sk_ratio:.2f}x"))
+        checks.append(check_target("<=0.5x sklearn", sk_ratio, 0.5, f"{sk_ratio:.2f}x"))
     if method == "hist" and rows in (100_000, ONE_M):
-        checks.append(_check("<=2x XGBoost", xgb_ratio, 2.0, f"{xgb_ratio:.2f}x"))
+        checks.append(check_target("<=2x XGBoost", xgb_ratio, 2.0, f"{xgb_ratio:.2f}x"))
     return checks
 
 

@@ -18,7 +18,7 @@ import pytest
 from sklearn.utils.estimator_checks import check_estimator
 
 from fedtrees import FedGBDTClassifier, FedGBDTRegressor
-from fedtrees.algorithms.fedgbdt._payloads import LevelReply
+from fedtrees.algorithms.fedgbdt._payloads import LevelReply, LocalReply
 from fedtrees.exceptions import (
     ClientDropoutWarning,
     RemoteProtocolError,
@@ -429,3 +429,30 @@ def test_a_baseline_with_one_client_is_local_boosting() -> None:
     ]
     np.testing.assert_allclose(raws[1], raws[0], atol=1e-9)
     np.testing.assert_allclose(raws[2], raws[0], atol=1e-9)
+
+
+def _far_node(r: LocalReply) -> LocalReply:
+    node = r.d_node.astype(np.int64).copy()
+    node[0] = 10**12  # would size the rebuilt tree
+    return dataclasses.replace(r, d_node=node)
+
+
+def _short_cover(r: LocalReply) -> LocalReply:
+    return dataclasses.replace(r, cover=r.cover[:-1])
+
+
+@pytest.mark.hostile("clear_error")
+@pytest.mark.parametrize(
+    ("change", "field"), [(_far_node, "d_node"), (_short_cover, "cover")]
+)
+def test_a_bad_baseline_reply_is_refused_naming_client_and_field(change, field):
+    X, y, _ = _integers(300)
+    fault = Fault("1", "mutate", round=2, mutate=lambda r: change(r)
+                  if isinstance(r, LocalReply) else r)  # fmt: skip
+    fed = Federation.from_groups(X, y, np.arange(300) % 3, faults=(fault,))
+    model = FedGBDTClassifier(n_estimators=2, max_depth=2, protocol="bagging")
+    with pytest.raises(
+        RemoteProtocolError,
+        match=rf"Client '1', round 2, 'fedgbdt.local'.*field '{field}'",
+    ):
+        model.fit_federation(fed)

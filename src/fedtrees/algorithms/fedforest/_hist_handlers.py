@@ -23,7 +23,6 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
-from fedtrees.algorithms._requests import check_request_size, request_error
 from fedtrees.algorithms.fedforest._client import (
     bootstrap_weights,
     check_open,
@@ -41,7 +40,6 @@ from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
 from fedtrees.algorithms.fedforest._layout import compact
 from fedtrees.algorithms.fedforest._payloads import ForestState
 from fedtrees.algorithms.histogram import (
-    MAX_BINS,
     MISSING,
     CodeSplits,
     Grid,
@@ -52,53 +50,28 @@ from fedtrees.algorithms.histogram import (
     partition,
     sketch_columns,
 )
-from fedtrees.algorithms.histogram._wire import is_categorical, keep_grid
-from fedtrees.exceptions import ValidationError
+from fedtrees.algorithms.histogram._wire import (
+    keep_grid,
+    matrix_with_missing,
+    skipped_columns,
+)
 from fedtrees.federation import ClientData, ClientState, Resync, handler
 
-__all__ = ["grid", "histogram", "matrix_with_missing"]
+__all__ = ["grid", "histogram"]
 
 GRID_KEY: Final = "fedforest.grid"
 MEMO_KEY: Final = "fedforest.hist"
-
-
-def matrix_with_missing(data: ClientData) -> FloatArray:
-    """Return the client's matrix: NaN allowed (numeric or categorical), not inf."""
-    X = data.matrix
-    infinite = np.isinf(X)
-    if infinite.any():
-        column = data.X.columns[int(np.flatnonzero(infinite.any(axis=0))[0])]
-        raise ValidationError(
-            f"Client {data.client_id!r}: column {column!r} holds infinite values; "
-            "replace them (missing values may stay NaN)."
-        )
-    return np.ascontiguousarray(X)
 
 
 @handler("fedforest.grid", stateful=True)
 def grid(request: GridRequest, data: ClientData, state: ClientState) -> GridReply:
     """Summarise every numeric column of the client's rows for the agreed grid."""
     check_sizes(request, data)
-    n_features = len(data.feature_kinds)
-    if request.n_features != n_features:
-        raise request_error(
-            request.kind, "n_features", f"{n_features} (this client's columns)",
-            request.n_features,
-        )  # fmt: skip
-    check_request_size(
-        request.kind, "max_bins", request.max_bins, MAX_BINS, "the grid's limit", low=2
-    )
+    skipped = skipped_columns(request, data)
     keep_forest(request, data, state)
-    columns = np.asarray(request.columns, dtype=bool)
-    if columns.shape != (n_features,):
-        raise request_error(
-            request.kind, "columns", f"{n_features} flags, one per "
-            "column", f"{columns.shape[0]} flags",
-        )  # fmt: skip
     sketch = sketch_columns(
-        matrix_with_missing(data), is_categorical(data) | ~columns,
-        request.max_bins, data.weights,
-    )  # fmt: skip
+        matrix_with_missing(data), skipped, request.max_bins, data.weights
+    )
     return GridReply(
         sketch.points, sketch.weights, compact(sketch.counts), sketch.complete
     )

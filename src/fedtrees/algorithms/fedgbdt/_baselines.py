@@ -24,9 +24,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from fedtrees._typing import FloatArray
-from fedtrees.algorithms.fedgbdt._decisions import KIND_LEAF, Decisions
-from fedtrees.algorithms.fedgbdt._grow import LEAF, SPLIT, Iteration
+from fedtrees.algorithms.fedgbdt._decisions import Decisions
+from fedtrees.algorithms.fedgbdt._grow import Iteration
 from fedtrees.algorithms.fedgbdt._loss import LOSSES
 from fedtrees.algorithms.fedgbdt._payloads import LocalReply, LocalRequest, StartReply
 from fedtrees.algorithms.fedgbdt._strategy import FedGBDTStrategy
@@ -79,26 +78,19 @@ class BaselineStrategy(FedGBDTStrategy):
             self._append(got[client])
 
     def _local(self, client: str, full: bool) -> LocalRequest:
-        assert self.info is not None
-        assert self.grid is not None
         c = self.config
-        base = 0 if full else self.held.get(client, 0)
-        send_grid = full or base == 0
         k = min(c.trees_per_round, c.n_estimators)
         first = len(self.iterations)
-        features = np.stack([self._features(first + j) for j in range(k)])
         return LocalRequest(
-            fit_id=self.fit_id, seed=c.seed, objective=c.objective,
-            classes=np.asarray(self.info.schema.classes, dtype=str),
-            holdout=c.holdout, n_trees=c.n_trees_per_iteration, first=first,
-            base=base, full=full, margin=self.margin,
-            **self.decisions.after(base).as_fields(), features=features,
-            max_depth=c.max_depth, learning_rate=c.learning_rate,
-            reg_lambda=c.reg_lambda, gamma=c.gamma,
-            min_child_weight=c.min_child_weight, feature_bins=self.grid.n_bins,
-            grid_edges=self.grid.edges if send_grid else np.zeros(0),
-            grid_edge_ptr=self.grid.edge_ptr if send_grid else np.zeros(0, np.int64),
-        )  # fmt: skip
+            first=first,
+            features=np.stack([self._features(first + j) for j in range(k)]),
+            max_depth=c.max_depth,
+            learning_rate=c.learning_rate,
+            reg_lambda=c.reg_lambda,
+            gamma=c.gamma,
+            min_child_weight=c.min_child_weight,
+            **self._model_fields(client, full),
+        )
 
     def _record(self, got: Mapping[str, LocalReply]) -> None:
         """Record the global model's pooled losses before this round."""
@@ -112,9 +104,7 @@ class BaselineStrategy(FedGBDTStrategy):
     def _append(self, reply: LocalReply) -> None:
         """Renumber a client's trees after the global ones and keep them."""
         grown = Decisions.from_fields(reply)
-        cover = np.asarray(reply.cover, np.float64)
-        if cover.shape[0] != len(grown):
-            return  # nothing consistent to add (the reply check keeps shapes)
+        cover = np.asarray(reply.cover, np.float64)  # checked: one per decision
         for local in np.unique(grown.iteration):
             rows = np.flatnonzero(grown.iteration == local)
             one = grown.after(int(rows[0])).first(rows.shape[0])
@@ -124,39 +114,10 @@ class BaselineStrategy(FedGBDTStrategy):
                 one.bin, one.missing_left, one.left, one.right, one.value,
                 one.set_ptr, one.set_codes,
             )  # fmt: skip
-            self.iterations.append(_iteration(number, one, cover[rows], self))
+            self.iterations.append(
+                Iteration.from_decisions(
+                    one, cover[rows], self.config.n_trees_per_iteration,
+                    self.config.max_depth,
+                )
+            )  # fmt: skip
             self.decisions = self.decisions.then(one)
-
-
-def _iteration(
-    number: int, table: Decisions, cover: FloatArray, strategy: FedGBDTStrategy
-) -> Iteration:
-    """Rebuild a grown iteration from its decisions (for the fitted trees)."""
-    n_trees = strategy.config.n_trees_per_iteration
-    size = 1 + int(max(table.node.max(initial=0), table.left.max(initial=0),
-                       table.right.max(initial=0), n_trees - 1))  # fmt: skip
-    it = Iteration.start(number, n_trees, strategy.config.max_depth)
-    extra = size - n_trees
-    if extra > 0:
-        it._append(
-            np.zeros(extra, np.int64), np.zeros(extra, np.int64),
-            np.full(extra, -1, np.int64), np.zeros((extra, 3)),
-        )  # fmt: skip
-    it.status[:] = LEAF
-    it.value = np.zeros(size)
-    it.stats[table.node, 2] = cover
-    for i in range(len(table)):
-        g = int(table.node[i])
-        if table.kind[i] == KIND_LEAF:
-            it.status[g] = LEAF
-            it.value[g] = table.value[i]
-            continue
-        it.status[g] = SPLIT
-        it.kind[g] = table.kind[i]
-        it.feature[g], it.bin[g] = table.feature[i], table.bin[i]
-        it.missing_left[g] = table.missing_left[i]
-        it.left[g], it.right[g] = table.left[i], table.right[i]
-        lo, hi = table.set_ptr[i], table.set_ptr[i + 1]
-        if hi > lo:
-            it.sets[g] = table.set_codes[lo:hi]
-    return it

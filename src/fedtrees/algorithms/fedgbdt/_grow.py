@@ -175,6 +175,47 @@ class Iteration:
             np.full(n_trees, -1, np.int64), np.zeros(n_trees),
         )  # fmt: skip
 
+    @classmethod
+    def from_decisions(
+        cls, table: Decisions, cover: FloatArray, n_trees: int, max_depth: int
+    ) -> Iteration:
+        """Rebuild a finished iteration from its decisions and node weights.
+
+        ``table`` holds one iteration's decisions (a leaf after a split of the
+        same node wins, as when pruning); ``cover[i]`` is decision i's node
+        weight. For trees grown elsewhere (the baselines' clients).
+        """
+        number = int(table.iteration[0]) if len(table) else 0
+        size = 1 + int(
+            max(table.node.max(initial=0), table.left.max(initial=0),
+                table.right.max(initial=0), n_trees - 1)
+        )  # fmt: skip
+        it = cls.start(number, n_trees, max_depth)
+        extra = size - n_trees
+        it._append(
+            np.zeros(extra, np.int64), np.zeros(extra, np.int64),
+            np.full(extra, -1, np.int64), np.zeros((extra, 3)),
+        )  # fmt: skip
+        it.status[:] = LEAF
+        it.value = np.zeros(size)
+        it.stats[table.node, 2] = cover
+        split = np.flatnonzero(table.kind != KIND_LEAF)
+        g = table.node[split]
+        it.status[g] = SPLIT
+        it.kind[g] = table.kind[split]
+        it.feature[g], it.bin[g] = table.feature[split], table.bin[split]
+        it.missing_left[g] = table.missing_left[split]
+        it.left[g], it.right[g] = table.left[split], table.right[split]
+        for i in split[table.kind[split] == KIND_CATEGORICAL]:
+            it.sets[int(table.node[i])] = table.set_codes[
+                table.set_ptr[i] : table.set_ptr[i + 1]
+            ]
+        leaves = np.flatnonzero(table.kind == KIND_LEAF)  # last: they win
+        it.status[table.node[leaves]] = LEAF
+        it.kind[table.node[leaves]] = KIND_LEAF
+        it.value[table.node[leaves]] = table.value[leaves]
+        return it
+
     @property
     def n_nodes(self) -> int:
         """Nodes so far."""

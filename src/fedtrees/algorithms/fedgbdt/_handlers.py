@@ -13,8 +13,9 @@ from the kept decisions and its data.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -22,7 +23,6 @@ import numpy.typing as npt
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees.algorithms._requests import check_request_size, request_error
-from fedtrees.algorithms.fedforest._hist_handlers import matrix_with_missing
 from fedtrees.algorithms.fedgbdt._config import (
     MAX_BOOSTING_DEPTH,
     BoostConfig,
@@ -57,7 +57,11 @@ from fedtrees.algorithms.histogram import (
     partition,
     sketch_columns,
 )
-from fedtrees.algorithms.histogram._wire import is_categorical, keep_grid
+from fedtrees.algorithms.histogram._wire import (
+    keep_grid,
+    matrix_with_missing,
+    skipped_columns,
+)
 from fedtrees.federation import ClientData, ClientState, Resync, handler
 
 __all__ = ["level", "local", "start"]
@@ -68,6 +72,7 @@ MEMO_KEY: Final = "fedgbdt.fit"
 _HOLDOUT, _SUBSAMPLE = 1, 2  # generator keys
 MAX_OUTPUTS: Final = 1024
 MAX_LOCAL_TREES: Final = 1000
+R = TypeVar("R", LevelRequest, LocalRequest)
 
 
 def loss_objective(name: str) -> Objective:
@@ -112,27 +117,12 @@ def _train_weight(data: ClientData, held: BoolArray) -> FloatArray:
 @handler("fedgbdt.start")
 def start(request: StartRequest, data: ClientData) -> StartReply:
     """Summarise the numeric columns of the training rows; their prior sums."""
-    n_features = len(data.feature_kinds)
-    if request.n_features != n_features:
-        raise request_error(
-            request.kind, "n_features", f"{n_features} (this client's columns)",
-            request.n_features,
-        )  # fmt: skip
-    check_request_size(
-        request.kind, "max_bins", request.max_bins, MAX_BINS, "the grid's limit", low=2
-    )
-    columns = np.asarray(request.columns, dtype=bool)
-    if columns.shape != (n_features,):
-        raise request_error(
-            request.kind, "columns", f"{n_features} flags", f"{columns.shape[0]} flags"
-        )
+    skipped = skipped_columns(request, data)
     loss = _objective(request)
     X = matrix_with_missing(data)
     held = validation_rows(request.seed, data.client_id, X.shape[0], request.holdout)
     weight = _train_weight(data, held)
-    sketch = sketch_columns(
-        X, is_categorical(data) | ~columns, request.max_bins, weight
-    )
+    sketch = sketch_columns(X, skipped, request.max_bins, weight)
     target = _target(loss, request, data)
     if loss.objective == "squared_error":
         y = np.asarray(target, np.float64)
@@ -172,15 +162,10 @@ def level(
 ) -> LevelReply | Resync:
     """Answer every open node's sums and the non-zero bins of every asked pair."""
     loss = _objective(request)
-    table = _kept_decisions(request, state)
-    if table is None:
-        return Resync("the kept decisions are not the request's base version")
-    grid = keep_grid(request, data, state, GRID_KEY)
-    if grid is None:
-        return Resync("the agreed grid is not kept")
-    _check_level(request, grid)
-    fit = _fit(request, loss, grid, data, state)
-    _catch_up(fit, table, request)
+    ready = _caught_up(request, loss, data, state, _check_level)
+    if isinstance(ready, Resync):
+        return ready
+    table, _, fit = ready
     report = _losses(loss, fit) if request.report else np.zeros(4)
     nodes = np.ascontiguousarray(request.open_nodes, dtype=np.int64)
     pairs = np.ascontiguousarray(request.pair_feature, dtype=np.int64)
@@ -204,12 +189,32 @@ def level(
     )  # fmt: skip
 
 
+def _caught_up(
+    request: R,
+    loss: Loss,
+    data: ClientData,
+    state: ClientState,
+    check: Callable[[R, Grid], None],
+) -> tuple[Decisions, Grid, _BoostFit] | Resync:
+    """Keep the request's grid and decisions; bring the raw predictions up to date.
+
+    ``check`` refuses the request's sizes before anything is allocated. A
+    client missing its kept grid or decisions answers :class:`Resync`.
+    """
+    grid = keep_grid(request, data, state, GRID_KEY)
+    if grid is None:
+        return Resync("the agreed grid is not kept")
+    table = _kept_decisions(request, state, grid)
+    if table is None:
+        return Resync("the kept decisions are not the request's base version")
+    check(request, grid)
+    fit = _fit(request, loss, grid, data, state)
+    _catch_up(fit, table, request)
+    return table, grid, fit
+
+
 def _check_level(request: LevelRequest, grid: Grid) -> None:
     """Refuse sizes and ids that do not fit the fit (before any allocation)."""
-    check_request_size(
-        request.kind, "n_trees", request.n_trees, MAX_OUTPUTS, "one tree per class",
-        low=1,
-    )  # fmt: skip
     if request.margin.shape != (request.n_trees,):
         raise request_error(
             request.kind, "margin", f"{request.n_trees} values (one per tree)",
@@ -239,7 +244,7 @@ def _check_level(request: LevelRequest, grid: Grid) -> None:
 
 # -- the decisions the client keeps ---------------------------------------------------
 def _kept_decisions(
-    request: LevelRequest | LocalRequest, state: ClientState
+    request: LevelRequest | LocalRequest, state: ClientState, grid: Grid
 ) -> Decisions | None:
     """Append the request's decisions to the kept ones; None if versions differ."""
     found = state.get(STATE_KEY, BoostState)
@@ -252,13 +257,33 @@ def _kept_decisions(
     if len(kept) != request.base:
         return None
     table = kept.then(Decisions.from_fields(request))
-    _check_decisions(request, table)
-    state.put(STATE_KEY, BoostState(request.fit_id, **table.as_fields()))
+    _check_decisions(request, table, grid)
+    state.put(STATE_KEY, BoostState(fit_id=request.fit_id, **table.as_fields()))
     return table
 
 
-def _check_decisions(request: LevelRequest | LocalRequest, table: Decisions) -> None:
-    """Require iterations in order, up to the request's; set pointers that add up."""
+def _check_decisions(
+    request: LevelRequest | LocalRequest, table: Decisions, grid: Grid
+) -> None:
+    """Require iterations in order, up to the request's; set pointers that add up.
+
+    Node ids stay below what ``n_trees`` trees of the deepest depth hold, and a
+    split names a feature of the grid: nothing is sized by a hostile id.
+    """
+    check_request_size(
+        request.kind, "n_trees", request.n_trees, MAX_OUTPUTS, "one tree per class",
+        low=1,
+    )  # fmt: skip
+    most_nodes = request.n_trees * 2 ** (MAX_BOOSTING_DEPTH + 1)
+    split = table.kind != KIND_LEAF
+    ids = np.concatenate([table.node, table.left[split], table.right[split]])
+    if np.any(ids >= most_nodes) or np.any(
+        (table.feature[split] < 0) | (table.feature[split] >= grid.n_bins.shape[0])
+    ):
+        raise request_error(
+            request.kind, "d_node", f"node ids below {most_nodes} and split "
+            f"features in [0, {grid.n_bins.shape[0]})", "others",
+        )  # fmt: skip
     ptr = table.set_ptr
     if (
         np.any(np.diff(table.iteration) < 0)
@@ -347,15 +372,11 @@ def local(
 ) -> LocalReply | Resync:
     """Boost trees on the client's own rows from the global model (baselines)."""
     loss = _objective(request)
-    table = _kept_decisions(request, state)
-    if table is None:
-        return Resync("the kept decisions are not the request's base version")
-    grid = keep_grid(request, data, state, GRID_KEY)
-    if grid is None:
-        return Resync("the agreed grid is not kept")
+    ready = _caught_up(request, loss, data, state, _check_local)
+    if isinstance(ready, Resync):
+        return ready
+    _, grid, fit = ready
     config = _learner_config(request, grid)
-    fit = _fit(request, loss, grid, data, state)
-    _catch_up(fit, table, request)
     report = _losses(loss, fit)
     grown, cover = boost_locally(
         fit.columns, fit.target, np.where(fit.held, 0.0, fit.weight), fit.raw, loss,
@@ -364,12 +385,13 @@ def local(
     return LocalReply(**grown.as_fields(), cover=cover, loss=report)
 
 
+def _check_local(request: LocalRequest, grid: Grid) -> None:
+    """Refuse a baseline request's sizes and settings before any work."""
+    _learner_config(request, grid)
+
+
 def _learner_config(request: LocalRequest, grid: Grid) -> BoostConfig:
     """Return the learner's settings from the request, checked before any work."""
-    check_request_size(
-        request.kind, "n_trees", request.n_trees, MAX_OUTPUTS, "one tree per class",
-        low=1,
-    )  # fmt: skip
     check_request_size(
         request.kind, "max_depth", request.max_depth, MAX_BOOSTING_DEPTH,
         "the deepest tree", low=1,

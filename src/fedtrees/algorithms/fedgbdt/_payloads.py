@@ -21,6 +21,7 @@ node's sums.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ from fedtrees.federation._checks import RTOL
 
 __all__ = [
     "BoostState",
+    "DecisionFields",
     "LevelReply",
     "LevelRequest",
     "StartReply",
@@ -85,11 +87,10 @@ class StartRequest(Payload):
         )
 
 
-@payload("fedgbdt.state")
-class BoostState(Payload):
-    """What a client keeps between rounds: its fit and the decisions so far."""
+@dataclass(frozen=True, eq=False)
+class DecisionFields(Payload):
+    """The decision columns a payload carries, ``d_*`` (:mod:`._decisions`)."""
 
-    fit_id: int
     d_iteration: np.ndarray
     d_node: np.ndarray
     d_kind: np.ndarray
@@ -101,6 +102,13 @@ class BoostState(Payload):
     d_value: np.ndarray
     d_set_ptr: np.ndarray
     d_set_codes: np.ndarray
+
+
+@payload("fedgbdt.state")
+class BoostState(DecisionFields):
+    """What a client keeps between rounds: its fit and the decisions so far."""
+
+    fit_id: int
 
 
 @payload("fedgbdt.level_reply")
@@ -132,7 +140,7 @@ class LevelReply(Payload):
 
 
 @payload("fedgbdt.level")
-class LevelRequest(Payload):
+class LevelRequest(DecisionFields):
     """One level of an iteration's trees (see the module docstring).
 
     ``base``: the decisions the server believes the client holds (0 and
@@ -156,17 +164,6 @@ class LevelRequest(Payload):
     base: int
     full: bool
     margin: np.ndarray
-    d_iteration: np.ndarray
-    d_node: np.ndarray
-    d_kind: np.ndarray
-    d_feature: np.ndarray
-    d_bin: np.ndarray
-    d_missing_left: np.ndarray
-    d_left: np.ndarray
-    d_right: np.ndarray
-    d_value: np.ndarray
-    d_set_ptr: np.ndarray
-    d_set_codes: np.ndarray
     open_nodes: np.ndarray
     pair_feature: np.ndarray
     feature_bins: np.ndarray
@@ -214,7 +211,9 @@ class LevelRequest(Payload):
         want = np.repeat(node, count.shape[1], axis=0)[asked]
         got = sums[asked]
         # Σg may cancel: its rounding is relative to the pair's Σ|bin sums|
-        spread = Histograms(count.ravel(), reply.bin_code, np.abs(stats)).pair_sums()
+        spread = Histograms(count.ravel(), reply.bin_code, np.abs(stats)).checked_sums(
+            self.pair_feature, self.feature_bins
+        )
         scale = np.maximum(np.abs(got), np.abs(want))
         scale[:, 0] = np.maximum(scale[:, 0], spread[asked, 0])
         bad = np.abs(got - want) > RTOL * scale
@@ -228,30 +227,19 @@ class LevelRequest(Payload):
 
 
 @payload("fedgbdt.local_reply")
-class LocalReply(Payload):
+class LocalReply(DecisionFields):
     """A client's own trees (baselines): decisions, each node's Σw, losses.
 
     ``loss`` is :class:`LevelReply`'s: the global model's before the client
     boosted.
     """
 
-    d_iteration: np.ndarray
-    d_node: np.ndarray
-    d_kind: np.ndarray
-    d_feature: np.ndarray
-    d_bin: np.ndarray
-    d_missing_left: np.ndarray
-    d_left: np.ndarray
-    d_right: np.ndarray
-    d_value: np.ndarray
-    d_set_ptr: np.ndarray
-    d_set_codes: np.ndarray
     cover: np.ndarray
     loss: np.ndarray
 
 
 @payload("fedgbdt.local")
-class LocalRequest(Payload):
+class LocalRequest(DecisionFields):
     """Boost ``features.shape[0]`` trees on the client's own rows (baselines).
 
     Flower's bagging and cyclic boosting on FedGBDT's grid and learner: the
@@ -271,17 +259,6 @@ class LocalRequest(Payload):
     base: int
     full: bool
     margin: np.ndarray
-    d_iteration: np.ndarray
-    d_node: np.ndarray
-    d_kind: np.ndarray
-    d_feature: np.ndarray
-    d_bin: np.ndarray
-    d_missing_left: np.ndarray
-    d_left: np.ndarray
-    d_right: np.ndarray
-    d_value: np.ndarray
-    d_set_ptr: np.ndarray
-    d_set_codes: np.ndarray
     features: np.ndarray
     max_depth: int
     learning_rate: float
@@ -317,4 +294,37 @@ class LocalRequest(Payload):
                 "cover": Field.array("f", (None,), nonnegative=True),
                 "loss": Field.array("f", (4,), nonnegative=True),
             },
+            check=self._check_trees,
         )
+
+    def _check_trees(self, reply: Any) -> None:
+        """Trees of the asked iterations, node ids a tree of ``max_depth`` holds."""
+        n = reply.d_node.shape[0]
+        per_decision = (
+            "d_iteration", "d_kind", "d_feature", "d_bin", "d_missing_left",
+            "d_left", "d_right", "d_value", "cover",
+        )  # fmt: skip
+        for name in per_decision:
+            if getattr(reply, name).shape[0] != n:
+                raise InvalidField(name, "needs one entry per decision, as d_node")
+        ptr = np.asarray(reply.d_set_ptr, np.int64)
+        if (
+            ptr.shape != (n + 1,)
+            or ptr[0] != 0
+            or np.any(np.diff(ptr) < 0)
+            or (ptr[-1] != reply.d_set_codes.shape[0])
+        ):
+            raise InvalidField("d_set_ptr", "must rise from 0 to the set codes")
+        trees = int(self.features.shape[0])
+        iteration = np.asarray(reply.d_iteration, np.int64)
+        if np.any(iteration < self.first) or np.any(iteration >= self.first + trees):
+            raise InvalidField("d_iteration", f"must lie in [{self.first}, "
+                               f"{self.first + trees})")  # fmt: skip
+        most = self.n_trees * 2 ** (self.max_depth + 1)
+        split = np.asarray(reply.d_kind) != 0
+        ids = np.concatenate([reply.d_node, reply.d_left[split], reply.d_right[split]])
+        feature = np.asarray(reply.d_feature)[split]
+        if np.any(ids < 0) or np.any(ids >= most):
+            raise InvalidField("d_node", f"holds a node id outside [0, {most})")
+        if np.any(feature < 0) or np.any(feature >= self.feature_bins.shape[0]):
+            raise InvalidField("d_feature", "names a feature outside the grid")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -275,24 +276,40 @@ class FedGBDTStrategy:
     def _request(
         self, client: str, plan: LevelPlan, report: bool, full: bool
     ) -> LevelRequest:
+        assert self.level is not None
+        c = self.config
+        return LevelRequest(
+            subsample=c.subsample, iteration=len(self.iterations), report=report,
+            open_nodes=self.level.nodes, pair_feature=plan.pairs,
+            **self._model_fields(client, full),
+        )  # fmt: skip
+
+    def _model_fields(self, client: str, full: bool) -> dict[str, Any]:
+        """Return the fields every request shares: the fit, the model's delta, the grid.
+
+        The decisions after the client's version (all of them when ``full``);
+        the grid's edges in the client's first request and in full ones.
+        """
         assert self.info is not None
         assert self.grid is not None
-        assert self.level is not None
         base = 0 if full else self.held.get(client, 0)
         send_grid = full or base == 0
         c = self.config
-        return LevelRequest(
-            fit_id=self.fit_id, seed=c.seed, objective=c.objective,
-            classes=np.asarray(self.info.schema.classes, dtype=str),
-            holdout=c.holdout, subsample=c.subsample,
-            n_trees=c.n_trees_per_iteration,
-            iteration=len(self.iterations), report=report, base=base, full=full,
-            margin=self.margin, **self.decisions.after(base).as_fields(),
-            open_nodes=self.level.nodes, pair_feature=plan.pairs,
-            feature_bins=self.grid.n_bins,
-            grid_edges=self.grid.edges if send_grid else np.zeros(0),
-            grid_edge_ptr=self.grid.edge_ptr if send_grid else np.zeros(0, np.int64),
-        )  # fmt: skip
+        return {
+            "fit_id": self.fit_id,
+            "seed": c.seed,
+            "objective": c.objective,
+            "classes": np.asarray(self.info.schema.classes, dtype=str),
+            "holdout": c.holdout,
+            "n_trees": c.n_trees_per_iteration,
+            "base": base,
+            "full": full,
+            "margin": self.margin,
+            **self.decisions.after(base).as_fields(),
+            "feature_bins": self.grid.n_bins,
+            "grid_edges": self.grid.edges if send_grid else np.zeros(0),
+            "grid_edge_ptr": self.grid.edge_ptr if send_grid else np.zeros(0, np.int64),
+        }
 
     def _report(self, got: Mapping[str, LevelReply]) -> bool:
         """Record the pooled losses; return True when early stopping ends the fit."""

@@ -2,6 +2,8 @@
 
 Shared by every protocol on the engine (FedForest ``"hist"``, FedGBDT):
 
+- :func:`matrix_with_missing` and :func:`skipped_columns`: a client's matrix
+  (NaN allowed, infinity refused) and the checks of a grid request;
 - :func:`grid_reply_fields` and :func:`check_grid_reply`: what a client's
   summary of its numeric columns must look like (the engine's
   :class:`~fedtrees.algorithms.histogram.GridSketch`);
@@ -16,9 +18,10 @@ from typing import Any, Final, Protocol
 
 import numpy as np
 
-from fedtrees._typing import BoolArray
-from fedtrees.algorithms._requests import request_error
-from fedtrees.algorithms.histogram._grid import MISSING, Grid
+from fedtrees._typing import BoolArray, FloatArray
+from fedtrees.algorithms._requests import check_request_size, request_error
+from fedtrees.algorithms.histogram._grid import MAX_BINS, MISSING, Grid
+from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
     ClientData,
     ClientState,
@@ -36,6 +39,8 @@ __all__ = [
     "grid_reply_fields",
     "is_categorical",
     "keep_grid",
+    "matrix_with_missing",
+    "skipped_columns",
 ]
 
 _COUNTS: Final = "fiu"
@@ -44,6 +49,62 @@ _COUNTS: Final = "fiu"
 def is_categorical(data: ClientData) -> BoolArray:
     """Which of the client's columns are categorical."""
     return np.array([k == "categorical" for k in data.feature_kinds], dtype=bool)
+
+
+def matrix_with_missing(data: ClientData) -> FloatArray:
+    """Return the client's matrix: NaN allowed (numeric or categorical), not inf."""
+    X = data.matrix
+    infinite = np.isinf(X)
+    if infinite.any():
+        column = data.X.columns[int(np.flatnonzero(infinite.any(axis=0))[0])]
+        raise ValidationError(
+            f"Client {data.client_id!r}: column {column!r} holds infinite values; "
+            "replace them (missing values may stay NaN)."
+        )
+    return np.ascontiguousarray(X)
+
+
+class GridAsk(Protocol):
+    """The fields of a request for the grid summary."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def n_features(self) -> int: ...
+
+    @property
+    def max_bins(self) -> int: ...
+
+    @property
+    def columns(self) -> np.ndarray: ...
+
+
+def skipped_columns(request: GridAsk, data: ClientData) -> BoolArray:
+    """Check a grid request against the client; return the columns not summarised.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``n_features``, ``max_bins`` or ``columns`` and what was expected.
+    """
+    n_features = len(data.feature_kinds)
+    if request.n_features != n_features:
+        raise request_error(
+            request.kind, "n_features", f"{n_features} (this client's columns)",
+            request.n_features,
+        )  # fmt: skip
+    check_request_size(
+        request.kind, "max_bins", request.max_bins, MAX_BINS, "the grid's limit", low=2
+    )
+    columns = np.asarray(request.columns, dtype=bool)
+    if columns.shape != (n_features,):
+        raise request_error(
+            request.kind, "columns", f"{n_features} flags, one per column",
+            f"{columns.shape[0]} flags",
+        )  # fmt: skip
+    skipped: BoolArray = is_categorical(data) | ~columns
+    return skipped
 
 
 def grid_reply_fields(n_features: int, max_bins: int) -> dict[str, Field]:
