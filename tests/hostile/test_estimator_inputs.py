@@ -30,17 +30,21 @@ CLASSIFIERS: dict[str, dict[str, Any]] = {
     "LocalEnsembleClassifier": {"n_estimators": 2},
     "LocalModelsClassifier": {"n_estimators": 2},
     "FedGAClassifier": {"population_size": 4, "n_generations": 1},
+    "FedGBDTClassifier": {"n_estimators": 2, "max_depth": 2},
 }
 REGRESSORS: dict[str, dict[str, Any]] = {
     "FedForestRegressor": {"n_estimators": 1, "max_depth": 2},
     "LocalEnsembleRegressor": {"n_estimators": 2},
     "LocalModelsRegressor": {"n_estimators": 2},
     "FedGARegressor": {"population_size": 4, "n_generations": 1},
+    "FedGBDTRegressor": {"n_estimators": 2, "max_depth": 2},
 }
 ALL = {**CLASSIFIERS, **REGRESSORS}
 WEIGHTED = (  # the estimators whose fit takes sample_weight
     "FedForestClassifier",
     "FedForestRegressor",
+    "FedGBDTClassifier",
+    "FedGBDTRegressor",
     "FedAvgClassifier",
     "LocalEnsembleClassifier",
     "LocalEnsembleRegressor",
