@@ -18,6 +18,13 @@ import pytest
 from sklearn.utils.estimator_checks import check_estimator
 
 from fedtrees import FedGBDTClassifier, FedGBDTRegressor
+from fedtrees.algorithms.fedgbdt._decisions import (
+    KIND_LEAF,
+    KIND_NUMERIC,
+    DecisionLog,
+    Decisions,
+    route,
+)
 from fedtrees.algorithms.fedgbdt._payloads import LevelReply, LocalReply
 from fedtrees.exceptions import (
     ClientDropoutWarning,
@@ -246,9 +253,9 @@ def test_early_stopping_keeps_the_best_iteration() -> None:
                               early_stopping_rounds=3, random_state=0)  # fmt: skip
     model.fit(X, y, groups=np.arange(1200) % 3)
     valid = model.evals_result_["validation_logloss"]
-    assert model.n_iter_ == model.best_iteration_ < 200
-    assert len(valid) == model.best_iteration_ + 3
-    assert int(np.argmin(valid)) + 1 == model.best_iteration_
+    assert model.n_iter_ == model.best_iteration_ + 1 < 200
+    assert len(valid) == model.n_iter_ + 3
+    assert int(np.argmin(valid)) == model.best_iteration_
 
 
 def test_evals_and_staged_predictions() -> None:
@@ -456,3 +463,41 @@ def test_a_bad_baseline_reply_is_refused_naming_client_and_field(change, field):
         match=rf"Client '1', round 2, 'fedgbdt.local'.*field '{field}'",
     ):
         model.fit_federation(fed)
+
+
+def _table(rows: list[tuple[int, int, int, int, int]]) -> Decisions:
+    """Numeric splits (node, feature, bin, left, right); right < 0: a leaf of value bin."""
+    n = len(rows)
+    col = [np.array([r[i] for r in rows], np.int64) for i in range(5)]
+    leaf = col[4] < 0
+    return Decisions(
+        np.zeros(n, np.int64), col[0], np.where(leaf, KIND_LEAF, KIND_NUMERIC).astype(np.int8),
+        np.where(leaf, 0, col[1]), np.where(leaf, 0, col[2]), np.zeros(n, bool),
+        np.where(leaf, 0, col[3]), np.where(leaf, 0, col[4]),
+        np.where(leaf, col[2], 0).astype(float), np.zeros(n + 1, np.int64),
+        np.zeros(0, np.uint8),
+    )  # fmt: skip
+
+
+def test_routing_follows_the_splits_and_refuses_a_cycle() -> None:
+    codes = np.array([[0, 3, 5, 9]], np.uint8)
+    tree = _table([(0, 0, 4, 1, 2), (1, 0, 1, 3, 4), (2, 0, 7, 5, 6),
+                   *[(g, 0, 10 * g, 0, -1) for g in range(3, 7)]])  # fmt: skip
+    routed = route(tree, 1, codes, max_depth=6)
+    assert routed is not None
+    assert routed[0].tolist() == [[3, 4, 5, 6]]
+    assert routed[1].tolist() == [[30.0, 40.0, 50.0, 60.0]]
+    cycle = _table([(0, 0, 4, 1, 2), (1, 0, 9, 0, 0), (2, 0, 0, 0, -1)])
+    assert route(cycle, 1, codes, max_depth=6) is None  # never followed forever
+
+
+def test_the_decision_log_equals_concatenation() -> None:
+    chunks = [_table([(g, g % 3, g, 2 * g + 1, 2 * g + 2) for g in range(a, b)])
+              for a, b in [(0, 1), (1, 5), (5, 6), (6, 40), (40, 41)]]  # fmt: skip
+    log, whole = DecisionLog(7, Decisions.empty()), Decisions.empty()
+    for chunk in chunks:
+        got = log.append(chunk)
+        whole = whole.then(chunk)
+        assert got.as_fields().keys() == whole.as_fields().keys()
+        for name, values in whole.as_fields().items():
+            np.testing.assert_array_equal(got.as_fields()[name], values, name)

@@ -192,6 +192,30 @@ def test_one_shot_tree_methods_give_the_same_trees_over_flower(
         assert over_flower == expected, job  # kept trees, spends and ledger totals
 
 
+def test_fedgbdt_boosts_the_same_model_over_flower(
+    tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
+) -> None:
+    # The start round, one histogram round per level, the last report. Cleveland
+    # forgets its per-run state (codes, raw scores) before rounds 2 and 4. Round
+    # 2's request carries the grid (every site's first level), so it rebuilds
+    # from that; at round 4 it asks for a resync (two exchanges that round).
+    params = {"n_estimators": 2, "max_depth": 2, "max_bins": 16, "random_state": 7}
+
+    over_flower = _run_over_flower(
+        tls_deployment, tmp_path / "gbdt.json", "fedgbdt", params
+    )
+
+    expected = _in_process(site_files, "fedgbdt", params)
+    assert over_flower["trees"] == expected["trees"]  # same splits, same weights
+    assert over_flower["base_margin"] == expected["base_margin"]
+    assert over_flower["evals_result"] == expected["evals_result"]
+    rounds = over_flower["communication"]["rounds"]  # type: ignore[index]
+    assert rounds == expected["communication"]["rounds"]  # type: ignore[index]
+    ledger = (tmp_path / "gbdt.ledger.csv").read_text().splitlines()[1:]
+    cleveland = [line.split(",")[0] for line in ledger if ",Cleveland," in line]
+    assert sorted({r for r in cleveland if cleveland.count(r) > 1}) == ["4"]
+
+
 @pytest.mark.slow  # 6 Flower rounds, about 110 s: run with `pytest -m slow`
 def test_fedga_evolves_the_same_structures_over_flower(
     tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path

@@ -17,9 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+import numpy as np
+
 from fedtrees._validation import invalid
 from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
 from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
+from fedtrees.algorithms.fedgbdt import FedGBDTClassifier, FedGBDTRegressor
 from fedtrees.algorithms.fedid3 import FederatedID3Classifier
 from fedtrees.algorithms.icdta import ICDTAClassifier
 from fedtrees.algorithms.local import LocalEnsembleClassifier, LocalEnsembleRegressor
@@ -223,6 +226,40 @@ def _fedga(
     return document, estimator.communication_
 
 
+def _fedgbdt(
+    federation: Federation,
+    params: Mapping[str, Any],
+    timeout: float,
+    callbacks: Sequence[RoundCallback],
+) -> tuple[dict[str, Any], Ledger]:
+    """FedGBDT; ``params["task"]`` picks the estimator, the rest are its arguments.
+
+    The document holds the boosted model: ``"trees"`` is one list per iteration
+    of :meth:`fedtrees.tree.Tree.to_dict` documents (one per class for
+    softmax, else one) whose leaf values are the weights added to the raw
+    score, ``"base_margin"`` the starting raw score (one per class for
+    softmax), ``"classes"`` the labels the scores stand for; the raw score of a
+    row is the base margin plus its leaves' values over the iterations. Also the
+    pooled validation losses and the best iteration when early stopping ran.
+    """
+    kwargs = dict(params)
+    task = kwargs.pop("task", "classification")
+    if task not in ("classification", "regression"):
+        raise invalid("task", "job 'fedgbdt'", "classification or regression", task)
+    estimator = FedGBDTClassifier() if task == "classification" else FedGBDTRegressor()
+    common = _fitted("fedgbdt", estimator, kwargs, federation, timeout, callbacks)
+    document = {
+        **common,
+        "params": dict(params),
+        "base_margin": np.atleast_1d(estimator.base_margin_).tolist(),
+        "trees": [[tree.to_dict() for tree in it] for it in estimator.trees_],
+        "evals_result": estimator.evals_result_,
+        "best_iteration": estimator.best_iteration_,
+        "communication": estimator.communication_.summary(),
+    }
+    return document, estimator.communication_
+
+
 JOBS: Final[dict[str, Job]] = {
     "toy": _toy,
     "fedforest": _forest_job("fedforest", FedForestClassifier, FedForestRegressor),
@@ -233,6 +270,7 @@ JOBS: Final[dict[str, Job]] = {
     "federated-id3": _tree_job("federated-id3", FederatedID3Classifier),
     "synthetic": _tree_job("synthetic", SyntheticDataClassifier),
     "fedga": _fedga,
+    "fedgbdt": _fedgbdt,
 }
 
 

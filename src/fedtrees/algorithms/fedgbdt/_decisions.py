@@ -21,9 +21,17 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
+from fedtrees.algorithms.fedgbdt._route_kernel import route_rows
 from fedtrees.algorithms.histogram import MISSING
 
-__all__ = ["KIND_CATEGORICAL", "KIND_LEAF", "KIND_NUMERIC", "Decisions", "route"]
+__all__ = [
+    "KIND_CATEGORICAL",
+    "KIND_LEAF",
+    "KIND_NUMERIC",
+    "DecisionLog",
+    "Decisions",
+    "route",
+]
 
 KIND_LEAF: Final = 0
 KIND_NUMERIC: Final = 1
@@ -136,25 +144,74 @@ class Decisions:
         return index, sets
 
 
+class DecisionLog:
+    """A growing table of decisions: appending costs the new rows only.
+
+    The client's kept table grows by a few rows every round for the whole fit;
+    concatenating it every round would cost the square of its length. The log
+    keeps spare room (doubling when full) and hands out views of its rows.
+    """
+
+    def __init__(self, fit_id: int, table: Decisions) -> None:
+        self.fit_id = fit_id
+        self._rows = table
+        self._n = len(table)
+        self._n_codes = int(table.set_ptr[self._n])
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def table(self) -> Decisions:
+        """The decisions so far (views of the log's arrays)."""
+        return self._rows.first(self._n)
+
+    def append(self, more: Decisions) -> Decisions:
+        """Add ``more`` after the kept rows; return the whole table."""
+        n, m = self._n, len(more)
+        codes = int(more.set_ptr[m])
+        if n + m > len(self._rows) or self._n_codes + codes > self._rows.set_codes.size:
+            self._grow(2 * (n + m), 2 * (self._n_codes + codes) + 1)
+        rows = self._rows
+        for f in fields(rows):
+            if f.name not in ("set_ptr", "set_codes"):
+                getattr(rows, f.name)[n : n + m] = getattr(more, f.name)
+        rows.set_ptr[n + 1 : n + m + 1] = more.set_ptr[1:] + self._n_codes
+        rows.set_codes[self._n_codes : self._n_codes + codes] = more.set_codes
+        self._n, self._n_codes = n + m, self._n_codes + codes
+        return self.table
+
+    def _grow(self, size: int, n_codes: int) -> None:
+        old = self._rows.first(self._n)
+        columns: dict[str, np.ndarray] = {}
+        for f in fields(old):
+            values = getattr(old, f.name)
+            length = {"set_ptr": size + 1, "set_codes": n_codes}.get(f.name, size)
+            columns[f.name] = np.zeros(length, values.dtype)
+            columns[f.name][: values.shape[0]] = values
+        self._rows = Decisions(**columns)
+
+
 def route(
-    table: Decisions, n_trees: int, columns: npt.NDArray[np.uint8]
-) -> tuple[IntArray, FloatArray]:
+    table: Decisions, n_trees: int, columns: npt.NDArray[np.uint8], max_depth: int
+) -> tuple[IntArray, FloatArray] | None:
     """Route every row through one finished iteration's trees, in code space.
 
     ``table`` holds that iteration's decisions; ``columns`` the codes by
     feature, (F, n). Returns each row's leaf per tree, (n_trees, n), and the
-    leaf values, (n_trees, n). Vectorised over rows: one step per level.
+    leaf values, (n_trees, n); None when a path is deeper than ``max_depth``
+    (children that point back up: no tree the server grows).
     """
     n = columns.shape[1]
     size = int(max(table.node.max(initial=-1), n_trees - 1)) + 1
-    kind = np.zeros(size, np.int8)
+    kind = np.full(size, KIND_LEAF, np.int8)
     feature = np.zeros(size, np.int64)
     limit = np.zeros(size, np.int64)
     missing_left = np.zeros(size, bool)
     left = np.zeros(size, np.int64)
     right = np.zeros(size, np.int64)
     value = np.zeros(size)
-    set_row = np.full(size, -1, np.int64)
+    set_row = np.zeros(size, np.int64)
     set_index, sets = table.left_sets()
     splits = table.kind != KIND_LEAF
     at = table.node[splits]
@@ -162,24 +219,17 @@ def route(
     feature[at], limit[at] = table.feature[splits], table.bin[splits]
     missing_left[at] = table.missing_left[splits]
     left[at], right[at] = table.left[splits], table.right[splits]
-    set_row[at] = set_index[splits]
+    set_row[at] = np.maximum(set_index[splits], 0)
     leaves = ~splits  # last: a leaf decision overrides a pruned split
     kind[table.node[leaves]] = KIND_LEAF
     value[table.node[leaves]] = table.value[leaves]
-    node = np.repeat(np.arange(n_trees, dtype=np.int64)[:, None], n, axis=1)
-    rows = np.broadcast_to(np.arange(n), node.shape)
-    active = kind[node] != KIND_LEAF
-    while active.any():
-        t, i = np.nonzero(active)
-        g = node[t, i]
-        code = columns[feature[g], rows[t, i]]
-        numeric = kind[g] == KIND_NUMERIC
-        go_left = np.where(
-            code == MISSING, missing_left[g], code.astype(np.int64) <= limit[g]
-        )
-        categorical = ~numeric
-        if categorical.any():
-            go_left[categorical] = sets[set_row[g[categorical]], code[categorical]]
-        node[t, i] = np.where(go_left, left[g], right[g])
-        active[t, i] = kind[node[t, i]] != KIND_LEAF
+    node = np.empty((n_trees, n), np.int64)
+    if sets.shape[0] == 0:
+        sets = np.zeros((1, 256), bool)
+    done = route_rows(
+        kind == KIND_NUMERIC, kind == KIND_LEAF, feature, limit, missing_left, left,
+        right, set_row, sets, columns, MISSING, max_depth, node,
+    )  # fmt: skip
+    if not done:
+        return None
     return node, value[node]

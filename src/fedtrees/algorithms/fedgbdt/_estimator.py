@@ -112,7 +112,7 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         self.base_margin_ = result.margin
         self.trees_ = to_trees(result.iterations, result.grid, self._tree_meta())
         self.evals_result_ = {k: list(v) for k, v in result.evals.items()}
-        self.best_iteration_ = result.best_iteration
+        self.best_iteration_ = result.best_iteration - 1  # 0-based, as XGBoost's
         self.n_iter_ = len(self.trees_)
         self.communication_ = outcome.ledger
         gains = np.zeros(self.n_features_in_)
@@ -210,7 +210,11 @@ class FedGBDTClassifier(ClassifierMixin, _FedGBDT):  # type: ignore[misc]
     evals_result_ : dict
         Per-iteration pooled losses: ``training_logloss`` (or ``mlogloss``)
         and, with early stopping, ``validation_...``.
-    best_iteration_, n_iter_ : int
+    best_iteration_ : int
+        The 0-based index of the best iteration, as XGBoost's: the model keeps
+        iterations ``0 … best_iteration_`` (the last one without early stopping).
+    n_iter_ : int
+        Iterations kept (``best_iteration_ + 1``).
     grid_ : the agreed bin grid
     classes_, communication_, feature_importances_, clients_
 

@@ -30,6 +30,7 @@ from fedtrees.algorithms.fedgbdt._config import (
 )
 from fedtrees.algorithms.fedgbdt._decisions import (
     KIND_LEAF,
+    DecisionLog,
     Decisions,
     route,
 )
@@ -69,6 +70,7 @@ __all__ = ["level", "local", "start"]
 GRID_KEY: Final = "fedgbdt.grid"
 STATE_KEY: Final = "fedgbdt.state"
 MEMO_KEY: Final = "fedgbdt.fit"
+LOG_KEY: Final = "fedgbdt.log"
 _HOLDOUT, _SUBSAMPLE = 1, 2  # generator keys
 MAX_OUTPUTS: Final = 1024
 MAX_LOCAL_TREES: Final = 1000
@@ -246,29 +248,43 @@ def _check_level(request: LevelRequest, grid: Grid) -> None:
 def _kept_decisions(
     request: LevelRequest | LocalRequest, state: ClientState, grid: Grid
 ) -> Decisions | None:
-    """Append the request's decisions to the kept ones; None if versions differ."""
+    """Append the request's decisions to the kept ones; None if versions differ.
+
+    The kept table is the state's; the memo holds it as a :class:`DecisionLog`
+    so that appending costs the new rows only.
+    """
     found = state.get(STATE_KEY, BoostState)
+    log = state.memo.get(LOG_KEY)
     if request.full or request.base == 0:
-        kept = Decisions.empty()  # the whole table comes with the request
+        log = DecisionLog(request.fit_id, Decisions.empty())  # all come with it
     elif found is None or found.fit_id != request.fit_id:
         return None
-    else:
-        kept = Decisions.from_fields(found)
-    if len(kept) != request.base:
+    elif not (
+        isinstance(log, DecisionLog)
+        and log.fit_id == request.fit_id
+        and len(log) == found.d_node.shape[0]
+    ):
+        log = DecisionLog(request.fit_id, Decisions.from_fields(found))
+    if len(log) != request.base:
         return None
-    table = kept.then(Decisions.from_fields(request))
-    _check_decisions(request, table, grid)
+    more = Decisions.from_fields(request)
+    since = int(log.table.iteration[-1]) if len(log) else 0
+    _check_decisions(request, more, grid, since)
+    table = log.append(more)
+    state.memo[LOG_KEY] = log
     state.put(STATE_KEY, BoostState(fit_id=request.fit_id, **table.as_fields()))
     return table
 
 
 def _check_decisions(
-    request: LevelRequest | LocalRequest, table: Decisions, grid: Grid
+    request: LevelRequest | LocalRequest, table: Decisions, grid: Grid, since: int
 ) -> None:
-    """Require iterations in order, up to the request's; set pointers that add up.
+    """Require new decisions in iteration order, with set pointers that add up.
 
+    Their iterations run from ``since`` (the last kept one) to the request's.
     Node ids stay below what ``n_trees`` trees of the deepest depth hold, and a
-    split names a feature of the grid: nothing is sized by a hostile id.
+    split names a feature of the grid: nothing is sized by a hostile id. The
+    kept decisions were checked when they came.
     """
     check_request_size(
         request.kind, "n_trees", request.n_trees, MAX_OUTPUTS, "one tree per class",
@@ -287,6 +303,7 @@ def _check_decisions(
     ptr = table.set_ptr
     if (
         np.any(np.diff(table.iteration) < 0)
+        or (len(table) and table.iteration[0] < since)
         or (len(table) and table.iteration[-1] > request.iteration)
         or ptr.shape != (len(table) + 1,)
         or ptr[0] != 0
@@ -334,8 +351,16 @@ def _catch_up(
 ) -> None:
     """Add every finished iteration's leaf values to the raw predictions."""
     while fit.applied < request.iteration:
-        _, values = route(table.of_iteration(fit.applied), request.n_trees, fit.columns)
-        fit.raw += values.T
+        routed = route(
+            table.of_iteration(fit.applied), request.n_trees, fit.columns,
+            MAX_BOOSTING_DEPTH,
+        )  # fmt: skip
+        if routed is None:
+            raise request_error(
+                request.kind, "d_left", f"trees at most {MAX_BOOSTING_DEPTH} deep",
+                f"a path of iteration {fit.applied} deeper (children pointing back)",
+            )  # fmt: skip
+        fit.raw += routed[1].T
         fit.applied += 1
 
 

@@ -143,8 +143,9 @@ def boost_locally(
             grown = grown.then(decided)
             partition(rows, columns, code_splits(grown, rows))
         grown = grown.then(it.finish(config))
-        _, values = route(grown, n_trees, columns)
-        raw += values.T
+        routed = route(grown, n_trees, columns, config.max_depth)
+        assert routed is not None  # grown here: no path deeper than max_depth
+        raw += routed[1].T
         table = table.then(grown)
         cover = np.concatenate([cover, it.stats[grown.node, 2]])
     return table, cover
