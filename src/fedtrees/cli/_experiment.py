@@ -23,6 +23,7 @@ from fedtrees.exceptions import FedTreesError
 from fedtrees.experiments import (
     DPForestConfig,
     FedGAConfig,
+    FedGBDTConfig,
     HeartConfig,
     ICDTAConfig,
     Report,
@@ -32,6 +33,7 @@ from fedtrees.experiments import (
     fedforest_heart,
     fedforest_synthetic,
     fedga,
+    fedgbdt,
     icdta,
     write_report,
 )
@@ -274,3 +276,25 @@ def fedga_command(
     if splits is not None:
         chosen = dataclasses.replace(chosen, n_splits=splits)
     _run("FedGA-Tree", fedga.run_fedga, chosen, fedga.n_steps(chosen), out)
+
+
+@experiment_app.command("fedgbdt")
+def fedgbdt_command(
+    quick: Quick = False,
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path("results/fedgbdt"),
+    config: ConfigFile = None,
+    repeats: Annotated[
+        int | None, typer.Option(min=1, help="Repeats (splits, skews and seeds).")
+    ] = None,
+) -> None:
+    """FedGBDT vs bagging, cyclic, local-only and pooled XGBoost under label skew.
+
+    adult and credit_default over 10 clients at Dirichlet alpha 100, 1, 0.3 and
+    0.1, and heart's 4 hospitals: accuracy, AUC, rounds and MiB moved. Needs
+    XGBoost (the 'export' extra).
+    """
+    base = FedGBDTConfig.quick() if quick else FedGBDTConfig()
+    chosen = load_config(FedGBDTConfig, base, config)
+    if repeats is not None:
+        chosen = dataclasses.replace(chosen, n_repeats=repeats)
+    _run("FedGBDT", fedgbdt.run_fedgbdt, chosen, fedgbdt.n_steps(chosen), out)

@@ -9,6 +9,7 @@ from fedtrees.experiments import (
     fedforest_heart,
     fedforest_synthetic,
     fedga,
+    fedgbdt,
     icdta,
     synthetic,
 )
@@ -21,6 +22,7 @@ from fedtrees.experiments.fedforest_synthetic import (
     run_fedforest_synthetic,
 )
 from fedtrees.experiments.fedga import FedGAConfig, run_fedga
+from fedtrees.experiments.fedgbdt import FedGBDTConfig, run_fedgbdt
 from fedtrees.experiments.icdta import ICDTAConfig, run_icdta
 from fedtrees.experiments.results import write_report
 from fedtrees.experiments.synthetic import SyntheticDataConfig, run_synthetic_data
@@ -29,6 +31,7 @@ __all__ = [
     "DPForestConfig",
     "DemoResult",
     "FedGAConfig",
+    "FedGBDTConfig",
     "HeartConfig",
     "ICDTAConfig",
     "Plot",
@@ -39,12 +42,14 @@ __all__ = [
     "fedforest_heart",
     "fedforest_synthetic",
     "fedga",
+    "fedgbdt",
     "icdta",
     "run_demo",
     "run_dpforest",
     "run_fedforest_heart",
     "run_fedforest_synthetic",
     "run_fedga",
+    "run_fedgbdt",
     "run_icdta",
     "run_synthetic_data",
     "synthetic",
