@@ -35,7 +35,8 @@ def test_quick_run_writes_tables_and_plots_and_fedgbdt_tracks_pooled_xgboost(
     assert gap.loc["Bagging (Flower-style)", skewed] < -1.0, gap
     assert gap.loc["Cyclic (Flower-style)", skewed] < -1.0, gap
     rounds = pd.read_csv(tmp_path / "fedgbdt_rounds.csv", index_col=0)
-    assert rounds.loc["FedGBDT"].tolist() == [2 + 10 * 3 + 1] * 3  # start, levels, end
+    # the agreement, the start, one round per level, the last report
+    assert rounds.loc["FedGBDT"].tolist() == [1 + 1 + 10 * 3 + 1] * 3
     assert "Pooled XGBoost" not in rounds.index  # no messages, no row
     assert "nan" not in out.output.lower()
 

@@ -37,6 +37,7 @@ from fedtrees.algorithms.fedgbdt._decisions import (
 from fedtrees.algorithms.fedgbdt._learner import (
     boost_locally,
     code_splits,
+    row_values,
     tree_histograms,
 )
 from fedtrees.algorithms.fedgbdt._loss import LOSSES, Loss
@@ -154,8 +155,10 @@ class _BoostFit:
     """Finished iterations added to ``raw``."""
     iteration: int = -1
     rows: NodeRows | None = None
-    gradients: FloatArray | None = None
-    """g and h of every row and tree, (n, trees, 2), for the current iteration."""
+    weights: FloatArray | None = None
+    """The current iteration's row weights per tree (0: held out or not drawn)."""
+    values: list[FloatArray] | None = None
+    """What each row adds to its bins per tree (``row_values``), this iteration."""
 
 
 @handler("fedgbdt.level", stateful=True)
@@ -178,12 +181,12 @@ def level(
             empty.codes, empty.stats, report,
         )  # fmt: skip
     rows = _iteration_rows(fit, table, request, data)
-    if fit.gradients is None:
+    if fit.values is None:
         g, h = loss.gradients(fit.raw, fit.target, np.ones(fit.raw.shape[0]))
-        fit.gradients = np.stack([g, h], axis=2)
-    weight = np.where(fit.held, 0.0, fit.weight)
+        fit.values = row_values(g, h)
+    assert fit.weights is not None  # set with the rows
     stats, found = tree_histograms(
-        rows, nodes, pairs, fit.columns, weight, fit.gradients
+        rows, nodes, pairs, fit.columns, fit.weights, fit.values
     )
     return LevelReply(
         stats[:, :2], stats[:, 2], found.counts.reshape(pairs.shape).astype(np.uint16),
@@ -384,9 +387,10 @@ def _iteration_rows(
         if request.subsample < 1.0:
             rng = keyed_rng(request.seed, _SUBSAMPLE, t, client_key(data.client_id))
             weight = weight * (rng.random(weight.shape[0]) < request.subsample)
-        fit.rows = NodeRows.build(np.repeat(weight[None, :], request.n_trees, axis=0))
+        fit.weights = np.repeat(weight[None, :], request.n_trees, axis=0)
+        fit.rows = NodeRows.build(fit.weights)
         fit.iteration = t
-        fit.gradients = None
+        fit.values = None
     partition(fit.rows, fit.columns, code_splits(table.of_iteration(t), fit.rows))
     return fit.rows
 

@@ -65,39 +65,41 @@ def code_splits(current: Decisions, rows: NodeRows) -> CodeSplits:
     )
 
 
+def row_values(g: FloatArray, h: FloatArray) -> list[FloatArray]:
+    """Return what every row adds to its bins in each tree: ``(g_k, h_k, 1)``.
+
+    ``g`` and ``h`` are (n, trees); one (n, 3) array per tree, built once per
+    iteration (the gradients do not change within it).
+    """
+    values = np.ones((g.shape[1], g.shape[0], 3))
+    values[:, :, 0], values[:, :, 1] = g.T, h.T
+    return list(values)
+
+
 def tree_histograms(
     rows: NodeRows,
     nodes: IntArray,
     pairs: IntArray,
     columns: npt.NDArray[np.uint8],
-    weight: FloatArray,
-    gradients: FloatArray,
+    weights: FloatArray,
+    values: list[FloatArray],
 ) -> tuple[FloatArray, Histograms]:
     """Return each open node's ``(Σg, Σh, Σw)`` and its pairs' bins, trees in order.
 
-    ``gradients``: g and h of every row per tree, (n, trees, 2); ``weight``
-    the rows' weights (0: not in the tree). Tree k's rows add ``(g_k, h_k, 1)``
-    times their weight.
+    ``weights``: the rows' weight per tree, (trees, n) (0: not in the tree);
+    ``values``: :func:`row_values`. Tree k's rows add ``(g_k, h_k, 1)`` times
+    their weight.
     """
-    n_trees = gradients.shape[1]
-    weights = np.repeat(weight[None, :], n_trees, axis=0)
     tree = rows.open_tree(nodes)
     parts = []
     for k in np.unique(tree):
         mine = tree == k
-        values = np.column_stack(
-            [gradients[:, k, 0], gradients[:, k, 1], np.ones(gradients.shape[0])]
-        )
         parts.append(
             client_histograms(
-                rows,
-                nodes[mine],
-                pairs[mine],
-                columns,
-                weights,
-                RowStats.vectors(values),
+                rows, nodes[mine], pairs[mine], columns, weights,
+                RowStats.vectors(values[k]),
             )
-        )
+        )  # fmt: skip
     stats = np.concatenate([p[0] for p in parts])
     return stats, Histograms(
         np.concatenate([p[1].counts for p in parts]),
@@ -128,15 +130,14 @@ def boost_locally(
     table, cover = Decisions.empty(), np.zeros(0)
     for j in range(features.shape[0]):
         g, h = loss.gradients(raw, target, np.ones(raw.shape[0]))
-        gradients = np.stack([g, h], axis=2)
+        values = row_values(g, h)
         it = Iteration.start(first + j, n_trees, config.max_depth)
-        rows = NodeRows.build(np.repeat(weight[None, :], n_trees, axis=0))
+        weights = np.repeat(weight[None, :], n_trees, axis=0)
+        rows = NodeRows.build(weights)
         grown = Decisions.empty()
         while (nodes := it.open_nodes()).size:
             pairs = features[j][it.tree[nodes]]
-            stats, found = tree_histograms(
-                rows, nodes, pairs, columns, weight, gradients
-            )
+            stats, found = tree_histograms(rows, nodes, pairs, columns, weights, values)
             decided, _, _ = decide_level(
                 it, nodes, pairs, stats, Bins.of(found), grid, config
             )
