@@ -287,33 +287,80 @@ def best_splits(
     by the proxy within each source; the first maximum wins (pairs in order,
     thresholds ascending). Returns, numeric: score, slot, bin, missing
     direction, left statistics; categorical: score, slot, left statistics and
-    the left set as a (node, code) mask.
+    the left set as a (node, code) mask. The nodes are scanned in ``n_chunks``
+    parallel chunks (:func:`best_splits_serial` scans them in one).
     """
     n_nodes = pair_feature.shape[0]
-    width = parent.shape[1]
-    num_score = np.full(n_nodes, -np.inf)
-    num_slot = np.full(n_nodes, -1, dtype=np.int64)
-    num_bin = np.full(n_nodes, -1, dtype=np.int64)
-    num_dir = np.full(n_nodes, LARGER, dtype=np.int8)
-    num_left = np.zeros((n_nodes, width))
-    cat_score = np.full(n_nodes, -np.inf)
-    cat_slot = np.full(n_nodes, -1, dtype=np.int64)
-    cat_left = np.zeros((n_nodes, width))
-    cat_set = np.zeros((n_nodes if any_categorical else 0, CODES), dtype=np.bool_)
+    out = _outputs(n_nodes, parent.shape[1], any_categorical)
     per = (n_nodes + n_chunks - 1) // n_chunks
     for chunk in nb.prange(n_chunks):  # scratch space per chunk, not per node
-        cum, trial, right = np.zeros(width), np.zeros(width), np.zeros(width)
-        order = np.empty(CODES, dtype=np.int64)
-        key = np.empty(CODES)
-        for s in range(chunk * per, min(n_nodes, (chunk + 1) * per)):
-            _best_of_node(
-                s, pair_lo, pair_hi, codes, stats, pair_feature, is_categorical,
-                parent, min_leaf, criterion, lam, cum, trial, right, order, key,
-                num_score, num_slot, num_bin, num_dir, num_left,
-                cat_score, cat_slot, cat_left, cat_set,
-            )  # fmt: skip
-    return (num_score, num_slot, num_bin, num_dir, num_left,
-            cat_score, cat_slot, cat_left, cat_set)  # fmt: skip
+        _scan_nodes(
+            chunk * per, min(n_nodes, (chunk + 1) * per), pair_lo, pair_hi, codes,
+            stats, pair_feature, is_categorical, parent, min_leaf, criterion, lam,
+            out,
+        )  # fmt: skip
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def best_splits_serial(
+    pair_lo: Any,
+    pair_hi: Any,
+    codes: Any,
+    stats: Any,
+    pair_feature: Any,
+    is_categorical: Any,
+    parent: Any,
+    min_leaf: Any,
+    criterion: int,
+    lam: float,
+    any_categorical: bool,
+) -> tuple[Any, ...]:  # pragma: no cover - compiled
+    """:func:`best_splits` on one thread: for small levels (no thread start-up)."""
+    n_nodes = pair_feature.shape[0]
+    out = _outputs(n_nodes, parent.shape[1], any_categorical)
+    _scan_nodes(
+        0, n_nodes, pair_lo, pair_hi, codes, stats, pair_feature, is_categorical,
+        parent, min_leaf, criterion, lam, out,
+    )  # fmt: skip
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _outputs(
+    n_nodes: int, width: int, any_categorical: bool
+) -> tuple[Any, ...]:  # pragma: no cover - compiled
+    """Return the result arrays of :func:`best_splits`, before any node is scanned."""
+    return (
+        np.full(n_nodes, -np.inf),
+        np.full(n_nodes, -1, dtype=np.int64),
+        np.full(n_nodes, -1, dtype=np.int64),
+        np.full(n_nodes, LARGER, dtype=np.int8),
+        np.zeros((n_nodes, width)),
+        np.full(n_nodes, -np.inf),
+        np.full(n_nodes, -1, dtype=np.int64),
+        np.zeros((n_nodes, width)),
+        np.zeros((n_nodes if any_categorical else 0, CODES), dtype=np.bool_),
+    )
+
+
+@nb.njit(cache=True, nogil=True)
+def _scan_nodes(
+    first: int, stop: int, pair_lo: Any, pair_hi: Any, codes: Any, stats: Any,
+    pair_feature: Any, is_categorical: Any, parent: Any, min_leaf: Any,
+    criterion: int, lam: float, out: Any,
+) -> None:  # fmt: skip  # pragma: no cover - compiled
+    """Scan nodes ``first:stop`` into ``out``, with one set of scratch arrays."""
+    width = parent.shape[1]
+    cum, trial, right = np.zeros(width), np.zeros(width), np.zeros(width)
+    order = np.empty(CODES, dtype=np.int64)
+    key = np.empty(CODES)
+    for s in range(first, stop):
+        _best_of_node(
+            s, pair_lo, pair_hi, codes, stats, pair_feature, is_categorical,
+            parent, min_leaf, criterion, lam, cum, trial, right, order, key,
+            out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8],
+        )  # fmt: skip
 
 
 @nb.njit(cache=True, nogil=True)
