@@ -41,6 +41,7 @@ PARAMS: dict[str, dict[str, Any]] = {
         "cv_folds": 2,
         "random_state": 0,
     },
+    "fedgbdt": {"n_estimators": 3, "max_depth": 2, "random_state": 0},
 }
 
 
@@ -64,9 +65,14 @@ def _document(sites: dict[str, Any], job: str) -> dict[str, Any]:
 
 
 def _trees(document: dict[str, Any]) -> list[dict[str, Any]]:
-    trees = list(document.get("trees", []))
+    trees = [t for ts in document.get("trees", []) for t in _listed(ts)]
     trees += [document["tree"]] if "tree" in document else []
     return trees + list(document.get("client_trees", {}).values())
+
+
+def _listed(trees: Any) -> list[dict[str, Any]]:
+    """A forest lists trees; a boosted model lists iterations of trees."""
+    return list(trees) if isinstance(trees, list) else [trees]
 
 
 def test_every_job_is_covered() -> None:
@@ -82,6 +88,7 @@ def test_the_document_names_the_agreed_columns(sites: dict[str, Any], job: str) 
 
 
 TREE_JOBS = ["fedforest", "federated-id3", "icdta", "local-ensemble", "synthetic"]
+TREE_JOBS += ["fedgbdt"]
 
 
 @pytest.mark.parametrize("job", TREE_JOBS)
@@ -117,3 +124,22 @@ def test_a_saved_forest_shows_categorical_splits_by_category_name(
     for document in _trees(_document(sites, "fedforest")):
         text = Tree.from_dict(document).to_text()
         assert re.search(r"chest_pain (not )?in \{(asymptomatic|atypical)", text), text
+
+
+def test_a_saved_boosted_model_gives_the_estimators_raw_scores(
+    sites: dict[str, Any],
+) -> None:
+    from fedtrees import FedGBDTClassifier
+
+    document = _document(sites, "fedgbdt")
+    X = pd.concat([site[0] for site in sites.values()], ignore_index=True)
+    y = np.concatenate([site[1] for site in sites.values()])
+    groups = np.repeat(list(sites), [site[0].shape[0] for site in sites.values()])
+    model = FedGBDTClassifier(**PARAMS["fedgbdt"]).fit(X, y, groups=groups)
+
+    codes = np.column_stack([X["age"], X["chest_pain"].cat.codes])
+    raw = np.full(X.shape[0], document["base_margin"][0])
+    for iteration in document["trees"]:
+        raw += Tree.from_dict(iteration[0]).predict_value(codes)[:, 0]
+    assert document["classes"] == ["healthy", "sick"]
+    np.testing.assert_allclose(raw, model.decision_function(X), rtol=0, atol=1e-12)

@@ -104,6 +104,20 @@ def _columns(
     }
 
 
+def _by_task(
+    name: str, params: Mapping[str, Any], classifier: type[Any], regressor: type[Any]
+) -> tuple[Any, dict[str, Any]]:
+    """Return the estimator ``params["task"]`` picks and the remaining params.
+
+    ``"task"`` is ``"classification"`` (the default) or ``"regression"``.
+    """
+    kwargs = dict(params)
+    task = kwargs.pop("task", "classification")
+    if task not in ("classification", "regression"):
+        raise invalid("task", f"job {name!r}", "classification or regression", task)
+    return (classifier() if task == "classification" else regressor()), kwargs
+
+
 def _forest_job(name: str, classifier: type[Any], regressor: type[Any]) -> Job:
     """Return a job fitting a forest estimator; ``params`` are its arguments.
 
@@ -118,11 +132,7 @@ def _forest_job(name: str, classifier: type[Any], regressor: type[Any]) -> Job:
         timeout: float,
         callbacks: Sequence[RoundCallback],
     ) -> tuple[dict[str, Any], Ledger]:
-        kwargs = dict(params)
-        task = kwargs.pop("task", "classification")
-        if task not in ("classification", "regression"):
-            raise invalid("task", f"job {name!r}", "classification or regression", task)
-        estimator = classifier() if task == "classification" else regressor()
+        estimator, kwargs = _by_task(name, params, classifier, regressor)
         common = _fitted(name, estimator, kwargs, federation, timeout, callbacks)
         document = {
             **common,
@@ -203,12 +213,8 @@ def _fedga(
     (the sites fit and keep their personal trees), the depth, the fitness
     history and the privacy spend.
     """
-    kwargs = dict(params)
-    task = kwargs.pop("task", "classification")
+    estimator, kwargs = _by_task("fedga", params, FedGAClassifier, FedGARegressor)
     join_at = kwargs.pop("join_at", None)
-    if task not in ("classification", "regression"):
-        raise invalid("task", "job 'fedga'", "classification or regression", task)
-    estimator = FedGAClassifier() if task == "classification" else FedGARegressor()
     common = _fitted(
         "fedga", estimator, kwargs, federation, timeout, callbacks, join_at=join_at
     )
@@ -242,11 +248,7 @@ def _fedgbdt(
     row is the base margin plus its leaves' values over the iterations. Also the
     pooled validation losses and the best iteration when early stopping ran.
     """
-    kwargs = dict(params)
-    task = kwargs.pop("task", "classification")
-    if task not in ("classification", "regression"):
-        raise invalid("task", "job 'fedgbdt'", "classification or regression", task)
-    estimator = FedGBDTClassifier() if task == "classification" else FedGBDTRegressor()
+    estimator, kwargs = _by_task("fedgbdt", params, FedGBDTClassifier, FedGBDTRegressor)
     common = _fitted("fedgbdt", estimator, kwargs, federation, timeout, callbacks)
     document = {
         **common,
