@@ -1,25 +1,39 @@
-"""fedtrees: decision trees and forests trained across silos, without moving rows."""
+"""fedtrees: decision trees and forests trained across silos, without moving rows.
 
-from fedtrees.algorithms import (
-    DPForestClassifier,
-    FedAvgClassifier,
-    FederatedID3Classifier,
-    FedForestClassifier,
-    FedForestRegressor,
-    FedGAClassifier,
-    FedGARegressor,
-    FedGBDTClassifier,
-    FedGBDTRegressor,
-    ICDTAClassifier,
-    LocalEnsembleClassifier,
-    LocalEnsembleRegressor,
-    LocalModelsClassifier,
-    LocalModelsRegressor,
-    SyntheticDataClassifier,
-)
-from fedtrees.exceptions import FedTreesError
-from fedtrees.federation import Federation
-from fedtrees.tree import Tree
+The names below load on first use (PEP 562): ``import fedtrees`` itself loads
+neither scikit-learn, pandas, numba nor any method, so the command line and a
+Flower ClientApp pay only for what they use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from fedtrees._lazy import lazy_names
+
+__version__ = "0.1.0"
+
+_HOMES: Final[dict[str, str]] = {
+    "DPForestClassifier": "fedtrees.algorithms.dpforest",
+    "FedAvgClassifier": "fedtrees.algorithms.fedavg",
+    "FedForestClassifier": "fedtrees.algorithms.fedforest",
+    "FedForestRegressor": "fedtrees.algorithms.fedforest",
+    "FedGAClassifier": "fedtrees.algorithms.fedga",
+    "FedGARegressor": "fedtrees.algorithms.fedga",
+    "FedGBDTClassifier": "fedtrees.algorithms.fedgbdt",
+    "FedGBDTRegressor": "fedtrees.algorithms.fedgbdt",
+    "FedTreesError": "fedtrees.exceptions",
+    "FederatedID3Classifier": "fedtrees.algorithms.fedid3",
+    "Federation": "fedtrees.federation",
+    "ICDTAClassifier": "fedtrees.algorithms.icdta",
+    "LocalEnsembleClassifier": "fedtrees.algorithms.local",
+    "LocalEnsembleRegressor": "fedtrees.algorithms.local",
+    "LocalModelsClassifier": "fedtrees.algorithms.local",
+    "LocalModelsRegressor": "fedtrees.algorithms.local",
+    "SyntheticDataClassifier": "fedtrees.algorithms.synthetic",
+    "Tree": "fedtrees.tree",
+}
+"""Every public name and the module that defines it."""
 
 __all__ = [
     "DPForestClassifier",
@@ -43,4 +57,24 @@ __all__ = [
     "__version__",
 ]
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    from fedtrees.algorithms.dpforest import DPForestClassifier
+    from fedtrees.algorithms.fedavg import FedAvgClassifier
+    from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
+    from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
+    from fedtrees.algorithms.fedgbdt import FedGBDTClassifier, FedGBDTRegressor
+    from fedtrees.algorithms.fedid3 import FederatedID3Classifier
+    from fedtrees.algorithms.icdta import ICDTAClassifier
+    from fedtrees.algorithms.local import (
+        LocalEnsembleClassifier,
+        LocalEnsembleRegressor,
+        LocalModelsClassifier,
+        LocalModelsRegressor,
+    )
+    from fedtrees.algorithms.synthetic import SyntheticDataClassifier
+    from fedtrees.exceptions import FedTreesError
+    from fedtrees.federation import Federation
+    from fedtrees.tree import Tree
+
+
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -143,3 +145,36 @@ def test_a_saved_boosted_model_gives_the_estimators_raw_scores(
         raw += Tree.from_dict(iteration[0]).predict_value(codes)[:, 0]
     assert document["classes"] == ["healthy", "sick"]
     np.testing.assert_allclose(raw, model.decision_function(X), rtol=0, atol=1e-12)
+
+
+LIGHT_JOBS = ("toy", "fedforest", "fedgbdt")  # their sites need no scikit-learn
+
+
+def _client_process_kinds(job: str) -> dict[str, Any]:
+    """What a fresh ClientApp process registers for ``job`` (handlers, imports)."""
+    code = (
+        "import json, sys\n"
+        "from fedtrees.algorithms._handlers import load_handlers\n"
+        f"load_handlers({job!r})\n"
+        "from fedtrees.federation._client import _HANDLERS\n"
+        "print(json.dumps({'kinds': sorted(_HANDLERS),"
+        " 'sklearn': 'sklearn' in sys.modules}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    return dict(json.loads(out.stdout))
+
+
+@pytest.mark.parametrize("job", sorted(PARAMS))
+def test_a_client_process_loads_the_handlers_of_its_job(
+    sites: dict[str, Any], job: str
+) -> None:
+    _, ledger = run_job(job, Federation.from_clients(sites), PARAMS[job])
+    asked = set(ledger.to_frame()["kind"])
+
+    loaded = _client_process_kinds(job)
+
+    assert asked <= set(loaded["kinds"]), asked - set(loaded["kinds"])
+    if job in LIGHT_JOBS:
+        assert not loaded["sklearn"], job  # the estimators stay unloaded

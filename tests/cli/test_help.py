@@ -50,3 +50,29 @@ def test_flags_including_help_have_an_empty_metavar() -> None:
     names = {opt for flag in flags for opt in flag.opts}
     assert {"--help", "--quick", "--insecure"} <= names
     assert [f.opts for f in flags if f.metavar != ""] == []
+
+
+def test_version_prints_the_package_version() -> None:
+    from fedtrees import __version__
+
+    out = CliRunner().invoke(app, ["--version"])
+    assert out.exit_code == 0, out.output
+    assert out.output.strip() == f"fedtrees {__version__}"
+
+
+def test_help_loads_no_method_and_no_scikit_learn() -> None:
+    # A fresh process: the help screen must not pay for the methods' imports.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from fedtrees.cli import app\n"
+        "assert CliRunner().invoke(app, ['--help']).exit_code == 0\n"
+        "print(sorted(m for m in ('sklearn', 'matplotlib', 'fedtrees.algorithms.fedforest')"
+        " if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -1,38 +1,52 @@
 """Federated algorithms: one module or package per method.
 
-Importing this package registers every method's payloads and client handlers, so
-a client process (in-process or a Flower ClientApp) can answer all of them.
+Names load on first use (PEP 562): a method's package registers its payloads
+and client handlers when it is imported, which using its estimator or strategy
+does. A client process that must answer a job's requests before any estimator
+is used (a Flower ClientApp) loads that job's handlers with
+:func:`fedtrees.algorithms._handlers.load_handlers` (the job's packages only).
 """
 
-from fedtrees.algorithms import (
-    _discretize,
-    dpforest,
-    fedavg,
-    fedforest,
-    fedga,
-    fedgbdt,
-    fedid3,
-    icdta,
-    local,
-    synthetic,
-    toy,
-)
-from fedtrees.algorithms._jobs import JOBS, run_job
-from fedtrees.algorithms.dpforest import DPForestClassifier
-from fedtrees.algorithms.fedavg import FedAvgClassifier
-from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
-from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
-from fedtrees.algorithms.fedgbdt import FedGBDTClassifier, FedGBDTRegressor
-from fedtrees.algorithms.fedid3 import FederatedID3Classifier
-from fedtrees.algorithms.icdta import ICDTAClassifier
-from fedtrees.algorithms.local import (
-    LocalEnsembleClassifier,
-    LocalEnsembleRegressor,
-    LocalModelsClassifier,
-    LocalModelsRegressor,
-)
-from fedtrees.algorithms.synthetic import SyntheticDataClassifier
-from fedtrees.algorithms.toy import ToyResult, ToyStrategy, run_toy
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from fedtrees._lazy import lazy_names
+
+_HOMES: Final[dict[str, str]] = {
+    "JOBS": "fedtrees.algorithms._jobs",
+    "run_job": "fedtrees.algorithms._jobs",
+    "DPForestClassifier": "fedtrees.algorithms.dpforest",
+    "FedAvgClassifier": "fedtrees.algorithms.fedavg",
+    "FedForestClassifier": "fedtrees.algorithms.fedforest",
+    "FedForestRegressor": "fedtrees.algorithms.fedforest",
+    "FedGAClassifier": "fedtrees.algorithms.fedga",
+    "FedGARegressor": "fedtrees.algorithms.fedga",
+    "FedGBDTClassifier": "fedtrees.algorithms.fedgbdt",
+    "FedGBDTRegressor": "fedtrees.algorithms.fedgbdt",
+    "FederatedID3Classifier": "fedtrees.algorithms.fedid3",
+    "ICDTAClassifier": "fedtrees.algorithms.icdta",
+    "LocalEnsembleClassifier": "fedtrees.algorithms.local",
+    "LocalEnsembleRegressor": "fedtrees.algorithms.local",
+    "LocalModelsClassifier": "fedtrees.algorithms.local",
+    "LocalModelsRegressor": "fedtrees.algorithms.local",
+    "SyntheticDataClassifier": "fedtrees.algorithms.synthetic",
+    "ToyResult": "fedtrees.algorithms.toy",
+    "ToyStrategy": "fedtrees.algorithms.toy",
+    "run_toy": "fedtrees.algorithms.toy",
+    "dpforest": "fedtrees.algorithms.dpforest",
+    "fedavg": "fedtrees.algorithms.fedavg",
+    "fedforest": "fedtrees.algorithms.fedforest",
+    "fedga": "fedtrees.algorithms.fedga",
+    "fedgbdt": "fedtrees.algorithms.fedgbdt",
+    "fedid3": "fedtrees.algorithms.fedid3",
+    "icdta": "fedtrees.algorithms.icdta",
+    "local": "fedtrees.algorithms.local",
+    "synthetic": "fedtrees.algorithms.synthetic",
+    "toy": "fedtrees.algorithms.toy",
+}
+"""Every public name and the module that defines it (a method package: itself)."""
+
 
 __all__ = [
     "JOBS",
@@ -67,4 +81,35 @@ __all__ = [
     "toy",
 ]
 
-del _discretize  # imported to register the discretization round's handler
+if TYPE_CHECKING:
+    from fedtrees.algorithms import (
+        dpforest,
+        fedavg,
+        fedforest,
+        fedga,
+        fedgbdt,
+        fedid3,
+        icdta,
+        local,
+        synthetic,
+        toy,
+    )
+    from fedtrees.algorithms._jobs import JOBS, run_job
+    from fedtrees.algorithms.dpforest import DPForestClassifier
+    from fedtrees.algorithms.fedavg import FedAvgClassifier
+    from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
+    from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
+    from fedtrees.algorithms.fedgbdt import FedGBDTClassifier, FedGBDTRegressor
+    from fedtrees.algorithms.fedid3 import FederatedID3Classifier
+    from fedtrees.algorithms.icdta import ICDTAClassifier
+    from fedtrees.algorithms.local import (
+        LocalEnsembleClassifier,
+        LocalEnsembleRegressor,
+        LocalModelsClassifier,
+        LocalModelsRegressor,
+    )
+    from fedtrees.algorithms.synthetic import SyntheticDataClassifier
+    from fedtrees.algorithms.toy import ToyResult, ToyStrategy, run_toy
+
+
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

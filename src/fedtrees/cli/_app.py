@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import pandas as pd
 import typer
@@ -13,7 +13,9 @@ from fedtrees.cli._experiment import experiment_app
 from fedtrees.cli._flower import flower_app
 from fedtrees.cli._render import rich_table
 from fedtrees.cli._typer import App
-from fedtrees.experiments import DemoResult, run_demo
+
+if TYPE_CHECKING:
+    from fedtrees.experiments import DemoResult
 
 __all__ = ["app"]
 
@@ -25,6 +27,27 @@ app = App(
 )
 app.add_typer(flower_app)
 app.add_typer(experiment_app)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from fedtrees import __version__
+
+        typer.echo(f"fedtrees {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def options(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print the version and exit.",
+        callback=_print_version,
+        is_eager=True,
+    ),
+) -> None:
+    """Federated decision trees and forests across data silos."""
 
 
 @app.command()
@@ -39,6 +62,8 @@ def demo(
         "Heart disease at four hospitals (FLamby split). FedForest trains one forest "
         "across all four; no patient row leaves its hospital."
     )
+    from fedtrees.experiments import run_demo
+
     result = run_demo(
         n_estimators=trees, max_depth=depth, random_state=seed, verbose=True
     )

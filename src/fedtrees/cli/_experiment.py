@@ -12,7 +12,7 @@ import dataclasses
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -20,24 +20,9 @@ from rich.console import Console
 from fedtrees.cli._render import print_table, progress_bar
 from fedtrees.cli._typer import App
 from fedtrees.exceptions import FedTreesError
-from fedtrees.experiments import (
-    DPForestConfig,
-    FedGAConfig,
-    FedGBDTConfig,
-    HeartConfig,
-    ICDTAConfig,
-    Report,
-    SyntheticConfig,
-    SyntheticDataConfig,
-    dpforest,
-    fedforest_heart,
-    fedforest_synthetic,
-    fedga,
-    fedgbdt,
-    icdta,
-    write_report,
-)
-from fedtrees.experiments import synthetic as one_shot
+
+if TYPE_CHECKING:
+    from fedtrees.experiments import Report
 
 __all__ = ["experiment_app"]
 
@@ -96,6 +81,8 @@ def _run(
         print_table(console, table, name)
     for note in report.notes:
         console.print(f"- {note}")
+    from fedtrees.experiments import write_report
+
     files = write_report(report, out)
     names = ", ".join(f.name for f in files)
     console.print(f"Wrote {len(files)} files to {out}: {names}")
@@ -111,6 +98,9 @@ def synthetic(
     draws: Annotated[int | None, typer.Option(min=1, help="Data draws.")] = None,
 ) -> None:
     """FedForest paper Sec. 5.1 / App. D: synthetic heterogeneity, test MSE."""
+    from fedtrees.experiments import fedforest_synthetic
+    from fedtrees.experiments.fedforest_synthetic import SyntheticConfig
+
     base = SyntheticConfig.quick() if quick else SyntheticConfig()
     chosen = load_config(SyntheticConfig, base, config)
     if draws is not None:
@@ -134,6 +124,9 @@ def heart(
     repeats: Annotated[int | None, typer.Option(min=1, help="Model seeds.")] = None,
 ) -> None:
     """FedForest paper Sec. 5.2: Fed-Heart-Disease accuracy, FLamby's split."""
+    from fedtrees.experiments import fedforest_heart
+    from fedtrees.experiments.fedforest_heart import HeartConfig
+
     base = HeartConfig.quick() if quick else HeartConfig()
     chosen = load_config(HeartConfig, base, config)
     if repeats is not None:
@@ -150,6 +143,9 @@ def heart(
 def _dpforest(
     dataset: str, quick: bool, out: Path, config: Path | None, data: str = ""
 ) -> None:
+    from fedtrees.experiments import dpforest
+    from fedtrees.experiments.dpforest import DPForestConfig
+
     base = (
         DPForestConfig.quick(dataset, data)
         if quick
@@ -216,6 +212,9 @@ def icdta_command(
     The full run (4 datasets, 2-50 clients, IID and non-IID, 10-fold CV inside
     every client) takes about 30 minutes on 2 cores; --quick about 7 s.
     """
+    from fedtrees.experiments import icdta
+    from fedtrees.experiments.icdta import ICDTAConfig
+
     base = ICDTAConfig.quick() if quick else ICDTAConfig()
     chosen = load_config(ICDTAConfig, base, config)
     _run("ICDTA4FL", icdta.run_icdta, chosen, icdta.n_steps(chosen), out)
@@ -239,6 +238,9 @@ def synthetic_data(
     (5 repeats, 200 clients, the ablations) takes about 10 minutes on 2 cores;
     --quick about 9 s.
     """
+    from fedtrees.experiments import synthetic as one_shot
+    from fedtrees.experiments.synthetic import SyntheticDataConfig
+
     base = SyntheticDataConfig.quick() if quick else SyntheticDataConfig()
     chosen = load_config(SyntheticDataConfig, base, config)
     if repeats is not None:
@@ -271,6 +273,9 @@ def fedga_command(
     distance, and the N and c sweeps. Datasets whose CSV is absent are skipped.
     """
     folder = "" if data is None else str(data)
+    from fedtrees.experiments import fedga
+    from fedtrees.experiments.fedga import FedGAConfig
+
     base = FedGAConfig.quick(folder) if quick else FedGAConfig(data=folder)
     chosen = load_config(FedGAConfig, base, config)
     if splits is not None:
@@ -293,6 +298,9 @@ def fedgbdt_command(
     0.1, and heart's 4 hospitals: accuracy, AUC, rounds and MiB moved. Needs
     XGBoost (the 'export' extra).
     """
+    from fedtrees.experiments import fedgbdt
+    from fedtrees.experiments.fedgbdt import FedGBDTConfig
+
     base = FedGBDTConfig.quick() if quick else FedGBDTConfig()
     chosen = load_config(FedGBDTConfig, base, config)
     if repeats is not None:

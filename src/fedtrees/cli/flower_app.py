@@ -1,15 +1,33 @@
 """The components of fedtrees' Flower App (see federation/flower/app/pyproject.toml).
 
 ``serverapp`` runs a named fedtrees job over the SuperNodes; ``clientapp`` serves
-its requests from each node's local data file. Importing fedtrees.algorithms
-registers every method's payloads and handlers in the ClientApp process.
+its requests from each node's local data file, loading only the packages of the
+run's job (:func:`fedtrees.algorithms._handlers.load_handlers`). Each is built
+on first use (PEP 562): Flower starts a process per message, and a ClientApp
+process never pays for the ServerApp's imports (every method's estimator).
 """
 
-from fedtrees.algorithms import run_job
-from fedtrees.datasets import load_client_file
-from fedtrees.federation.flower import make_client_app, make_server_app
+from __future__ import annotations
 
-__all__ = ["clientapp", "serverapp"]
+from typing import Any
 
-serverapp = make_server_app(run_job)
-clientapp = make_client_app(load_client_file)
+__all__ = ["clientapp", "serverapp"]  # noqa: F822 (built on first use)
+
+
+def __getattr__(name: str) -> Any:
+    """Build ``serverapp`` or ``clientapp`` on first use."""
+    from fedtrees.federation.flower import make_client_app, make_server_app
+
+    if name == "serverapp":
+        from fedtrees.algorithms._jobs import run_job
+
+        app: Any = make_server_app(run_job)
+    elif name == "clientapp":
+        from fedtrees.algorithms._handlers import load_handlers
+        from fedtrees.datasets import load_client_file
+
+        app = make_client_app(load_client_file, load_handlers)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = app
+    return app

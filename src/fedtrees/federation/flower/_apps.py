@@ -201,8 +201,14 @@ def write_outputs(path: Path, document: Mapping[str, Any], ledger: Ledger) -> No
     ledger.to_frame().to_csv(path.with_suffix(".ledger.csv"), index=False)
 
 
-def make_client_app(load_data: DataLoader) -> ClientApp:
-    """Build a ClientApp serving fedtrees requests from its node's local data file."""
+def make_client_app(
+    load_data: DataLoader, load_handlers: Callable[[str], None] = lambda job: None
+) -> ClientApp:
+    """Build a ClientApp serving fedtrees requests from its node's local data file.
+
+    ``load_handlers(job)`` registers the payloads and handlers of the run's job
+    (the run config's ``job``) before a request is decoded.
+    """
     app = ClientApp()
 
     @app.query("fedtrees_hello")
@@ -220,6 +226,7 @@ def make_client_app(load_data: DataLoader) -> ClientApp:
             limit = max_message_bytes(context.run_config)
         except ValidationError as exc:  # refuse every request, saying why
             return Message(pack(refuse(request, client, str(exc))), reply_to=message)
+        load_handlers(str(context.run_config.get("job", "")))
         try:
             data = _load(load_data, client, context.node_config)
             data.declare_categories(declared_categories(context.run_config))

@@ -1,0 +1,38 @@
+"""Which packages answer a job's requests: what a client process must load.
+
+A Flower ClientApp serves one job per run; loading only that job's method
+packages (their payloads and handlers) keeps every message's process start
+short. In process, using an estimator loads its package, so nothing is needed.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Final
+
+__all__ = ["JOB_PACKAGES", "load_handlers"]
+
+JOB_PACKAGES: Final[dict[str, tuple[str, ...]]] = {
+    "toy": ("fedtrees.algorithms.toy",),
+    "fedforest": ("fedtrees.algorithms.fedforest",),
+    "local-ensemble": ("fedtrees.algorithms.local",),
+    "icdta": ("fedtrees.algorithms.icdta",),
+    "federated-id3": ("fedtrees.algorithms.fedid3",),
+    "synthetic": ("fedtrees.algorithms.synthetic",),
+    "fedga": ("fedtrees.algorithms.fedga",),
+    "fedgbdt": ("fedtrees.algorithms.fedgbdt",),
+}
+"""Every job's method packages: importing them registers its payloads and handlers."""
+
+
+def load_handlers(job: str) -> None:
+    """Register the payloads and handlers of ``job`` (every job's if it is unknown).
+
+    An unknown job still gets every handler: the client then answers with the
+    handler's own error, not a missing one.
+    """
+    for packages in (
+        (JOB_PACKAGES[job],) if job in JOB_PACKAGES else JOB_PACKAGES.values()
+    ):
+        for package in packages:
+            import_module(package)
