@@ -106,3 +106,18 @@ def test_verbose_fit_prints_lines_when_stdout_is_not_a_terminal(
     n_rounds = int(out[-1].split()[2])
     assert len(out) == n_rounds + 1  # agreement, one per round, done
     assert all(re.match(r"FedAvgClassifier round \d+ fedavg\.", s) for s in out[1:-1])
+
+
+def test_a_compile_during_the_run_is_announced_once() -> None:
+    import numba
+
+    from fedtrees._compiling import NOTICE
+
+    out = io.StringIO()
+    console = Console(file=out, width=200)
+    with round_progress("FedForestClassifier", enabled=True, console=console):
+        numba.njit(lambda x: x * 2)(3)  # a fresh kernel: compiled now
+        numba.njit(lambda x: x * 3)(3)  # a second compile: no second line
+    with round_progress("FedForestClassifier", enabled=True, console=console):
+        pass  # nothing compiled: nothing said
+    assert out.getvalue().count(NOTICE) == 1, out.getvalue()

@@ -13,6 +13,9 @@ becomes the rounds actually made and the bar is full (``39/39``).
 level for strategies that report a ``level`` metric (FedForest: the level's
 rounds, bytes and open nodes), else one per round, and a closing line with the
 totals. Nothing is printed when ``verbose`` is False.
+
+Either way, a run that compiles kernels (the first in an environment) says so
+in one line (:func:`fedtrees._compiling.compile_notice`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from fedtrees._compiling import compile_notice
 from fedtrees.federation import RoundCallback, RoundEnv
 
 __all__ = ["RoundBar", "StageLines", "round_progress"]
@@ -49,12 +53,13 @@ def round_progress(
     console = console if console is not None else Console()
     if console.is_terminal or console.is_jupyter:
         bar = RoundBar(description, console)
-        with bar.progress:
+        with bar.progress, compile_notice(bar.progress.console.log):
             yield [bar]
             bar.finish()
     else:
         lines = StageLines(description, console)
-        yield [lines]
+        with compile_notice(lines.say):
+            yield [lines]
         lines.finish()
 
 
@@ -157,6 +162,10 @@ class StageLines:
 
     def _print(self, text: str) -> None:
         self.console.print(f"{self.description} {text}", highlight=False)
+
+    def say(self, text: str) -> None:
+        """Print a line about the run (not a stage), e.g. the compile notice."""
+        self._print(text)
 
 
 def _bytes(envs: list[RoundEnv]) -> int:

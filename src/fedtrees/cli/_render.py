@@ -158,6 +158,8 @@ def progress_bar(
     On a terminal (or Jupyter) a live bar, full when the work ends; anywhere else
     (a pipe, a log file, CI) one line per step, e.g. ``Heart 3/9 repeat 1: ...``.
     """
+    from fedtrees._compiling import compile_notice  # numba: only when work runs
+
     console = console if console is not None else Console()
     if not (console.is_terminal or console.is_jupyter):
         done = 0
@@ -167,7 +169,8 @@ def progress_bar(
             done += 1
             console.print(f"{description} {done}/{total} {label}", highlight=False)
 
-        yield print_line
+        with compile_notice(lambda text: console.print(text, highlight=False)):
+            yield print_line
         return
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -183,6 +186,6 @@ def progress_bar(
     def advance(label: str) -> None:
         progress.update(task, advance=1, label=label[:60])
 
-    with progress:
+    with progress, compile_notice(progress.console.log):
         yield advance
         progress.update(task, total=progress.tasks[0].completed)
