@@ -465,3 +465,44 @@ def test_categorical_search_equals_fisher_splits(seed, classes) -> None:
     cut = int(np.argmax(scores))
     assert set(np.flatnonzero(found.cat_set[0])) == set(codes[order[: cut + 1]])
     np.testing.assert_allclose(found.cat_left[0], left[cut])
+
+
+@pytest.mark.parametrize("criterion", ["gini", "second_order"])
+def test_a_large_level_searched_on_threads_equals_one_thread(
+    criterion: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fedtrees.algorithms.histogram import _search
+    from fedtrees.algorithms.histogram._histograms import Bins
+
+    rng = np.random.default_rng(3)
+    n_nodes, fp = 90, 20  # 1800 pairs: above the threshold, several chunks
+    codes, lo, hi = [], [], []
+    for _ in range(n_nodes * fp):
+        present = np.flatnonzero(rng.random(16) < 0.6).astype(np.uint8)
+        lo.append(sum(map(len, codes)))
+        codes.append(present)
+        hi.append(lo[-1] + present.shape[0])
+    flat = np.concatenate(codes)
+    width = 3 if criterion == "second_order" else 2  # (g, h, w) or class counts
+    stats = rng.integers(0, 9, size=(flat.shape[0], width)).astype(float)
+    if criterion == "second_order":
+        stats[:, 0] -= 4.0  # gradients of both signs, hessians >= 0
+    bins = Bins(flat, stats, np.array(lo), np.array(hi))
+    pairs = np.tile(np.arange(fp), (n_nodes, 1))
+    categorical = np.arange(fp) % 4 == 0
+    parent = np.array(
+        [stats[lo[s * fp] : hi[s * fp]].sum(axis=0) for s in range(n_nodes)]
+    )
+    min_leaf = np.ones(n_nodes)
+
+    threaded = _search.search(
+        bins, pairs, categorical, parent, min_leaf, criterion, 1.0
+    )
+    monkeypatch.setattr(_search, "PARALLEL_PAIRS", 10**9)
+    single = _search.search(bins, pairs, categorical, parent, min_leaf, criterion, 1.0)
+
+    for name in ("num_score", "num_slot", "num_bin", "num_missing", "num_left",
+                 "cat_score", "cat_slot", "cat_left", "cat_set"):  # fmt: skip
+        np.testing.assert_array_equal(getattr(threaded, name), getattr(single, name))
+    assert np.isfinite(single.num_score).any()
+    assert np.isfinite(single.cat_score).any()

@@ -12,6 +12,7 @@ to the larger child.
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final
 
@@ -20,17 +21,18 @@ import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees.algorithms.histogram._histograms import Bins
-from fedtrees.algorithms.histogram._server_kernels import (
-    best_splits,
-    best_splits_serial,
-)
+from fedtrees.algorithms.histogram._server_kernels import best_splits
 
 __all__ = ["CRITERION_CODES", "Found", "search"]
 
 PARALLEL_PAIRS: Final = 1024
-"""Levels with fewer (node, feature) pairs are searched on one thread: measured on
-2 cores, starting the parallel region cost 1 to 30 ms (more when other threads
-were busy) against about 0.1 ms per node of 20 features scanned serially."""
+"""Levels with fewer (node, feature) pairs are searched on one thread; larger ones
+in one chunk of nodes per core, on threads (the kernel releases the GIL).
+
+**Decision (threads, not a parallel kernel):** a numba ``parallel=True`` kernel
+cost 8 s more to compile on the first run, and starting its parallel region
+cost 1 to 30 ms a call on 2 cores (more when other threads were busy) against
+about 0.1 ms per node of 20 features scanned serially (measured)."""
 CRITERION_CODES: Final = {
     "gini": 0,
     "entropy": 1,
@@ -95,7 +97,19 @@ def search(
         np.ascontiguousarray(min_leaf, np.float64),
         CRITERION_CODES[criterion], float(reg_lambda), bool(np.any(is_categorical)),
     )  # fmt: skip
-    if pair_feature.size < PARALLEL_PAIRS:
-        return Found(*best_splits_serial(*args))
-    chunks = max(1, min(pair_feature.shape[0], 4 * (os.cpu_count() or 1)))
-    return Found(*best_splits(*args, chunks))
+    n_nodes, cores = pair_feature.shape[0], os.cpu_count() or 1
+    if pair_feature.size < PARALLEL_PAIRS or cores == 1:
+        return Found(*best_splits(*args))
+    fp = pair_feature.shape[1]
+    cuts = np.linspace(0, n_nodes, min(cores, n_nodes) + 1).astype(int)
+
+    def chunk(a: int, b: int) -> tuple[np.ndarray, ...]:
+        lo, hi, codes, stats, pf, cat, parent_, leaf = args[:8]
+        return best_splits(
+            lo[a * fp : b * fp], hi[a * fp : b * fp], codes, stats, pf[a:b], cat,
+            parent_[a:b], leaf[a:b], *args[8:],
+        )  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=cuts.shape[0] - 1) as pool:
+        parts = list(pool.map(chunk, cuts[:-1], cuts[1:]))
+    return Found(*(np.concatenate(column) for column in zip(*parts, strict=True)))

@@ -4,7 +4,8 @@ Why compiled: at a deep level of a 50-tree forest the clients send millions of
 non-zero bins; summing them by key with numpy needs a sort of all of them
 (0.5 s a level at 100k rows, measured), and scoring every threshold of every
 (node, feature) pair in padded numpy arrays needs nodes x features x 256 cells.
-Here every pair is one small problem on a 256-entry buffer, in parallel.
+Here every pair is one small problem on a 256-entry buffer (chunks of nodes run
+on threads: the kernels release the GIL).
 
 A **histogram** is sparse: pair ``p`` owns entries ``lo[p]:hi[p]`` of ``codes``
 (``uint8``, strictly increasing, :data:`MISSING` = 255 last) and ``stats``
@@ -220,6 +221,21 @@ def _scan_numeric(
 
 
 @nb.njit(cache=True, nogil=True)
+def _stable_order(key: Any, m: int, order: Any) -> None:  # pragma: no cover - compiled
+    """Write into ``order[:m]`` the positions of ``key[:m]`` sorted, ties in place.
+
+    An insertion sort: at most 256 categories, and it compiles in a fraction of
+    the time of numba's ``argsort(kind="mergesort")`` (same order: both stable).
+    """
+    for i in range(m):
+        j = i
+        while j > 0 and key[order[j - 1]] > key[i]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+
+
+@nb.njit(cache=True, nogil=True)
 def _scan_categorical(
     codes: Any, stats: Any, lo: int, hi: int, parent: Any, n_parent: float,
     min_leaf: float, crit: int, lam: float, cum: Any, right: Any, order: Any,
@@ -253,7 +269,7 @@ def _scan_categorical(
         n = _size(stats[lo + e], crit)
         column = 1 if crit == SQUARED_ERROR or width == 2 else major
         key[e] = stats[lo + e, column] / n if n > 0 else np.inf
-    order[:m] = np.argsort(key[:m], kind="mergesort")
+    _stable_order(key, m, order)
     best, best_cut = -np.inf, -1
     cum[:] = 0.0
     for t in range(m - 1):
@@ -265,7 +281,7 @@ def _scan_categorical(
     return best, best_cut
 
 
-@nb.njit(parallel=True, cache=True, nogil=True)
+@nb.njit(cache=True, nogil=True)
 def best_splits(
     pair_lo: Any,
     pair_hi: Any,
@@ -278,7 +294,6 @@ def best_splits(
     criterion: int,
     lam: float,
     any_categorical: bool,
-    n_chunks: int,
 ) -> tuple[Any, ...]:  # pragma: no cover - compiled
     """Each node's best numeric threshold and best categorical grouping.
 
@@ -287,36 +302,11 @@ def best_splits(
     by the proxy within each source; the first maximum wins (pairs in order,
     thresholds ascending). Returns, numeric: score, slot, bin, missing
     direction, left statistics; categorical: score, slot, left statistics and
-    the left set as a (node, code) mask. The nodes are scanned in ``n_chunks``
-    parallel chunks (:func:`best_splits_serial` scans them in one).
+    the left set as a (node, code) mask.
+
+    One thread; it releases the GIL, so callers scan chunks of nodes on
+    threads of their own (:func:`fedtrees.algorithms.histogram.search`).
     """
-    n_nodes = pair_feature.shape[0]
-    out = _outputs(n_nodes, parent.shape[1], any_categorical)
-    per = (n_nodes + n_chunks - 1) // n_chunks
-    for chunk in nb.prange(n_chunks):  # scratch space per chunk, not per node
-        _scan_nodes(
-            chunk * per, min(n_nodes, (chunk + 1) * per), pair_lo, pair_hi, codes,
-            stats, pair_feature, is_categorical, parent, min_leaf, criterion, lam,
-            out,
-        )  # fmt: skip
-    return out
-
-
-@nb.njit(cache=True, nogil=True)
-def best_splits_serial(
-    pair_lo: Any,
-    pair_hi: Any,
-    codes: Any,
-    stats: Any,
-    pair_feature: Any,
-    is_categorical: Any,
-    parent: Any,
-    min_leaf: Any,
-    criterion: int,
-    lam: float,
-    any_categorical: bool,
-) -> tuple[Any, ...]:  # pragma: no cover - compiled
-    """:func:`best_splits` on one thread: for small levels (no thread start-up)."""
     n_nodes = pair_feature.shape[0]
     out = _outputs(n_nodes, parent.shape[1], any_categorical)
     _scan_nodes(
