@@ -146,6 +146,7 @@ def test_fedforest_grows_the_same_forest_over_flower(
     assert "fedforest.evaluate" not in kinds
 
 
+@pytest.mark.slow  # ~75 s; the README recipe test grows a hist forest by default
 def test_fedforest_hist_grows_the_same_forest_over_flower(
     tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -168,38 +169,48 @@ def test_fedforest_hist_grows_the_same_forest_over_flower(
     assert sorted(cleveland) == ["0", "1", "2", "2", "3", "4", "4"]  # resynced
 
 
-def test_one_shot_tree_methods_give_the_same_trees_over_flower(
-    tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
-) -> None:
-    jobs = {
-        "icdta": {"base": "cart", "max_depth": 3, "random_state": 3},
-        "federated-id3": {
-            "epsilon": 2.0,
-            "max_depth": 2,
-            "binary": True,
-            "bin_edges": HEART_EDGES,  # declared: DP refuses the sketch round
-            "random_state": 3,
-        },
-        "synthetic": {"global_max_depth": 4, "samples_per_path": 20, "random_state": 3},
-    }
-    for job, params in jobs.items():
-        over_flower = _run_over_flower(
-            tls_deployment, tmp_path / f"{job}.json", job, params
-        )
+ONE_SHOT_JOBS = {
+    "icdta": {"base": "cart", "max_depth": 3, "random_state": 3},
+    "federated-id3": {
+        "epsilon": 2.0,
+        "max_depth": 2,
+        "binary": True,
+        "bin_edges": HEART_EDGES,  # declared: DP refuses the sketch round
+        "random_state": 3,
+    },
+    "synthetic": {"global_max_depth": 4, "samples_per_path": 20, "random_state": 3},
+}
 
-        expected = _in_process(site_files, job, params)
-        assert over_flower["tree"] == expected["tree"], job  # same splits and noise
-        assert over_flower == expected, job  # kept trees, spends and ledger totals
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        "icdta",  # one method of the one-shot family by default, the others slow
+        pytest.param("federated-id3", marks=pytest.mark.slow),
+        pytest.param("synthetic", marks=pytest.mark.slow),
+    ],
+)
+def test_one_shot_tree_methods_give_the_same_trees_over_flower(
+    tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path, job: str
+) -> None:
+    params = ONE_SHOT_JOBS[job]
+    over_flower = _run_over_flower(
+        tls_deployment, tmp_path / f"{job}.json", job, params
+    )
+
+    expected = _in_process(site_files, job, params)
+    assert over_flower["tree"] == expected["tree"], job  # same splits and noise
+    assert over_flower == expected, job  # kept trees, spends and ledger totals
 
 
 def test_fedgbdt_boosts_the_same_model_over_flower(
     tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
 ) -> None:
-    # The start round, one histogram round per level, the last report. Cleveland
-    # forgets its per-run state (codes, raw scores) before rounds 2 and 4. Round
-    # 2's request carries the grid (every site's first level), so it rebuilds
-    # from that; at round 4 it asks for a resync (two exchanges that round).
-    params = {"n_estimators": 2, "max_depth": 2, "max_bins": 16, "random_state": 7}
+    # The start round (1), one histogram round per level (2, 3), the last report
+    # (4). Cleveland forgets its per-run state (codes, raw scores) before rounds 2
+    # and 4. Round 2's request carries the grid (every site's first level), so it
+    # rebuilds from that; at round 4 it asks for a resync (two exchanges there).
+    params = {"n_estimators": 1, "max_depth": 2, "max_bins": 16, "random_state": 7}
 
     over_flower = _run_over_flower(
         tls_deployment, tmp_path / "gbdt.json", "fedgbdt", params
@@ -277,6 +288,7 @@ def test_fedforest_hist_continues_past_a_killed_supernode_as_in_process(
     assert over_flower["communication"]["rounds"] == expected["communication"]["rounds"]
 
 
+@pytest.mark.slow  # its own deployment and a 30 s timed-out round: about 80 s
 def test_a_killed_supernode_fails_the_run_clearly_within_the_timeout(
     site_files: dict[str, Path], tmp_path: Path
 ) -> None:
