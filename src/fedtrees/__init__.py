@@ -14,26 +14,26 @@ from fedtrees._lazy import lazy_names
 __version__ = "0.1.0"
 
 _HOMES: Final[dict[str, str]] = {
-    "DPForestClassifier": "fedtrees.algorithms.dpforest",
-    "FedAvgClassifier": "fedtrees.algorithms.fedavg",
-    "FedForestClassifier": "fedtrees.algorithms.fedforest",
-    "FedForestRegressor": "fedtrees.algorithms.fedforest",
-    "FedGAClassifier": "fedtrees.algorithms.fedga",
-    "FedGARegressor": "fedtrees.algorithms.fedga",
-    "FedGBDTClassifier": "fedtrees.algorithms.fedgbdt",
-    "FedGBDTRegressor": "fedtrees.algorithms.fedgbdt",
+    "DPForestClassifier": "fedtrees.algorithms",
+    "FedAvgClassifier": "fedtrees.algorithms",
+    "FedForestClassifier": "fedtrees.algorithms",
+    "FedForestRegressor": "fedtrees.algorithms",
+    "FedGAClassifier": "fedtrees.algorithms",
+    "FedGARegressor": "fedtrees.algorithms",
+    "FedGBDTClassifier": "fedtrees.algorithms",
+    "FedGBDTRegressor": "fedtrees.algorithms",
     "FedTreesError": "fedtrees.exceptions",
-    "FederatedID3Classifier": "fedtrees.algorithms.fedid3",
+    "FederatedID3Classifier": "fedtrees.algorithms",
     "Federation": "fedtrees.federation",
-    "ICDTAClassifier": "fedtrees.algorithms.icdta",
-    "LocalEnsembleClassifier": "fedtrees.algorithms.local",
-    "LocalEnsembleRegressor": "fedtrees.algorithms.local",
-    "LocalModelsClassifier": "fedtrees.algorithms.local",
-    "LocalModelsRegressor": "fedtrees.algorithms.local",
-    "SyntheticDataClassifier": "fedtrees.algorithms.synthetic",
+    "ICDTAClassifier": "fedtrees.algorithms",
+    "LocalEnsembleClassifier": "fedtrees.algorithms",
+    "LocalEnsembleRegressor": "fedtrees.algorithms",
+    "LocalModelsClassifier": "fedtrees.algorithms",
+    "LocalModelsRegressor": "fedtrees.algorithms",
+    "SyntheticDataClassifier": "fedtrees.algorithms",
     "Tree": "fedtrees.tree",
 }
-"""Every public name and the module that defines it."""
+"""Every public name and the module it loads from (the methods: their index)."""
 
 __all__ = [
     "DPForestClassifier",
