@@ -27,7 +27,7 @@ __all__ = ["CRITERION_CODES", "Found", "search"]
 
 PARALLEL_PAIRS: Final = 1024
 """Levels with fewer (node, feature) pairs are searched on one thread; larger ones
-in one chunk of nodes per core, on threads (the kernel releases the GIL).
+in chunks of nodes on one thread per core (the kernel releases the GIL).
 
 **Decision (threads, not a parallel kernel):** a numba ``parallel=True`` kernel
 cost 8 s more to compile on the first run, and starting its parallel region
@@ -101,7 +101,9 @@ def search(
     if pair_feature.size < PARALLEL_PAIRS or cores == 1:
         return Found(*best_splits(*args))
     fp = pair_feature.shape[1]
-    cuts = np.linspace(0, n_nodes, min(cores, n_nodes) + 1).astype(int)
+    # Four chunks per core, as numba's parallel loops schedule, so that a chunk of
+    # costly nodes (many categories, many bins) does not leave a core idle.
+    cuts = np.linspace(0, n_nodes, min(4 * cores, n_nodes) + 1).astype(int)
 
     def chunk(a: int, b: int) -> tuple[np.ndarray, ...]:
         lo, hi, codes, stats, pf, cat, parent_, leaf = args[:8]
@@ -110,6 +112,6 @@ def search(
             parent_[a:b], leaf[a:b], *args[8:],
         )  # fmt: skip
 
-    with ThreadPoolExecutor(max_workers=cuts.shape[0] - 1) as pool:
+    with ThreadPoolExecutor(max_workers=min(cores, cuts.shape[0] - 1)) as pool:
         parts = list(pool.map(chunk, cuts[:-1], cuts[1:]))
     return Found(*(np.concatenate(column) for column in zip(*parts, strict=True)))
