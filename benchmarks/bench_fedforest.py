@@ -311,11 +311,12 @@ def run_one(config: Config) -> dict[str, Any]:
     return {**asdict(config), "peak GiB": peak_gib(), **result}
 
 
-def in_child(config: Config) -> dict[str, Any]:
-    """Run ``config`` in a fresh interpreter; its result, or a note on failure."""
-    with tempfile.TemporaryDirectory(prefix="bench-fedforest-") as folder:
+def in_child(config: Any, script: str = __file__) -> dict[str, Any]:
+    """Run the dataclass ``config`` in a fresh interpreter of ``script`` (its
+    ``--one`` mode); return its result, or a note on failure."""
+    with tempfile.TemporaryDirectory(prefix="bench-") as folder:
         out = Path(folder) / "result.json"
-        command = [sys.executable, __file__, "--one", json.dumps(asdict(config))]
+        command = [sys.executable, script, "--one", json.dumps(asdict(config))]
         done = subprocess.run([*command, "--out", str(out)], check=False)
         if done.returncode != 0 or not out.exists():
             return {**asdict(config), "note": f"failed (exit {done.returncode})"}
@@ -323,9 +324,14 @@ def in_child(config: Config) -> dict[str, Any]:
     return result
 
 
+def chosen_sizes(args: argparse.Namespace) -> list[int]:
+    """The ``--rows`` sizes, without those of 1M rows and more under ``--skip-1m``."""
+    return [r for r in args.rows if not (args.skip_1m and r >= ONE_M)]
+
+
 def configs(args: argparse.Namespace) -> list[Config]:
     """Every row to run, in table order."""
-    sizes = [r for r in args.rows if not (args.skip_1m and r >= ONE_M)]
+    sizes = chosen_sizes(args)
     rows: list[Config] = []
     w = args.workers
     pooled = ("sklearn", "xgboost")

@@ -38,9 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -53,8 +51,10 @@ from bench_fedforest import (
     N_FEATURES,
     ONE_M,
     check_target,
+    chosen_sizes,
     data,
     even_groups,
+    in_child,
     ledger_columns,
     peak_gib,
     timed,
@@ -182,27 +182,11 @@ def run_one(config: Config) -> dict[str, Any]:
     return {**asdict(config), "peak GiB": peak_gib(), **result}
 
 
-def in_child(config: Config) -> dict[str, Any]:
-    """Run ``config`` in a fresh interpreter; its result, or a note on failure."""
-    with tempfile.TemporaryDirectory(prefix="bench-fedgbdt-") as folder:
-        out = Path(folder) / "result.json"
-        command = [sys.executable, __file__, "--one", json.dumps(asdict(config))]
-        done = subprocess.run([*command, "--out", str(out)], check=False)
-        if done.returncode != 0 or not out.exists():
-            return {**asdict(config), "note": f"failed (exit {done.returncode})"}
-        result: dict[str, Any] = json.loads(out.read_text())
-    return result
-
-
-def sizes(args: argparse.Namespace) -> list[int]:
-    return [r for r in args.rows if not (args.skip_1m and r >= ONE_M)]
-
-
 def configs(args: argparse.Namespace) -> list[Config]:
     """Every row of the table, in order."""
     rows: list[Config] = []
     w = args.workers
-    all_sizes = sizes(args)
+    all_sizes = chosen_sizes(args)
     for size in all_sizes:
         rows.append(Config(size, BASE_CLIENTS, "fedgbdt", w))
         rows += [Config(size, 1, m, w) for m in POOLED]
@@ -326,14 +310,16 @@ def main() -> None:
         result = run_one(Config(**json.loads(args.one)))
         Path(args.out).write_text(json.dumps(result))
         return
-    if args.profile and sizes(args):
-        profiled = Config(min(sizes(args)), BASE_CLIENTS, "fedgbdt", args.workers, True)
+    if args.profile and chosen_sizes(args):
+        profiled = Config(
+            min(chosen_sizes(args)), BASE_CLIENTS, "fedgbdt", args.workers, True
+        )
         print(f"profiling {profiled}", file=sys.stderr, flush=True)
-        in_child(profiled)
+        in_child(profiled, __file__)
     results = []
     for config in configs(args):
         print(f"running {config}", file=sys.stderr, flush=True)
-        results.append(in_child(config))
+        results.append(in_child(config, __file__))
     frame = table(results)
     frame["method"] = [LABELS.get(m, m) for m in frame["method"]]
     title = (

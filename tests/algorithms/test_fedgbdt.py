@@ -501,3 +501,18 @@ def test_the_decision_log_equals_concatenation() -> None:
         assert got.as_fields().keys() == whole.as_fields().keys()
         for name, values in whole.as_fields().items():
             np.testing.assert_array_equal(got.as_fields()[name], values, name)
+
+
+def test_round_callbacks_see_the_pooled_losses_early_stopping_uses() -> None:
+    X, y, _ = _integers(900, seed=5)
+    seen: list[dict[str, float]] = []
+    model = FedGBDTClassifier(n_estimators=40, max_depth=3, learning_rate=0.5,
+                              early_stopping_rounds=2, random_state=0)  # fmt: skip
+    fed = Federation.from_groups(X, y, np.arange(900) % 3)
+    model.fit_federation(fed, callbacks=[lambda env: seen.append(dict(env.metrics))])
+
+    reported = [m["valid_logloss"] for m in seen if "valid_logloss" in m]
+    valid = model.evals_result_["validation_logloss"]
+    # Every pooled validation loss reached the callbacks (the progress bar is one).
+    assert set(valid) <= set(reported)
+    assert max(m.get("iteration", 0.0) for m in seen) == len(valid)

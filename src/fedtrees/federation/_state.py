@@ -22,6 +22,7 @@ Two parts, because only one of them can cross a process boundary:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fedtrees.federation._payload import Payload, payload
@@ -29,6 +30,7 @@ from fedtrees.federation._payload import Payload, payload
 __all__ = ["ClientState", "Resync"]
 
 P = TypeVar("P", bound=Payload)
+M = TypeVar("M")
 
 
 class ClientState:
@@ -56,6 +58,29 @@ class ClientState:
     def put(self, key: str, value: Payload) -> None:
         """Keep ``value`` under ``key`` (it must be a payload: it may be encoded)."""
         self.kept[key] = value
+
+    def memo_of(self, key: str, cls: type[M], fit_id: int, build: Callable[[], M]) -> M:
+        """Return the memo ``key`` of fit ``fit_id``, building and keeping it if absent.
+
+        A memo of another fit (or of another type) is replaced: derived data never
+        outlives the fit it was derived for.
+
+        Examples
+        --------
+        >>> from types import SimpleNamespace as Memo
+        >>> state = ClientState()
+        >>> first = state.memo_of("m", Memo, 1, lambda: Memo(fit_id=1))
+        >>> state.memo_of("m", Memo, 1, lambda: Memo(fit_id=1)) is first
+        True
+        >>> state.memo_of("m", Memo, 2, lambda: Memo(fit_id=2)).fit_id
+        2
+        """
+        found = self.memo.get(key)
+        if isinstance(found, cls) and getattr(found, "fit_id", None) == fit_id:
+            return found
+        built = build()
+        self.memo[key] = built
+        return built
 
     def clear(self) -> None:
         """Forget everything (as a restarted client would)."""

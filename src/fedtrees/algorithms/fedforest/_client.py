@@ -221,10 +221,9 @@ def prepare(
     if forest is None:
         return Resync("the kept forest is not the request's base version")
     check_open(request, forest, n_features)
-    fit = state.memo.get(STATE_KEY)
-    if not isinstance(fit, ClientFit) or fit.fit_id != request.fit_id:
-        fit = _build(forest, data)
-        state.memo[STATE_KEY] = fit
+    fit = state.memo_of(
+        STATE_KEY, ClientFit, request.fit_id, lambda: _build(forest, data)
+    )
     _split_rows(fit, forest)
     return fit, forest
 

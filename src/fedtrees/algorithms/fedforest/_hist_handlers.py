@@ -123,21 +123,20 @@ def _fit(
     forest: ForestState, agreed: Grid, data: ClientData, state: ClientState
 ) -> _HistFit:
     """Return the memo of this fit, or build it (codes, weights, rows)."""
-    memo = state.memo.get(MEMO_KEY)
-    if isinstance(memo, _HistFit) and memo.fit_id == forest.fit_id:
-        return memo
-    X = matrix_with_missing(data)
-    n = X.shape[0]
-    weight = bootstrap_weights(forest, data, n, np.zeros(n, dtype=bool))
-    fit = _HistFit(
-        forest.fit_id,
-        np.ascontiguousarray(bin_codes(X, agreed).T),
-        weight,
-        _row_stats(forest, data),
-        NodeRows.build(weight),
-    )
-    state.memo[MEMO_KEY] = fit
-    return fit
+
+    def build() -> _HistFit:
+        X = matrix_with_missing(data)
+        n = X.shape[0]
+        weight = bootstrap_weights(forest, data, n, np.zeros(n, dtype=bool))
+        return _HistFit(
+            forest.fit_id,
+            np.ascontiguousarray(bin_codes(X, agreed).T),
+            weight,
+            _row_stats(forest, data),
+            NodeRows.build(weight),
+        )
+
+    return state.memo_of(MEMO_KEY, _HistFit, forest.fit_id, build)
 
 
 def _row_stats(forest: ForestState, data: ClientData) -> RowStats:

@@ -76,6 +76,7 @@ _HOLDOUT, _SUBSAMPLE = 1, 2  # generator keys
 MAX_OUTPUTS: Final = 1024
 MAX_LOCAL_TREES: Final = 1000
 R = TypeVar("R", LevelRequest, LocalRequest)
+T = TypeVar("T")
 
 
 def loss_objective(name: str) -> Objective:
@@ -170,7 +171,7 @@ def level(
     ready = _caught_up(request, loss, data, state, _check_level)
     if isinstance(ready, Resync):
         return ready
-    table, _, fit = ready
+    table, fit, _ = ready
     report = _losses(loss, fit) if request.report else np.zeros(4)
     nodes = np.ascontiguousarray(request.open_nodes, dtype=np.int64)
     pairs = np.ascontiguousarray(request.pair_feature, dtype=np.int64)
@@ -199,11 +200,12 @@ def _caught_up(
     loss: Loss,
     data: ClientData,
     state: ClientState,
-    check: Callable[[R, Grid], None],
-) -> tuple[Decisions, Grid, _BoostFit] | Resync:
+    check: Callable[[R, Grid], T],
+) -> tuple[Decisions, _BoostFit, T] | Resync:
     """Keep the request's grid and decisions; bring the raw predictions up to date.
 
-    ``check`` refuses the request's sizes before anything is allocated. A
+    ``check`` refuses the request's sizes before anything is allocated; what it
+    returns (the checked settings) comes back with the decisions and the memo. A
     client missing its kept grid or decisions answers :class:`Resync`.
     """
     grid = keep_grid(request, data, state, GRID_KEY)
@@ -212,10 +214,10 @@ def _caught_up(
     table = _kept_decisions(request, state, grid)
     if table is None:
         return Resync("the kept decisions are not the request's base version")
-    check(request, grid)
+    checked = check(request, grid)
     fit = _fit(request, loss, grid, data, state)
     _catch_up(fit, table, request)
-    return table, grid, fit
+    return table, fit, checked
 
 
 def _check_level(request: LevelRequest, grid: Grid) -> None:
@@ -329,24 +331,23 @@ def _fit(
     data: ClientData,
     state: ClientState,
 ) -> _BoostFit:
-    memo = state.memo.get(MEMO_KEY)
-    if isinstance(memo, _BoostFit) and memo.fit_id == request.fit_id:
-        return memo
-    X = matrix_with_missing(data)
-    n = X.shape[0]
-    held = validation_rows(request.seed, data.client_id, n, request.holdout)
-    margin = np.asarray(request.margin, dtype=np.float64)
-    fit = _BoostFit(
-        request.fit_id,
-        np.ascontiguousarray(bin_codes(X, grid).T),
-        _target(loss, request, data),
-        held,
-        data.weights if data.weights is not None else np.ones(n),
-        np.repeat(margin[None, :], n, axis=0),
-        0,
-    )
-    state.memo[MEMO_KEY] = fit
-    return fit
+    """Return the memo of this fit, or build it (codes, target, weights, scores)."""
+
+    def build() -> _BoostFit:
+        X = matrix_with_missing(data)
+        n = X.shape[0]
+        margin = np.asarray(request.margin, dtype=np.float64)
+        return _BoostFit(
+            request.fit_id,
+            np.ascontiguousarray(bin_codes(X, grid).T),
+            _target(loss, request, data),
+            validation_rows(request.seed, data.client_id, n, request.holdout),
+            data.weights if data.weights is not None else np.ones(n),
+            np.repeat(margin[None, :], n, axis=0),
+            0,
+        )
+
+    return state.memo_of(MEMO_KEY, _BoostFit, request.fit_id, build)
 
 
 def _catch_up(
@@ -404,8 +405,7 @@ def local(
     ready = _caught_up(request, loss, data, state, _check_local)
     if isinstance(ready, Resync):
         return ready
-    _, grid, fit = ready
-    config = _learner_config(request, grid)
+    _, fit, (grid, config) = ready
     report = _losses(loss, fit)
     grown, cover = boost_locally(
         fit.columns, fit.target, np.where(fit.held, 0.0, fit.weight), fit.raw, loss,
@@ -414,9 +414,12 @@ def local(
     return LocalReply(**grown.as_fields(), cover=cover, loss=report)
 
 
-def _check_local(request: LocalRequest, grid: Grid) -> None:
-    """Refuse a baseline request's sizes and settings before any work."""
-    _learner_config(request, grid)
+def _check_local(request: LocalRequest, grid: Grid) -> tuple[Grid, BoostConfig]:
+    """Refuse a baseline request's sizes and settings before any work.
+
+    Returns the grid and the learner's settings, checked once.
+    """
+    return grid, _learner_config(request, grid)
 
 
 def _learner_config(request: LocalRequest, grid: Grid) -> BoostConfig:
