@@ -107,10 +107,7 @@ class FedGBDTConfig:
                 raise invalid(
                     name, where, f"a non-empty subset of {list(allowed)}", chosen
                 )
-        if (
-            any(SKEWED_ONE in self.datasets for SKEWED_ONE in SKEWED)
-            and not self.alphas
-        ):
+        if set(SKEWED) & set(self.datasets) and not self.alphas:
             raise invalid("alphas", where, "at least one Dirichlet alpha", self.alphas)
         for alpha in self.alphas:
             check_float(alpha, "alphas", where, min_value=0.0, min_inclusive=False)
