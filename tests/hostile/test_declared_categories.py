@@ -487,7 +487,9 @@ def test_a_flower_client_applies_the_run_config_declaration_to_every_message() -
     from fedtrees.federation.flower._transport import pack, unpack
 
     names = ["patient_05", "patient_01", "patient_05", "patient_03"]
-    app = make_client_app(lambda path, target: (pd.DataFrame({"name": names}), [0] * 4))
+    app = make_client_app(
+        lambda path, target, **_: (pd.DataFrame({"name": names}), [0] * 4)
+    )
     order = ["patient_05", "patient_04", "patient_03", "patient_02", "patient_01"]
     context = Context(
         run_id=1,

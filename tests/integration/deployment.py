@@ -120,7 +120,10 @@ class Deployment:
                 root_certificates=ca,
                 insecure=not self.tls,
                 port=free_port(),
-                node_config=self.node_config.get(client),
+                node_config={
+                    "cache-dir": str(self.base / "site-cache"),
+                    **self.node_config.get(client, {}),
+                },
                 auth_private_key=keys.get(client),
             )
             self.nodes[client] = self._start(f"node-{client}", command)

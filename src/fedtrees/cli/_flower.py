@@ -169,6 +169,13 @@ def supernode(
         Path | None,
         typer.Option(help="This site's private key (from 'keys'), for SuperNode auth."),
     ] = None,
+    cache_dir: Annotated[
+        str | None,
+        typer.Option(
+            help="Folder caching the prepared data per run (default: "
+            "$XDG_CACHE_HOME/fedtrees/site-data, else ~/.cache/...; '' for none)."
+        ),
+    ] = None,
 ) -> None:
     """Start this site's SuperNode (replaces this process).
 
@@ -188,6 +195,9 @@ def supernode(
             port=port,
             target=target,
             auth_private_key=auth_key.resolve() if auth_key else None,
+            node_config=None
+            if cache_dir is None
+            else {"cache-dir": str(Path(cache_dir).resolve()) if cache_dir else ""},
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc

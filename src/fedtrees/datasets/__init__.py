@@ -18,6 +18,7 @@ from fedtrees.datasets._dataset import Dataset, FeatureKind
 from fedtrees.datasets._fedga import FEDGA_DATASETS, load_fedga
 from fedtrees.datasets._hugadb import ACTIVITIES
 from fedtrees.datasets._registry import BUNDLED, available, load
+from fedtrees.datasets._site_cache import load_site_data
 
 __all__ = [
     "ACTIVITIES",
@@ -29,6 +30,7 @@ __all__ = [
     "load",
     "load_client_file",
     "load_fedga",
+    "load_site_data",
     "partition",
     "save_client_file",
     "synthetic",

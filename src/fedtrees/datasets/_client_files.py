@@ -13,7 +13,9 @@ Two formats:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,7 +23,13 @@ import pandas as pd
 
 from fedtrees.exceptions import DataNotFoundError, ValidationError
 
-__all__ = ["load_client_file", "save_client_file"]
+__all__ = [
+    "client_arrays",
+    "client_frames",
+    "client_meta",
+    "load_client_file",
+    "save_client_file",
+]
 
 _FORMAT = "fedtrees.client-data"
 
@@ -39,6 +47,23 @@ def save_client_file(path: str | Path, X: pd.DataFrame, y: npt.ArrayLike) -> Pat
     >>> X2.equals(X), y2.tolist()
     (True, ['no', 'yes'])
     """
+    arrays, meta = client_arrays(X, y)
+    target_path = Path(path)
+    with target_path.open("wb") as handle:
+        np.savez_compressed(handle, **arrays, __meta__=np.array(json.dumps(meta)))  # type: ignore[arg-type]
+    return target_path
+
+
+def client_arrays(
+    X: pd.DataFrame, y: npt.ArrayLike
+) -> tuple[dict[str, npt.NDArray[np.generic]], dict[str, Any]]:
+    """Return the arrays and the metadata a client data file holds.
+
+    Numeric columns keep a numpy dtype (bool, int, float; any other becomes
+    float64), categorical ones are their codes plus the category names, and the
+    target keeps its dtype (text as ``str``) and its name: :func:`client_frames`
+    gives the same frames back.
+    """
     target = np.asarray(y)
     if target.dtype.kind == "O":
         target = target.astype(str)
@@ -46,22 +71,44 @@ def save_client_file(path: str | Path, X: pd.DataFrame, y: npt.ArrayLike) -> Pat
         raise ValidationError(
             f"save_client_file: y has {target.shape[0]} rows, X {X.shape[0]}."
         )
-    arrays: dict[str, np.ndarray] = {"__target__": target}
-    meta: dict[str, object] = {"format": _FORMAT, "version": 1, "columns": []}
+    arrays: dict[str, npt.NDArray[np.generic]] = {"__target__": target}
+    columns: list[dict[str, object]] = []
     for i, column in enumerate(X.columns):
         series = X[column]
         entry: dict[str, object] = {"name": str(column)}
         if isinstance(series.dtype, pd.CategoricalDtype):
             arrays[f"c{i}"] = series.cat.codes.to_numpy()
             entry["categories"] = [str(c) for c in series.cat.categories]
+        elif isinstance(series.dtype, np.dtype) and series.dtype.kind in "biuf":
+            arrays[f"c{i}"] = series.to_numpy()
         else:
             arrays[f"c{i}"] = series.to_numpy(dtype=np.float64)
-        meta["columns"].append(entry)  # type: ignore[attr-defined]
-    target_path = Path(path)
-    with target_path.open("wb") as handle:
-        arrays["__meta__"] = np.array(json.dumps(meta))
-        np.savez_compressed(handle, **arrays)  # type: ignore[arg-type]
-    return target_path
+        columns.append(entry)
+    name = y.name if isinstance(y, pd.Series) and isinstance(y.name, str) else None
+    return arrays, {
+        "format": _FORMAT,
+        "version": 1,
+        "columns": columns,
+        "target_name": name,
+    }
+
+
+def client_frames(
+    arrays: Mapping[str, npt.NDArray[np.generic]], meta: Mapping[str, Any]
+) -> tuple[pd.DataFrame, pd.Series]:
+    """Return ``(X, y)`` from the arrays and metadata of :func:`client_arrays`."""
+    columns: dict[str, Any] = {}
+    for i, entry in enumerate(meta["columns"]):
+        values: Any = arrays[f"c{i}"]
+        if "categories" in entry:
+            columns[entry["name"]] = pd.Categorical.from_codes(
+                values, entry["categories"]
+            )
+        else:
+            columns[entry["name"]] = values
+    return pd.DataFrame(columns), pd.Series(
+        arrays["__target__"], name=meta.get("target_name")
+    )
 
 
 def load_client_file(
@@ -96,30 +143,21 @@ def _read_csv(source: Path, target: str | None) -> tuple[pd.DataFrame, pd.Series
     X = frame.drop(columns=name)
     for column in X.columns:
         if not pd.api.types.is_numeric_dtype(X[column]):
-            X[column] = pd.Categorical(X[column].astype("object"))
+            X[column] = pd.Categorical(X[column])
     return X, frame[name]
 
 
 def _read_npz(source: Path) -> tuple[pd.DataFrame, pd.Series]:
     with np.load(source, allow_pickle=False) as archive:
-        try:
-            meta = json.loads(str(archive["__meta__"]))
-        except KeyError:
-            raise ValidationError(
-                f"{source.name!r} is not a fedtrees client data file."
-            ) from None
-        if meta.get("format") != _FORMAT:
-            raise ValidationError(
-                f"{source.name!r} is not a fedtrees client data file."
-            )
-        columns = {}
-        for i, entry in enumerate(meta["columns"]):
-            values = archive[f"c{i}"]
-            if "categories" in entry:
-                columns[entry["name"]] = pd.Categorical.from_codes(
-                    values, entry["categories"]
-                )
-            else:
-                columns[entry["name"]] = values
-        y = pd.Series(archive["__target__"])
-    return pd.DataFrame(columns), y
+        return client_frames(archive, client_meta(archive, source.name))
+
+
+def client_meta(archive: Mapping[str, npt.NDArray[np.generic]], name: str) -> Any:
+    """Return the metadata of a client data file's arrays, or raise naming it."""
+    try:
+        meta = json.loads(str(archive["__meta__"]))
+    except (KeyError, ValueError):
+        meta = None
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+        raise ValidationError(f"{name!r} is not a fedtrees client data file.")
+    return meta

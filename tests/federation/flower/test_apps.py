@@ -7,6 +7,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,12 @@ pytest.importorskip("flwr")
 from flwr.app import Context, Message, Metadata, RecordDict
 
 from fedtrees.algorithms.toy import ToyCountsRequest
-from fedtrees.datasets import load_client_file, save_client_file
+from fedtrees.datasets import (
+    _site_cache,
+    load_client_file,
+    load_site_data,
+    save_client_file,
+)
 from fedtrees.exceptions import RemoteProtocolError, ValidationError
 from fedtrees.federation import Envelope, decode, encode, receive
 from fedtrees.federation._transport import Delivery
@@ -62,7 +68,7 @@ def site_file(tmp_path: Path) -> Path:
 
 
 def test_client_app_answers_hello_and_requests(site_file: Path) -> None:
-    app = make_client_app(load_client_file)
+    app = make_client_app(load_site_data)
     context = _context({"client-id": "Cleveland", "data-path": str(site_file)})
     hello = app(_message(RecordDict({}), "query.fedtrees_hello"), context)
     assert hello.content.config_records["hello"]["client-id"] == "Cleveland"
@@ -75,8 +81,46 @@ def test_client_app_answers_hello_and_requests(site_file: Path) -> None:
     assert payload.counts.tolist() == [1.0, 2.0]  # type: ignore[attr-defined]
 
 
+def test_client_app_parses_its_data_once_per_run(
+    site_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Later messages of a run read the SuperNode's cache; "" turns it off."""
+    parsed: list[str] = []
+
+    def counted(path: Path, target: str | None = None) -> tuple[pd.DataFrame, Any]:
+        parsed.append(str(path))
+        return load_client_file(path, target)
+
+    monkeypatch.setattr(_site_cache, "load_client_file", counted)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    app = make_client_app(load_site_data)
+    request = ToyCountsRequest(np.array(["no", "yes"]))
+    data = encode(Envelope("request", 1, "Cleveland", request.kind, request))
+    for cache_dir, parses, where in [
+        (None, 1, tmp_path / "xdg" / "fedtrees" / "site-data" / "run-1"),
+        (str(tmp_path / "mine"), 1, tmp_path / "mine" / "run-1"),
+        ("", 3, None),
+    ]:
+        parsed.clear()
+        config = {"client-id": "Cleveland", "data-path": str(site_file)}
+        if cache_dir is not None:
+            config["cache-dir"] = cache_dir
+        for _ in range(3):
+            reply = app(_message(pack(data), "query.fedtrees"), _context(config))
+            payload = receive(
+                "Cleveland",
+                1,
+                request,
+                Delivery("Cleveland", "ok", unpack(reply.content), 0.1),
+            )
+            assert payload.counts.tolist() == [1.0, 2.0]  # type: ignore[attr-defined]
+        assert len(parsed) == parses
+        if where is not None:
+            assert len(list(where.glob("*.npz"))) == 1
+
+
 def test_client_app_reports_unloadable_data_naming_the_client(tmp_path: Path) -> None:
-    app = make_client_app(load_client_file)
+    app = make_client_app(load_site_data)
     context = _context(
         {"client-id": "Hungary", "data-path": str(tmp_path / "missing.npz")}
     )
@@ -95,7 +139,7 @@ def test_client_app_reports_unloadable_data_naming_the_client(tmp_path: Path) ->
 
 
 def test_client_app_needs_its_node_config(site_file: Path) -> None:
-    app = make_client_app(load_client_file)
+    app = make_client_app(load_site_data)
     request = ToyCountsRequest(np.array(["no"]))
     data = encode(Envelope("request", 1, "", request.kind, request))
     reply = app(_message(pack(data), "query.fedtrees"), _context({}))
@@ -197,3 +241,29 @@ def test_flower_executables_are_found_beside_the_interpreter() -> None:
     assert shutil.which("flower-superlink", path=env["PATH"]) == str(
         beside / "flower-superlink"
     )
+
+
+@pytest.mark.parametrize("chosen", [None, "", "cache"])
+def test_supernode_command_passes_the_cache_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chosen: str | None
+) -> None:
+    from typer.testing import CliRunner
+
+    from fedtrees.cli import app
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(os, "execvpe", lambda _, command, env: started.append(command))
+    monkeypatch.chdir(tmp_path)
+    site = ["--client-id", "a", "--data", "a.npz", "--insecure"]
+    option = [] if chosen is None else ["--cache-dir", chosen]
+    out = CliRunner().invoke(
+        app, ["flower", "supernode", "--superlink", "h:1", *site, *option]
+    )
+    assert out.exit_code == 0, out.output
+    config = started[0][started[0].index("--node-config") + 1]
+    folder = str((tmp_path / "cache").resolve())
+    expected = {None: None, "": 'cache-dir=""', "cache": f'cache-dir="{folder}"'}
+    if chosen is None:
+        assert "cache-dir" not in config
+    else:
+        assert str(expected[chosen]) in config

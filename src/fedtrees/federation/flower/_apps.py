@@ -7,8 +7,9 @@ result document (JSON) and the ledger (CSV) where the operator says — the
 ServerApp runs on the SuperLink host, so results are files there. The ClientApp
 answers the hello with its node config ``client-id``, loads its data from
 ``data-path`` (a new process serves every message, so only the per-run client
-state kept in ``context.state`` survives between messages) and serves each
-request with :func:`fedtrees.federation.serve`.
+state kept in ``context.state`` survives between messages, and the data is read
+through a per-run cache on the SuperNode's disk, :func:`site_cache_dir`) and
+serves each request with :func:`fedtrees.federation.serve`.
 
 Declared categories (run config ``categories``, a JSON object: column -> list of
 category names) are public metadata of the run: the ServerApp's federation sends
@@ -21,11 +22,13 @@ round 0 would not survive to the next round otherwise). Declared class labels
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from logging import INFO
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 from flwr.app import ConfigRecord, Context, Message, RecordDict
@@ -48,7 +51,13 @@ from fedtrees.federation._ledger import Ledger
 from fedtrees.federation.flower._state import load_state, save_state
 from fedtrees.federation.flower._transport import FlowerTransport, pack, unpack
 
-__all__ = ["JobRunner", "ServerConfig", "make_client_app", "make_server_app"]
+__all__ = [
+    "JobRunner",
+    "ServerConfig",
+    "Stopwatch",
+    "make_client_app",
+    "make_server_app",
+]
 
 JobRunner = Callable[
     [str, Federation, Mapping[str, Any], float, Sequence[RoundCallback]],
@@ -56,8 +65,15 @@ JobRunner = Callable[
 ]
 """(job, federation, params, round timeout, callbacks) -> (result document, ledger)."""
 
-DataLoader = Callable[[str, str | None], tuple[pd.DataFrame, Any]]
-"""(data path, target column or None) -> (X, y)."""
+
+class DataLoader(Protocol):
+    """Reads a site's data file, through the run's cache folder when one is given."""
+
+    def __call__(
+        self, path: str, target: str | None, *, cache_dir: Path | None, run_id: int
+    ) -> tuple[pd.DataFrame, Any]:
+        """Return ``(X, y)`` of the file at ``path`` (``target``: its label column)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -220,6 +236,7 @@ def make_client_app(
 
     @app.query("fedtrees")
     def answer(message: Message, context: Context) -> Message:
+        watch = Stopwatch()
         request = unpack(message.content)
         client = str(context.node_config.get("client-id", ""))
         try:
@@ -227,9 +244,11 @@ def make_client_app(
         except ValidationError as exc:  # refuse every request, saying why
             return Message(pack(refuse(request, client, str(exc))), reply_to=message)
         load_handlers(str(context.run_config.get("job", "")))
+        watch.lap("handlers")
         try:
-            data = _load(load_data, client, context.node_config)
+            data = _load(load_data, client, context)
             data.declare_categories(declared_categories(context.run_config))
+            watch.lap("data")
         except Exception as exc:  # the data itself failed: say so, naming the client
             reply = refuse(
                 request,
@@ -241,14 +260,39 @@ def make_client_app(
             state = load_state(context, request)
             reply = serve(request, data, state=state, max_message_bytes=limit)
             save_state(context, state)
+            watch.lap("serve")
+            log(INFO, "fedtrees site %s: %s", client, watch)
         return Message(pack(reply), reply_to=message)
 
     return app
 
 
-def _load(
-    load_data: DataLoader, client: str, node_config: Mapping[str, Any]
-) -> ClientData:
+@dataclass
+class Stopwatch:
+    """Where one message's seconds went at the site, for its log (README, Flower).
+
+    ``cpu_before`` is the CPU time the ClientApp process spent before the message
+    reached fedtrees (starting Python, Flower's set-up, importing the app).
+    """
+
+    cpu_before: float = field(default_factory=time.process_time)
+    laps: dict[str, float] = field(default_factory=dict)
+    _last: float = field(default_factory=time.perf_counter)
+
+    def lap(self, step: str) -> None:
+        """Record the seconds since the previous lap as ``step``'s."""
+        now = time.perf_counter()
+        self.laps[step] = now - self._last
+        self._last = now
+
+    def __str__(self) -> str:
+        """Render as the site's log line, e.g. ``process CPU before 0.41 s; ...``."""
+        steps = ", ".join(f"{step} {s:.3f} s" for step, s in self.laps.items())
+        return f"process CPU before {self.cpu_before:.3f} s; {steps}"
+
+
+def _load(load_data: DataLoader, client: str, context: Context) -> ClientData:
+    node_config = context.node_config
     path = node_config.get("data-path")
     if not client or not isinstance(path, str) or not path:
         raise ValidationError(
@@ -256,5 +300,23 @@ def _load(
             'data-path="/path/to/data.npz"\''
         )
     target = node_config.get("target")
-    X, y = load_data(path, str(target) if target else None)
+    X, y = load_data(
+        path,
+        str(target) if target else None,
+        cache_dir=site_cache_dir(node_config),
+        run_id=context.run_id,
+    )
     return ClientData.build(client, X, y)
+
+
+def site_cache_dir(node_config: Mapping[str, Any]) -> Path | None:
+    """Return the folder caching this site's prepared data per run (None: no cache).
+
+    The node config's ``cache-dir`` (``""`` turns the cache off); by default
+    ``fedtrees/site-data`` under ``$XDG_CACHE_HOME`` (else ``~/.cache``).
+    """
+    chosen = node_config.get("cache-dir")
+    if chosen is not None:
+        return Path(str(chosen)).expanduser() if str(chosen) else None
+    home = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(home) / "fedtrees" / "site-data"

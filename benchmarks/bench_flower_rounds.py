@@ -1,0 +1,123 @@
+"""Where a Flower round's seconds go: the README recipe, over real SuperNodes.
+
+    python benchmarks/bench_flower_rounds.py            # 2 and 4 heart sites
+    python benchmarks/bench_flower_rounds.py --sites 2
+
+A SuperLink and one SuperNode per heart-disease hospital on 127.0.0.1 with TLS
+(the integration tests' ``Deployment``), running the README's job (FedForest,
+10 trees of depth 2) and a small FedGBDT (3 trees of depth 2). A round's seconds
+are its slowest reply, from the ledger the ServerApp writes. Every site logs
+where each message's seconds went (``fedtrees site NAME: process CPU before
+...``, :class:`fedtrees.federation.flower._apps.Stopwatch`): the CPU its
+ClientApp process spent before the message reached fedtrees (Python, Flower's
+set-up, importing the app), then the job's handlers, the data (through the
+run's cache) and the work. What the sites do not account for is Flower's:
+the SuperNode's 3 s idle poll, its 1 s task poll, the reply's 0.5 s poll, and
+starting the process. The same fit in process is timed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from _flower_loopback import _wait_for_superlink, write_sites
+from _table import print_frame
+
+from fedtrees import datasets
+from fedtrees.algorithms import run_job
+from fedtrees.federation import Federation
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests/
+from tests.integration.deployment import Deployment
+
+JOBS = {
+    "README recipe (fedforest 10x2)": (
+        "fedforest",
+        {"n_estimators": 10, "max_depth": 2, "random_state": 0},
+    ),
+    "fedgbdt 3x2": ("fedgbdt", {"n_estimators": 3, "max_depth": 2, "random_state": 0}),
+}
+SITE_LINE = re.compile(
+    r"fedtrees site \S+: process CPU before ([0-9.]+) s; handlers ([0-9.]+) s, "
+    r"data ([0-9.]+) s, serve ([0-9.]+) s"
+)
+
+
+def site_laps(folder: Path) -> pd.DataFrame:
+    """Every message's laps, read from the SuperNodes' logs in ``folder``."""
+    rows = [
+        dict(
+            zip(
+                ("CPU before", "handlers", "data", "serve"),
+                map(float, m.groups()),
+                strict=True,
+            )
+        )
+        for log in folder.glob("node-*.log")
+        for m in SITE_LINE.finditer(log.read_text(errors="replace"))
+    ]
+    return pd.DataFrame(rows)
+
+
+def measure(n_sites: int, base: Path) -> list[dict[str, Any]]:
+    """One row per job: its rounds on Flower, in process, and the sites' laps."""
+    files = dict(list(write_sites(base / "sites").items())[:n_sites])
+    rows = []
+    with Deployment(base / "deploy", files, tls=True) as deployment:
+        _wait_for_superlink(deployment)
+        for label, (job, params) in JOBS.items():
+            out = base / f"{job}.json"
+            config = (
+                f"job='{job}' output-path='{out}' min-clients={n_sites} "
+                f"round-timeout=120.0 params='{json.dumps(params)}'"
+            )
+            before = len(site_laps(base / "deploy"))
+            status = deployment.wait(deployment.submit(config), deadline=1800)
+            if status.get("status") != "finished:completed":
+                raise RuntimeError(f"{label}: the run failed: {status}; see {base}")
+            ledger = pd.read_csv(out.with_suffix(".ledger.csv"))
+            rounds = ledger.groupby("round")["seconds"].max()
+            laps = site_laps(base / "deploy").iloc[before:]
+            clients = {n: datasets.load_client_file(p) for n, p in files.items()}
+            start = time.perf_counter()
+            run_job(job, Federation.from_clients(clients), params)
+            rows.append(
+                {
+                    "sites": n_sites,
+                    "job": label,
+                    "rounds": len(rounds),
+                    "median round s": rounds.median(),
+                    "in process s": time.perf_counter() - start,
+                    **{f"site {k} s": laps[k].median() for k in laps.columns},
+                    "Flower's polls and waits s": rounds.median()
+                    - laps[["handlers", "data", "serve"]].sum(axis=1).median()
+                    - laps["CPU before"].median(),
+                }
+            )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sites", type=int, nargs="+", default=[2, 4])
+    args = parser.parse_args()
+    rows = []
+    for n_sites in args.sites:
+        rows += measure(n_sites, Path(tempfile.mkdtemp(prefix="fedtrees-rounds-")))
+    frame = pd.DataFrame(rows)
+    print_frame(
+        frame.round(3),
+        "Flower rounds, TLS on 127.0.0.1 (median over rounds and site messages)",
+    )
+
+
+if __name__ == "__main__":
+    main()
