@@ -62,6 +62,13 @@ def _assert_same(a: Frames, b: Frames) -> None:
     pd.testing.assert_series_equal(a[1], b[1], check_exact=True)
 
 
+def _assert_reads_as_the_file(site: Path, cache: Path) -> None:
+    """The read through ``cache`` gives exactly the file's frames."""
+    _assert_same(
+        load_site_data(site, "label", cache_dir=cache), load_client_file(site, "label")
+    )
+
+
 def _entries(cache: Path) -> list[Path]:
     return sorted(cache.glob("run-*/*.npz"))
 
@@ -136,10 +143,7 @@ def test_a_damaged_entry_is_detected_and_built_again(
     load_site_data(site, "label", cache_dir=tmp_path / "cache")
     (entry,) = _entries(tmp_path / "cache")
     entry.write_bytes(damage(entry.read_bytes()))
-    _assert_same(
-        load_site_data(site, "label", cache_dir=tmp_path / "cache"),
-        load_client_file(site, "label"),
-    )
+    _assert_reads_as_the_file(site, tmp_path / "cache")
     assert len(parses) == 2
     load_site_data(site, "label", cache_dir=tmp_path / "cache")
     assert len(parses) == 2  # the rebuilt entry serves again
@@ -157,10 +161,7 @@ def test_altered_values_with_a_valid_archive_are_detected(
     arrays["c0"] = arrays["c0"] + 1
     with entry.open("wb") as handle:
         np.savez(handle, **arrays)
-    _assert_same(
-        load_site_data(site, "label", cache_dir=tmp_path / "cache"),
-        load_client_file(site, "label"),
-    )
+    _assert_reads_as_the_file(site, tmp_path / "cache")
     assert len(parses) == 2
 
 
@@ -172,10 +173,7 @@ def test_another_files_entry_under_this_key_is_refused(
     load_site_data(b, "label", cache_dir=tmp_path / "cache")
     entry_a, entry_b = sorted(_entries(tmp_path / "cache"), key=os.path.getmtime)
     entry_b.write_bytes(entry_a.read_bytes())  # a's data under b's name
-    _assert_same(
-        load_site_data(b, "label", cache_dir=tmp_path / "cache"),
-        load_client_file(b, "label"),
-    )
+    _assert_reads_as_the_file(b, tmp_path / "cache")
     assert len(parses) == 3
 
 
@@ -187,9 +185,7 @@ def test_the_cache_is_safe_to_delete_and_optional(
     load_site_data(site, "label", cache_dir=cache)
     for path in _entries(cache):
         path.unlink()
-    _assert_same(
-        load_site_data(site, "label", cache_dir=cache), load_client_file(site, "label")
-    )
+    _assert_reads_as_the_file(site, cache)
     blocked = tmp_path / "a-file"
     blocked.write_text("a file, not a folder")
     with pytest.warns(UserWarning, match="could not be written"):
