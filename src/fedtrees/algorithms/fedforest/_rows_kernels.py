@@ -69,7 +69,8 @@ def _left_first(
         else:
             spill[n_right] = i
             n_right += 1
-    seg[n_left:] = spill[:n_right]
+    for r in range(n_right):  # a loop: see histogram._client_kernels._move
+        seg[n_left + r] = spill[r]
     return n_left
 
 

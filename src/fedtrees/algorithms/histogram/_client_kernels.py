@@ -237,7 +237,8 @@ def _move(
         else:
             spill[n_right] = i
             n_right += 1
-    seg[n_left:] = spill[:n_right]
+    for r in range(n_right):  # a loop, not a slice copy: numba compiles that in
+        seg[n_left + r] = spill[r]  # seconds (its size check formats a message)
     return n_left
 
 
@@ -285,7 +286,8 @@ def partition_codes(
                         left_code[c] = c <= bin_limit[i]
                     left_code[255] = missing_left[i]
                 else:
-                    left_code[:] = left_sets[set_index[i]]
+                    for c in range(256):
+                        left_code[c] = left_sets[set_index[i], c]
                 n_left = _move(perm[b, lo:hi], spill, columns[feature[i]], left_code)
             start[left[i]], stop[left[i]] = lo, lo + n_left
             start[right[i]], stop[right[i]] = lo + n_left, hi

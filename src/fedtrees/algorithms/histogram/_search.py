@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Final
 
 import numpy as np
@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees.algorithms.histogram._histograms import Bins
-from fedtrees.algorithms.histogram._server_kernels import best_splits
+from fedtrees.algorithms.histogram._server_kernels import CODES, LARGER, scan_nodes
 
 __all__ = ["CRITERION_CODES", "Found", "search"]
 
@@ -63,6 +63,25 @@ class Found:
     cat_left: FloatArray
     cat_set: npt.NDArray[np.bool_]
 
+    @classmethod
+    def none_yet(cls, n_nodes: int, width: int, any_categorical: bool) -> Found:
+        """Return no candidate for any node: what the scan starts from."""
+        return cls(
+            np.full(n_nodes, -np.inf),
+            np.full(n_nodes, -1, np.int64),
+            np.full(n_nodes, -1, np.int64),
+            np.full(n_nodes, LARGER, np.int8),
+            np.zeros((n_nodes, width)),
+            np.full(n_nodes, -np.inf),
+            np.full(n_nodes, -1, np.int64),
+            np.zeros((n_nodes, width)),
+            np.zeros((n_nodes if any_categorical else 0, CODES), np.bool_),
+        )
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """Return the result arrays in field order (not copies: the scan fills them)."""
+        return tuple(getattr(self, f.name) for f in fields(self))
+
 
 def search(
     bins: Bins,
@@ -95,23 +114,21 @@ def search(
         np.ascontiguousarray(pair_feature, np.int64), is_categorical,
         np.ascontiguousarray(parent, np.float64),
         np.ascontiguousarray(min_leaf, np.float64),
-        CRITERION_CODES[criterion], float(reg_lambda), bool(np.any(is_categorical)),
+        CRITERION_CODES[criterion], float(reg_lambda),
     )  # fmt: skip
     n_nodes, cores = pair_feature.shape[0], os.cpu_count() or 1
+    found = Found.none_yet(n_nodes, parent.shape[1], bool(np.any(is_categorical)))
+    out = found.arrays()
     if pair_feature.size < PARALLEL_PAIRS or cores == 1:
-        return Found(*best_splits(*args))
-    fp = pair_feature.shape[1]
+        scan_nodes(0, n_nodes, *args, *out)
+        return found
     # Four chunks per core, as numba's parallel loops schedule, so that a chunk of
-    # costly nodes (many categories, many bins) does not leave a core idle.
+    # costly nodes (many categories, many bins) does not leave a core idle. The
+    # chunks write disjoint rows of the results.
     cuts = np.linspace(0, n_nodes, min(4 * cores, n_nodes) + 1).astype(int)
-
-    def chunk(a: int, b: int) -> tuple[np.ndarray, ...]:
-        lo, hi, codes, stats, pf, cat, parent_, leaf = args[:8]
-        return best_splits(
-            lo[a * fp : b * fp], hi[a * fp : b * fp], codes, stats, pf[a:b], cat,
-            parent_[a:b], leaf[a:b], *args[8:],
-        )  # fmt: skip
-
     with ThreadPoolExecutor(max_workers=min(cores, cuts.shape[0] - 1)) as pool:
-        parts = list(pool.map(chunk, cuts[:-1], cuts[1:]))
-    return Found(*(np.concatenate(column) for column in zip(*parts, strict=True)))
+        done = pool.map(
+            lambda a, b: scan_nodes(int(a), int(b), *args, *out), cuts[:-1], cuts[1:]
+        )
+        list(done)  # raise here what a chunk raised
+    return found

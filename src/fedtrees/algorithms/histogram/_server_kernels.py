@@ -24,7 +24,7 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-__all__ = ["best_splits", "subtract_bins"]
+__all__ = ["CODES", "LARGER", "scan_nodes", "subtract_bins"]
 
 CODES = 256
 MISSING = 255
@@ -282,65 +282,31 @@ def _scan_categorical(
 
 
 @nb.njit(cache=True, nogil=True)
-def best_splits(
-    pair_lo: Any,
-    pair_hi: Any,
-    codes: Any,
-    stats: Any,
-    pair_feature: Any,
-    is_categorical: Any,
-    parent: Any,
-    min_leaf: Any,
-    criterion: int,
-    lam: float,
-    any_categorical: bool,
-) -> tuple[Any, ...]:  # pragma: no cover - compiled
-    """Each node's best numeric threshold and best categorical grouping.
+def scan_nodes(
+    first: int, stop: int, pair_lo: Any, pair_hi: Any, codes: Any, stats: Any,
+    pair_feature: Any, is_categorical: Any, parent: Any, min_leaf: Any,
+    criterion: int, lam: float, num_score: Any, num_slot: Any, num_bin: Any,
+    num_dir: Any, num_left: Any, cat_score: Any, cat_slot: Any, cat_left: Any,
+    cat_set: Any,
+) -> None:  # fmt: skip  # pragma: no cover - compiled
+    """Write the best numeric and categorical candidates of nodes ``first:stop``.
+
+    Only those nodes' rows of the result arrays are written.
 
     Node ``s``'s pair ``k`` (feature ``pair_feature[s, k]``, -1: none) owns
     entries ``pair_lo[s * fp + k]:pair_hi[s * fp + k]``. Candidates are ranked
     by the proxy within each source; the first maximum wins (pairs in order,
-    thresholds ascending). Returns, numeric: score, slot, bin, missing
+    thresholds ascending). The results, numeric: score, slot, bin, missing
     direction, left statistics; categorical: score, slot, left statistics and
-    the left set as a (node, code) mask.
+    the left set as a (node, code) mask. They start as no candidate (score -inf,
+    :class:`fedtrees.algorithms.histogram.Found`), allocated by the caller: a
+    compiled allocation of nine arrays cost a second of compiling on the first
+    run (measured).
 
-    One thread; it releases the GIL, so callers scan chunks of nodes on
-    threads of their own (:func:`fedtrees.algorithms.histogram.search`).
+    One thread, with one set of scratch arrays; it releases the GIL, so callers
+    scan disjoint chunks of nodes on threads of their own
+    (:func:`fedtrees.algorithms.histogram.search`).
     """
-    n_nodes = pair_feature.shape[0]
-    out = _outputs(n_nodes, parent.shape[1], any_categorical)
-    _scan_nodes(
-        0, n_nodes, pair_lo, pair_hi, codes, stats, pair_feature, is_categorical,
-        parent, min_leaf, criterion, lam, out,
-    )  # fmt: skip
-    return out
-
-
-@nb.njit(cache=True, nogil=True)
-def _outputs(
-    n_nodes: int, width: int, any_categorical: bool
-) -> tuple[Any, ...]:  # pragma: no cover - compiled
-    """Return the result arrays of :func:`best_splits`, before any node is scanned."""
-    return (
-        np.full(n_nodes, -np.inf),
-        np.full(n_nodes, -1, dtype=np.int64),
-        np.full(n_nodes, -1, dtype=np.int64),
-        np.full(n_nodes, LARGER, dtype=np.int8),
-        np.zeros((n_nodes, width)),
-        np.full(n_nodes, -np.inf),
-        np.full(n_nodes, -1, dtype=np.int64),
-        np.zeros((n_nodes, width)),
-        np.zeros((n_nodes if any_categorical else 0, CODES), dtype=np.bool_),
-    )
-
-
-@nb.njit(cache=True, nogil=True)
-def _scan_nodes(
-    first: int, stop: int, pair_lo: Any, pair_hi: Any, codes: Any, stats: Any,
-    pair_feature: Any, is_categorical: Any, parent: Any, min_leaf: Any,
-    criterion: int, lam: float, out: Any,
-) -> None:  # fmt: skip  # pragma: no cover - compiled
-    """Scan nodes ``first:stop`` into ``out``, with one set of scratch arrays."""
     width = parent.shape[1]
     cum, trial, right = np.zeros(width), np.zeros(width), np.zeros(width)
     order = np.empty(CODES, dtype=np.int64)
@@ -349,7 +315,8 @@ def _scan_nodes(
         _best_of_node(
             s, pair_lo, pair_hi, codes, stats, pair_feature, is_categorical,
             parent, min_leaf, criterion, lam, cum, trial, right, order, key,
-            out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8],
+            num_score, num_slot, num_bin, num_dir, num_left, cat_score, cat_slot,
+            cat_left, cat_set,
         )  # fmt: skip
 
 
@@ -361,7 +328,7 @@ def _best_of_node(
     num_slot: Any, num_bin: Any, num_dir: Any, num_left: Any, cat_score: Any,
     cat_slot: Any, cat_left: Any, cat_set: Any,
 ) -> None:  # fmt: skip  # pragma: no cover - compiled
-    """Scan node s's pairs; write its best candidates (see best_splits)."""
+    """Scan node s's pairs; write its best candidates (see scan_nodes)."""
     fp, width = pair_feature.shape[1], parent.shape[1]
     n_parent = _size(parent[s], criterion)
     for k in range(fp):
