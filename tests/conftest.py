@@ -32,8 +32,21 @@ def hugadb_path() -> Path:
 HOSTILE_OUTCOMES = ("clear_error", "documented", "correct")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every ``hostile`` case says its outcome: one of :data:`HOSTILE_OUTCOMES`."""
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Every ``hostile`` case says its outcome; parallel workers start with Flower.
+
+    A ``hostile`` case's outcome is one of :data:`HOSTILE_OUTCOMES`.
+
+    In a parallel run (a pytest-xdist worker, ``config.workerinput``) the tests
+    marked ``flower`` come first: their real deployments are the longest tests
+    (minutes in all), so they run beside the other workers' tests instead of
+    trailing the run. The order is the same on every worker; ``--dist
+    worksteal`` hands each worker a contiguous block of it and steals from the
+    blocks' ends, so these stay together on the first worker, which starts each
+    module's deployment once.
+    """
     for item in items:
         marker = item.get_closest_marker("hostile")
         if marker is not None and tuple(marker.args) not in {
@@ -43,3 +56,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 f"{item.nodeid}: @pytest.mark.hostile takes one of {HOSTILE_OUTCOMES}, "
                 f"got {marker.args!r}."
             )
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: item.get_closest_marker("flower") is None)
