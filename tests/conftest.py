@@ -42,10 +42,10 @@ def pytest_collection_modifyitems(
     In a parallel run (a pytest-xdist worker, ``config.workerinput``) the tests
     marked ``flower`` come first: their real deployments are the longest tests
     (minutes in all), so they run beside the other workers' tests instead of
-    trailing the run. The order is the same on every worker; ``--dist
-    worksteal`` hands each worker a contiguous block of it and steals from the
-    blocks' ends, so these stay together on the first worker, which starts each
-    module's deployment once.
+    trailing the run. ``--dist loadfile`` hands out whole files in this order,
+    so the Flower files are spread over the workers from the start, and each
+    module's deployment starts once (measured on 2 cores: 5 min, against 10 min
+    with ``worksteal``, which kept them all on one worker).
     """
     for item in items:
         marker = item.get_closest_marker("hostile")
