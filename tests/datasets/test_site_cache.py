@@ -203,8 +203,12 @@ def test_runs_idle_for_a_day_are_removed_when_a_new_one_is_written(
         load_site_data(site, "label", cache_dir=cache, run_id=run)
     old = time.time() - _site_cache.IDLE_SECONDS - 60
     os.utime(cache / "run-1", (old, old))
+    mine = cache / "run-mine"  # not the cache's: never deleted
+    mine.mkdir()
+    (mine / "notes.txt").write_text("kept")
+    os.utime(mine, (old, old))
     load_site_data(site, "label", cache_dir=cache, run_id=3)
-    assert sorted(p.name for p in cache.iterdir()) == ["run-2", "run-3"]
+    assert sorted(p.name for p in cache.iterdir()) == ["run-2", "run-3", "run-mine"]
 
 
 def test_a_missing_file_is_named_with_or_without_a_cache(tmp_path: Path) -> None:

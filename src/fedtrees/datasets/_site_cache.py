@@ -155,5 +155,12 @@ def _remove_idle_runs(cache_dir: Path, keep: Path) -> None:
             idle = now - folder.stat().st_mtime
         except OSError:
             continue
-        if folder != keep and idle > IDLE_SECONDS:
+        if folder != keep and idle > IDLE_SECONDS and _holds_only_entries(folder):
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _holds_only_entries(folder: Path) -> bool:
+    """Whether every file in ``folder`` is a cache entry (never delete other data)."""
+    return all(
+        path.is_file() and path.suffix in (".npz", ".tmp") for path in folder.iterdir()
+    )

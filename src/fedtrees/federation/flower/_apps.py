@@ -273,6 +273,12 @@ class Stopwatch:
 
     ``cpu_before`` is the CPU time the ClientApp process spent before the message
     reached fedtrees (starting Python, Flower's set-up, importing the app).
+    ``benchmarks/bench_flower_rounds.py`` reads these lines from the SuperNodes' logs.
+
+    Examples
+    --------
+    >>> str(Stopwatch(cpu_before=1.5, laps={"handlers": 0.25, "serve": 0.125}))
+    'process CPU before 1.500 s; handlers 0.250 s, serve 0.125 s'
     """
 
     cpu_before: float = field(default_factory=time.process_time)
