@@ -304,6 +304,33 @@ def test_pooled_bins_are_the_sum_over_clients(seed, k) -> None:
         np.arange(n_pairs), pooled.counts)) == 0] > 0)  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("codes", "stats"),
+    [(np.int16, np.int32), (np.uint16, np.float32), (np.int64, np.uint64),
+     (np.uint8, np.int8), (np.uint8, np.float16)],
+)  # fmt: skip
+def test_replies_in_other_dtypes_pool_and_check_as_the_kernels_dtypes(
+    rng, codes, stats
+) -> None:
+    """A reply's fields allow any integer or float dtype of the same values."""
+    parts = [(np.arange(5), _random_histograms(rng, 5)) for _ in range(3)]
+    odd = [
+        (p, Histograms(h.counts.astype(np.int32), h.codes.astype(codes),
+                       h.stats.astype(stats)))
+        for p, h in parts
+    ]  # fmt: skip
+    assert all(h.stats.dtype in (np.float64, np.uint8) for _, h in odd)
+    np.testing.assert_array_equal(
+        _dense(pool(odd, 5, 2), 5), _dense(pool(parts, 5, 2), 5)
+    )
+    features = np.zeros(5, np.int64)
+    for (_, h), (_, g) in zip(odd, parts, strict=True):
+        np.testing.assert_array_equal(
+            h.checked_sums(features, np.array([256])),
+            g.checked_sums(features, np.array([256])),
+        )
+
+
 def test_subtraction_gives_the_larger_child(rng) -> None:
     n_pairs = 7
     small = _random_histograms(rng, n_pairs)

@@ -156,7 +156,7 @@ def test_uncapped_type1_points_of_every_group(seed: int, m: int) -> None:
     values = np.concatenate([np.sort(g) for g in groups])
     order = [np.argsort(g, kind="stable") for g in groups]
     w = np.concatenate([wg[o] for wg, o in zip(weights, order, strict=True)])
-    out = type1_points(values, w.astype(float), start, m)
+    out = type1_points(values, w.astype(float), start, m, False)
     for g, (x, wg) in enumerate(zip(groups, weights, strict=True)):
         if x.size == 0:
             assert np.isnan(out[g]).all()

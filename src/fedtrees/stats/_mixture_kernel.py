@@ -25,6 +25,8 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from fedtrees._compiling import f64, i64, kernel, ro
+
 __all__ = [
     "NAN_INSIDE",
     "NOT_SORTED",
@@ -38,7 +40,7 @@ __all__ = [
 OK, NAN_INSIDE, NOT_SORTED, POINTS_VS_COUNT = 0, 1, 2, 3
 
 
-@nb.njit(parallel=True, cache=True)
+@kernel((ro(f64, 3), ro(f64, 2), i64), parallel=True)
 def invert_mixtures(pts: Any, counts: Any, q: int) -> Any:  # pragma: no cover
     """Return ``(n_problems, q - 1)`` sorted distinct candidates and a status.
 
@@ -70,7 +72,7 @@ def invert_mixtures(pts: Any, counts: Any, q: int) -> Any:  # pragma: no cover
     return out, status
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _check_sketch(points: Any, count: float) -> Any:  # pragma: no cover
     """Return the number of points and ``OK`` or the sketch's first defect."""
     n = 0
@@ -86,7 +88,7 @@ def _check_sketch(points: Any, count: float) -> Any:  # pragma: no cover
     return n, OK
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _breakpoints(pts: Any, w: Any, m: Any) -> Any:  # pragma: no cover
     """Distinct breakpoints of one mixture, F there and F's left limit."""
     n_clients, n_events = pts.shape[0], 0
@@ -142,7 +144,7 @@ def _breakpoints(pts: Any, w: Any, m: Any) -> Any:  # pragma: no cover
     return ux[:n], F, F_left
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _invert_levels(
     ux: Any, F: Any, F_left: Any, q: int, out: Any
 ) -> None:  # pragma: no cover
@@ -163,7 +165,7 @@ def _invert_levels(
             filled += 1
 
 
-@nb.njit(parallel=True, cache=True)
+@kernel((ro(i64), ro(i64), ro(i64), ro(f64), ro(f64), i64), parallel=True)
 def invert_ragged(
     seg_ptr: Any, start: Any, length: Any, weight: Any, points: Any, q: int
 ) -> Any:  # pragma: no cover - compiled

@@ -186,7 +186,11 @@ def mixtures_by_client(points: FloatArray, counts: FloatArray, q: int) -> FloatA
     q = check_int(q, "q", owner, min_value=2)
     if not np.all(np.isfinite(counts)) or np.any(counts < 0):
         raise invalid("counts", owner, "finite counts >= 0", "other values")
-    out, status = invert_mixtures(points, counts, q)
+    out, status = invert_mixtures(  # the kernel reads C-ordered arrays (no copy if so)
+        np.ascontiguousarray(points, np.float64),
+        np.ascontiguousarray(counts, np.float64),
+        q,
+    )
     _raise_status(status)
     result: FloatArray = out
     return result

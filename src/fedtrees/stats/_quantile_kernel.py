@@ -26,13 +26,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
+
+from fedtrees._compiling import boolean, f64, i64, kernel, ro
 
 __all__ = ["sketch_quantiles", "type1_points", "type1_walk"]
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def type1_walk(
     weights: Any, lo: int, hi: int, m: int, picks: Any
 ) -> None:  # pragma: no cover - compiled
@@ -56,7 +57,7 @@ def type1_walk(
         picks[level] = idx
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def sketch_quantiles(
     sorted_pos: Any,
     sorted_w: Any,
@@ -79,9 +80,9 @@ def sketch_quantiles(
         out[start + level] = sval_j[sorted_pos[picks[level]]]
 
 
-@nb.njit(cache=True)
+@kernel((ro(f64), ro(f64), ro(i64), i64, boolean))
 def type1_points(
-    values: Any, weights: Any, group_start: Any, m: int, capped: bool = False
+    values: Any, weights: Any, group_start: Any, m: int, capped: bool
 ) -> Any:  # pragma: no cover - compiled
     """Weighted type-1 quantiles at ``l/m``, ``l = 0..m``, of every group.
 

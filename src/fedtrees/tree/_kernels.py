@@ -15,10 +15,25 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from fedtrees._compiling import boolean, f64, i64, kernel, ro
+
 __all__ = ["numeric_votes"]
 
 
-@nb.njit(parallel=True, cache=True)
+@kernel(
+    (
+        ro(f64, 2),
+        ro(i64),
+        ro(i64),
+        ro(f64),
+        ro(i64),
+        ro(i64),
+        ro(boolean),
+        ro(i64),
+        i64,
+    ),
+    parallel=True,
+)
 def numeric_votes(
     X: np.ndarray,
     roots: np.ndarray,

@@ -22,13 +22,15 @@ from typing import Any, Final
 
 import numba as nb
 
+from fedtrees._compiling import boolean, f64, i64, kernel, ro, rw
+
 SPLIT_NONE: Final = -1
 SPLIT_CLIENT: Final = -2
 
 __all__ = ["SPLIT_CLIENT", "SPLIT_NONE", "route"]
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _member(code: int, start: int, stop: int, set_codes: Any) -> bool:
     # An explicit loop: numba's nopython mode cannot compile any(<generator>).
     found = False
@@ -37,7 +39,11 @@ def _member(code: int, start: int, stop: int, set_codes: Any) -> bool:
     return found
 
 
-@nb.njit(parallel=True, cache=True)
+@kernel(
+    (rw(i64, 2), ro(f64, 2), ro(f64, 2), i64, ro(i64), ro(f64), ro(i64), ro(i64),
+     ro(i64), ro(i64), ro(boolean)),
+    parallel=True,
+)  # fmt: skip
 def route(
     node: Any,
     weight: Any,

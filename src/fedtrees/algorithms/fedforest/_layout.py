@@ -74,7 +74,7 @@ def compact(values: np.ndarray) -> np.ndarray:
     x = np.ascontiguousarray(values, dtype=np.float64)
     if x.size == 0:
         return x.astype(np.uint8)
-    top = whole_max(x)  # one compiled pass: replies hold millions of bins
+    top = whole_max(x.ravel())  # one compiled pass: replies hold millions of bins
     return x if top < 0 else x.astype(np.min_scalar_type(int(top)))
 
 

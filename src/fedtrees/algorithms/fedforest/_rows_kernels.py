@@ -19,30 +19,20 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from fedtrees._compiling import boolean, f64, i64, kernel, ro, rw
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, _member
 from fedtrees.stats._quantile_kernel import sketch_quantiles as _quantiles
 
 __all__ = [
     "category_statistics",
     "evaluate_bins",
-    "inherit_tree",
     "node_statistics",
     "partition",
     "sketch_points",
 ]
 
 
-@nb.njit(cache=True, nogil=True)
-def inherit_tree(
-    tree: Any, split_nodes: Any, left: Any, right: Any
-) -> None:  # pragma: no cover - compiled
-    """Give the children of ``split_nodes`` (ascending ids) their parent's tree."""
-    for g in split_nodes:
-        tree[left[g]] = tree[g]
-        tree[right[g]] = tree[g]
-
-
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _left_first(
     seg: Any, spill: Any, g: int, X: Any, is_cat: Any, client_code: int, *table: Any
 ) -> int:  # pragma: no cover - compiled
@@ -74,7 +64,11 @@ def _left_first(
     return n_left
 
 
-@nb.njit(parallel=True, cache=True)
+@kernel(
+    (rw(i64, 2), rw(i64), rw(i64), ro(i64), ro(i64, 2), ro(f64, 2), ro(boolean),
+     i64, ro(i64), ro(f64), ro(i64), ro(i64), ro(i64), ro(i64)),
+    parallel=True,
+)  # fmt: skip
 def partition(
     perm: Any,
     start: Any,
@@ -111,7 +105,7 @@ def partition(
             start[right[g]], stop[right[g]] = lo + n_left, hi
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _add(
     out: Any, i: int, w: float, codes: Any, targets: Any, classification: bool
 ) -> None:  # pragma: no cover - compiled
@@ -125,7 +119,11 @@ def _add(
         out[2] += w * t * t
 
 
-@nb.njit(parallel=True, cache=True)
+@kernel(
+    (ro(i64, 2), ro(i64), ro(i64), ro(i64), ro(i64), ro(f64, 2), ro(i64), ro(f64),
+     boolean, i64),
+    parallel=True,
+)  # fmt: skip
 def node_statistics(
     perm: Any,
     start: Any,
@@ -151,7 +149,7 @@ def node_statistics(
     return stats, rows
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _sort_segment(
     seg: Any, pos_j: Any, weight_b: Any, w_at: Any, buf_pos: Any, buf_w: Any
 ) -> None:  # pragma: no cover - compiled
@@ -171,7 +169,7 @@ def _sort_segment(
         buf_w[r] = w_at[buf_pos[r]]
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _scan_segments(
     perm_b: Any,
     start: Any,
@@ -210,7 +208,11 @@ def _scan_segments(
         slot_at[p] = -1
 
 
-@nb.njit(parallel=True, cache=True)
+@kernel(
+    (ro(i64, 2), ro(i64), ro(i64), ro(i64), ro(i64, 2), ro(i64, 2), ro(boolean),
+     ro(i64, 2), ro(f64, 2), ro(f64, 2), i64, ro(i64), i64),
+    parallel=True,
+)  # fmt: skip
 def sketch_points(
     perm: Any,
     start: Any,
@@ -287,7 +289,11 @@ def sketch_points(
     return points
 
 
-@nb.njit(parallel=True, cache=True)
+@kernel(
+    (ro(i64, 2), ro(i64), ro(i64), ro(i64), ro(i64), ro(f64, 2), ro(i64, 2),
+     ro(boolean), ro(f64, 2), ro(i64), ro(f64), boolean, i64, i64),
+    parallel=True,
+)  # fmt: skip
 def category_statistics(
     perm: Any,
     start: Any,
@@ -320,7 +326,7 @@ def category_statistics(
     return stats
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _count_below(thr: Any, lo: int, hi: int, x: float) -> int:  # pragma: no cover
     """Return lo + #(thr[lo:hi] < x) for sorted ``thr[lo:hi]`` (branch-free search).
 
@@ -337,7 +343,11 @@ def _count_below(thr: Any, lo: int, hi: int, x: float) -> int:  # pragma: no cov
     return lo + 1 if thr[lo] < x else lo
 
 
-@nb.njit(parallel=True, cache=True)
+@kernel(
+    (ro(i64, 2), ro(i64), ro(i64), ro(i64), ro(i64), ro(f64, 2), ro(i64, 2),
+     ro(boolean), ro(i64), ro(f64), ro(f64, 2), ro(i64), ro(f64), boolean, i64),
+    parallel=True,
+)  # fmt: skip
 def evaluate_bins(
     perm: Any,
     start: Any,

@@ -27,13 +27,15 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+from fedtrees._compiling import f64, i64, kernel, ro
+
 __all__ = ["fit_nodes", "score_population"]
 
 FEATURE_THRESHOLD = 1e-7
 EPSILON = np.finfo(np.float64).eps
 
 
-@nb.njit(cache=True)
+@kernel()
 def _is_pure(
     stats: np.ndarray, nd: int, count: float, n_classes: int
 ) -> bool:  # pragma: no cover - compiled
@@ -47,7 +49,7 @@ def _is_pure(
     return bool(stats[nd, 1] / count - mean * mean <= EPSILON)
 
 
-@nb.njit(cache=True)
+@kernel()
 def _proxy(
     acc: np.ndarray,
     k: int,
@@ -77,7 +79,7 @@ def _proxy(
     return float(acc[k, 0] * acc[k, 0] / n_left + s_right * s_right / n_right)
 
 
-@nb.njit(cache=True)
+@kernel((ro(i64), ro(i64), ro(i64), ro(f64, 2), ro(i64, 2), ro(f64, 2), ro(f64), i64))
 def fit_nodes(
     structure: np.ndarray,
     left_pos: np.ndarray,
@@ -136,7 +138,7 @@ def fit_nodes(
     return n_nodes, feature, threshold, left, right, stats, count
 
 
-@nb.njit(cache=True)
+@kernel()
 def _open(
     structure: np.ndarray,
     pos: np.ndarray,
@@ -160,7 +162,7 @@ def _open(
     return opened[:n_open]
 
 
-@nb.njit(cache=True)
+@kernel()
 def _search(
     structure: np.ndarray,
     pos: np.ndarray,
@@ -217,7 +219,7 @@ def _search(
     return cut
 
 
-@nb.njit(cache=True)
+@kernel()
 def _add(table: np.ndarray, i: int, target: float, n_classes: int) -> None:
     """Add one row's target to the statistics ``table[i]``."""
     if n_classes > 0:
@@ -227,7 +229,7 @@ def _add(table: np.ndarray, i: int, target: float, n_classes: int) -> None:
         table[i, 1] += target * target
 
 
-@nb.njit(cache=True)
+@kernel()
 def _leaf_values(
     n_nodes: int, stats: np.ndarray, count: np.ndarray, n_classes: int
 ) -> np.ndarray:  # pragma: no cover - compiled
@@ -241,7 +243,7 @@ def _leaf_values(
     return out
 
 
-@nb.njit(cache=True)
+@kernel()
 def _score(
     feature: np.ndarray,
     threshold: np.ndarray,
@@ -279,7 +281,11 @@ def _score(
     return total / present
 
 
-@nb.njit(cache=True, parallel=True)
+@kernel(
+    (ro(i64, 2), ro(i64), ro(i64), ro(f64, 2), ro(i64, 2), ro(f64, 2), ro(f64),
+     ro(f64, 2), ro(f64), i64),
+    parallel=True,
+)  # fmt: skip
 def score_population(
     structures: np.ndarray,
     left_pos: np.ndarray,

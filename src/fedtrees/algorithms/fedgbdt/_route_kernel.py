@@ -10,16 +10,19 @@ The walk stops after ``max_steps`` steps: a table whose children point back up
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 import numpy.typing as npt
 
+from fedtrees._compiling import boolean, i64, kernel, ro, rw, u8
 from fedtrees._typing import BoolArray, IntArray
 
 __all__ = ["route_rows"]
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel(
+    (ro(boolean), ro(boolean), ro(i64), ro(i64), ro(boolean), ro(i64), ro(i64),
+     ro(i64), ro(boolean, 2), ro(u8, 2), i64, i64, rw(i64, 2)),
+)  # fmt: skip
 def route_rows(
     numeric: BoolArray,
     leaf: BoolArray,

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
+
+from fedtrees._compiling import f64, i64, kernel, ro, u8, u16, u32
 
 __all__ = ["OK", "OUTSIDE_GRID", "UNASKED_PAIR", "UNORDERED", "scan_bins", "whole_max"]
 
 OK, UNASKED_PAIR, OUTSIDE_GRID, UNORDERED = 0, 1, 2, 3
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel(
+    *((ro(i64), ro(i64), ro(i64), ro(u8), ro(stat, 2)) for stat in (f64, u32, u16, u8))
+)
 def scan_bins(
     counts: Any, pair_feature: Any, feature_bins: Any, codes: Any, stats: Any
 ) -> tuple[int, int, Any]:  # pragma: no cover - compiled
@@ -54,7 +57,7 @@ def scan_bins(
     return OK, -1, sums
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel((ro(f64),))
 def whole_max(values: Any) -> float:  # pragma: no cover - compiled
     """Return the largest value if all are whole in [0, 2**32), else -1 (one pass)."""
     top = 0.0

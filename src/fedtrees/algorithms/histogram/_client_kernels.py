@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
+
+from fedtrees._compiling import boolean, f64, i8, i64, kernel, ro, rw, u8
 
 __all__ = [
     "bin_column",
@@ -46,7 +47,7 @@ _TINY_ROWS = 8  # a node at most this large sorts its rows by code (measured)
 _ONE = np.uint64(1)
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@kernel(inline=True)
 def _low_bit_index(low: Any) -> int:  # pragma: no cover - compiled
     """Index of the single set bit of ``low`` (a power of two), by halving."""
     i = 0
@@ -57,7 +58,7 @@ def _low_bit_index(low: Any) -> int:  # pragma: no cover - compiled
     return i
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@kernel(inline=True)
 def emit(
     buf: Any, bits: Any, codes_out: Any, stats_out: Any, at: int
 ) -> int:  # pragma: no cover - compiled
@@ -82,7 +83,10 @@ def emit(
     return m
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel(
+    (ro(i64, 2), ro(i64), ro(i64), ro(i64), ro(i64), ro(i64, 2), ro(u8, 2), ro(f64, 2),
+     ro(f64, 2), i64),
+)  # fmt: skip
 def node_histograms(
     perm: Any,
     start: Any,
@@ -150,7 +154,7 @@ def node_histograms(
     return totals, counts, codes_out, stats_out
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@kernel(inline=True)
 def _dense_pair(
     column: Any, rows: Any, n: int, weighted: Any, buf: Any, rows_at: Any,
     codes_out: Any, stats_out: Any, at: int,
@@ -174,7 +178,7 @@ def _dense_pair(
     return m
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@kernel(inline=True)
 def _tiny_pair(
     column: Any, rows: Any, n: int, weighted: Any, order: Any, codes_out: Any,
     stats_out: Any, at: int,
@@ -208,7 +212,7 @@ def _tiny_pair(
     return m + 1
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@kernel(inline=True)
 def _sparse_pair(
     column: Any, rows: Any, n: int, weighted: Any, buf: Any, bits: Any,
     codes_out: Any, stats_out: Any, at: int,
@@ -223,7 +227,7 @@ def _sparse_pair(
     return emit(buf, bits, codes_out, stats_out, at)
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _move(
     seg: Any, spill: Any, codes_j: Any, left_code: Any
 ) -> int:  # pragma: no cover - compiled
@@ -242,7 +246,11 @@ def _move(
     return n_left
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel(
+    (rw(i64, 2), rw(i64), rw(i64), ro(i64), ro(i64), ro(i64, 2), ro(u8, 2), ro(i64),
+     ro(i8), ro(i64), ro(boolean), ro(i64), ro(boolean, 2), ro(boolean), ro(i64),
+     ro(i64)),
+)  # fmt: skip
 def partition_codes(
     perm: Any,
     start: Any,
@@ -293,7 +301,7 @@ def partition_codes(
             start[right[i]], stop[right[i]] = lo + n_left, hi
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel((ro(f64), ro(f64), rw(u8)))
 def bin_column(edges: Any, column: Any, out: Any) -> None:  # pragma: no cover
     """Write each value's code into ``out``: the number of ``edges`` below it.
 
@@ -316,7 +324,7 @@ def bin_column(edges: Any, column: Any, out: Any) -> None:  # pragma: no cover
         out[i] = lo
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel((ro(f64), ro(i64), ro(i64), ro(f64)))
 def edges_below(
     edges: Any, edge_ptr: Any, feature: Any, threshold: Any
 ) -> Any:  # pragma: no cover - compiled

@@ -38,6 +38,9 @@ __all__ = [
 ]
 
 CODES: Final = 256
+_KERNEL_STATS: Final = tuple(
+    np.dtype(t) for t in (np.float64, np.uint32, np.uint16, np.uint8)
+)  # the statistics dtypes the pooling and check kernels are declared for
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,6 +57,24 @@ class Histograms:
     counts: IntArray
     codes: npt.NDArray[np.uint8]
     stats: FloatArray
+
+    def __post_init__(self) -> None:
+        """Hold the kernels' dtypes, in C order (no copy when they already are).
+
+        A reply may carry the same values in other integer or float dtypes (its
+        fields allow them; the codes' range is checked before): counts become
+        int64, codes uint8, and statistics float64 unless they are whole counts
+        as small unsigned integers, which the kernels read as they come.
+        """
+        set_ = object.__setattr__  # a frozen dataclass
+        set_(self, "counts", np.ascontiguousarray(self.counts, dtype=np.int64))
+        set_(self, "codes", np.ascontiguousarray(self.codes, dtype=np.uint8))
+        stats = (
+            self.stats
+            if self.stats.dtype in _KERNEL_STATS
+            else self.stats.astype(np.float64)
+        )
+        set_(self, "stats", np.ascontiguousarray(stats))
 
     @classmethod
     def empty(cls, n_pairs: int, width: int) -> Histograms:

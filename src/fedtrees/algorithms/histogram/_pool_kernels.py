@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
+
+from fedtrees._compiling import f64, i64, kernel, ro, rw, u8, u16, u32, u64
 
 __all__ = ["add_stats", "lay_out", "mark_codes"]
 
@@ -30,7 +31,7 @@ _H01 = np.uint64(0x0101010101010101)
 _ONE = np.uint64(1)
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _popcount(x: Any) -> Any:  # pragma: no cover - compiled
     """Set bits of a uint64 (the classic SWAR count)."""
     x = x - ((x >> _ONE) & _M1)
@@ -39,7 +40,7 @@ def _popcount(x: Any) -> Any:  # pragma: no cover - compiled
     return (x * _H01) >> np.uint64(56)
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel((rw(u64, 2), ro(i64), ro(i64), ro(u8)))
 def mark_codes(bits: Any, pairs: Any, counts: Any, codes: Any) -> None:
     """Mark every code of a client's pairs in ``bits`` (n_pairs, 4) uint64.
 
@@ -55,7 +56,7 @@ def mark_codes(bits: Any, pairs: Any, counts: Any, codes: Any) -> None:
             e += 1
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel((ro(u64, 2),))
 def lay_out(bits: Any) -> tuple[Any, Any, Any]:  # pragma: no cover - compiled
     """Return the pooled layout: bins per pair, each word's first slot, codes.
 
@@ -85,7 +86,13 @@ def lay_out(bits: Any) -> tuple[Any, Any, Any]:  # pragma: no cover - compiled
     return counts, below, codes
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel(
+    *(
+        (rw(f64, 2), ro(i64, 2), ro(u64, 2), ro(i64), ro(i64), ro(u8), ro(stat, 2), i64,
+         i64, i64)
+        for stat in (f64, u32, u16, u8)  # whole counts arrive as small unsigned ints
+    )
+)  # fmt: skip
 def add_stats(
     out: Any,
     below: Any,

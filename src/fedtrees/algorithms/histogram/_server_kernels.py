@@ -21,8 +21,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numba as nb
 import numpy as np
+
+from fedtrees._compiling import boolean, f64, i8, i64, kernel, ro, rw, u8
 
 __all__ = ["CODES", "LARGER", "scan_nodes", "subtract_bins"]
 
@@ -33,7 +34,7 @@ GINI, ENTROPY, SQUARED_ERROR, SECOND_ORDER = 0, 1, 2, 3
 LARGER, RIGHT, LEFT = -1, 0, 1
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _weight(row: Any, count_col: int) -> Any:  # pragma: no cover - compiled
     """Return a bin's weight: its count column, or its class counts' sum (-1)."""
     if count_col >= 0:
@@ -44,7 +45,10 @@ def _weight(row: Any, count_col: int) -> Any:  # pragma: no cover - compiled
     return total
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel(
+    (ro(i64), ro(i64), ro(u8), ro(f64, 2), ro(i64), ro(i64), ro(u8), ro(f64, 2), i64,
+     i64, boolean),
+)  # fmt: skip
 def subtract_bins(
     parent_lo: Any,
     parent_hi: Any,
@@ -96,7 +100,7 @@ def subtract_bins(
     return counts, codes_out, stats_out
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _size(v: Any, criterion: int) -> Any:  # pragma: no cover - compiled
     """Return the weighted rows of statistics.
 
@@ -112,7 +116,7 @@ def _size(v: Any, criterion: int) -> Any:  # pragma: no cover - compiled
     return total
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _impurity(v: Any, n: float, criterion: int) -> Any:  # pragma: no cover
     """Gini, entropy (bits) or variance of statistics (0 for an empty node)."""
     if n <= 0:
@@ -133,13 +137,13 @@ def _impurity(v: Any, n: float, criterion: int) -> Any:  # pragma: no cover
     return max(v[2] / n - mean * mean, 0.0)
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _second_order(g: float, h: float, lam: float) -> Any:  # pragma: no cover
     """XGBoost's ``G²/(H+λ)`` (0 for ``H <= 0``)."""
     return g * g / (h + lam) if h > 0 else 0.0
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _proxy(
     left: Any, parent: Any, right: Any, n_parent: float, min_leaf: float, crit: int,
     lam: float,
@@ -186,7 +190,7 @@ def _proxy(
     )
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _scan_numeric(
     codes: Any, stats: Any, lo: int, hi: int, parent: Any, n_parent: float,
     min_leaf: float, crit: int, lam: float, cum: Any, trial: Any, right: Any,
@@ -220,7 +224,7 @@ def _scan_numeric(
     return best, best_bin, best_dir
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _stable_order(key: Any, m: int, order: Any) -> None:  # pragma: no cover - compiled
     """Write into ``order[:m]`` the positions of ``key[:m]`` sorted, ties in place.
 
@@ -235,7 +239,7 @@ def _stable_order(key: Any, m: int, order: Any) -> None:  # pragma: no cover - c
         order[j] = i
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _scan_categorical(
     codes: Any, stats: Any, lo: int, hi: int, parent: Any, n_parent: float,
     min_leaf: float, crit: int, lam: float, cum: Any, right: Any, order: Any,
@@ -281,7 +285,11 @@ def _scan_categorical(
     return best, best_cut
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel(
+    (i64, i64, ro(i64), ro(i64), ro(u8), ro(f64, 2), ro(i64, 2), ro(boolean),
+     ro(f64, 2), ro(f64), i64, f64, rw(f64), rw(i64), rw(i64), rw(i8), rw(f64, 2),
+     rw(f64), rw(i64), rw(f64, 2), rw(boolean, 2)),
+)  # fmt: skip
 def scan_nodes(
     first: int, stop: int, pair_lo: Any, pair_hi: Any, codes: Any, stats: Any,
     pair_feature: Any, is_categorical: Any, parent: Any, min_leaf: Any,
@@ -320,7 +328,7 @@ def scan_nodes(
         )  # fmt: skip
 
 
-@nb.njit(cache=True, nogil=True)
+@kernel()
 def _best_of_node(
     s: int, pair_lo: Any, pair_hi: Any, codes: Any, stats: Any, pair_feature: Any,
     is_categorical: Any, parent: Any, min_leaf: Any, criterion: int, lam: float,
