@@ -106,7 +106,9 @@ def run_heart(base: Path, deadline: float = 3600.0) -> FlowerRun:
     with Deployment(base / "deploy", files, tls=True) as deployment:
         _wait_for_superlink(deployment)
         start = time.perf_counter()
-        status = deployment.wait(deployment.submit(config), deadline=deadline)
+        status = deployment.wait(
+            deployment.submit(config), deadline=deadline, output=out
+        )
         wall = time.perf_counter() - start
     if status.get("status") != "finished:completed":
         raise RuntimeError(f"the Flower run failed: {status}; see {base}")

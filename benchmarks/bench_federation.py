@@ -125,7 +125,7 @@ def flower_loopback() -> pd.DataFrame:
     params = json.dumps({"n_rounds": 8})
     config = f"job='toy' output-path='{out}' min-clients=3 params='{params}'"
     with Deployment(base, files, tls=True) as deployment:
-        deployment.wait(deployment.submit(config), deadline=600)
+        deployment.wait(deployment.submit(config), deadline=600, output=out)
     ledger = pd.read_csv(out.with_suffix(".ledger.csv"))
     return ledger.groupby("round")["seconds"].max()
 

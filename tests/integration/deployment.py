@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from fedtrees.cli.site_worker import with_site_worker
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation.flower import (
     app_dir,
@@ -31,11 +32,15 @@ from fedtrees.federation.flower._deploy import make_supernode_keys, register_sup
 
 CONNECTION = "fedtrees-test"
 POLL = 1.0  # seconds between two looks at the observed state
+FILE_POLL = 0.2  # seconds between two looks for a file (a stat call)
+STATUS_EVERY = 10.0  # seconds between `flwr ls` calls while a run's file is awaited
 T = TypeVar("T")
 
 
-def poll(look: Callable[[], T | None], deadline: float, what: str) -> T:
-    """Call ``look`` until it returns something other than None, or fail."""
+def poll(
+    look: Callable[[], T | None], deadline: float, what: str, every: float = POLL
+) -> T:
+    """Call ``look`` every ``every`` s until it returns something but None, or fail."""
     start = time.monotonic()
     while True:
         seen = look()
@@ -43,7 +48,7 @@ def poll(look: Callable[[], T | None], deadline: float, what: str) -> T:
             return seen
         if time.monotonic() - start > deadline:
             raise TimeoutError(f"{what} within {deadline} s")
-        time.sleep(POLL)
+        time.sleep(every)
 
 
 def free_port() -> int:
@@ -59,6 +64,8 @@ class Deployment:
     authentication: every SuperNode of ``files`` gets a key pair whose public key
     is registered before it starts; those of ``strangers`` (client id -> data
     file) get a key pair that is never registered, so the SuperLink refuses them.
+    Every SuperNode has its site worker, as ``fedtrees flower supernode`` starts
+    it, unless ``site_worker=False`` (its ClientApps then serve every message).
     """
 
     def __init__(
@@ -70,11 +77,13 @@ class Deployment:
         node_config: Mapping[str, Mapping[str, str]] | None = None,
         supernode_auth: bool = False,
         strangers: Mapping[str, Path] | None = None,
+        site_worker: bool = True,
     ) -> None:
         self.base, self.files, self.tls = base, dict(files), tls
         self.node_config = dict(node_config or {})
         self.supernode_auth = supernode_auth
         self.strangers = dict(strangers or {})
+        self.site_worker = site_worker
         self.env = flower_env(base / "flwr-home")
         self.link: subprocess.Popen[bytes] | None = None
         self.nodes: dict[str, subprocess.Popen[bytes]] = {}
@@ -126,6 +135,8 @@ class Deployment:
                 },
                 auth_private_key=keys.get(client),
             )
+            if self.site_worker:
+                command = with_site_worker(command)
             self.nodes[client] = self._start(f"node-{client}", command)
         return self
 
@@ -207,15 +218,36 @@ class Deployment:
         except TimeoutError as exc:
             raise RuntimeError(f"flwr run kept failing: {last}") from exc
 
-    def wait(self, run_id: str, deadline: float) -> dict[str, Any]:
-        """Poll `flwr ls` until the run has finished; return its status entry."""
+    def wait(
+        self, run_id: str, deadline: float, output: Path | None = None
+    ) -> dict[str, Any]:
+        """Wait until the run has finished; return its `flwr ls` status entry.
+
+        Every `flwr ls` is a process that costs about a second of CPU, which the
+        run's own processes then lack on a 2-core machine. With ``output`` (the
+        run's ``output-path``) the wait looks for the ledger the ServerApp writes
+        last, a cheap look, and asks `flwr ls` once it is there, or every
+        :data:`STATUS_EVERY` s in case the run fails without writing it.
+        """
+        ledger = None if output is None else output.with_suffix(".ledger.csv")
+        asked = time.monotonic()
 
         def look() -> dict[str, Any] | None:
+            nonlocal asked
+            waiting = ledger is not None and not ledger.exists()
+            if waiting and time.monotonic() - asked < STATUS_EVERY:
+                return None
+            asked = time.monotonic()
             runs = self.flwr("ls", CONNECTION, "--run-id", run_id).get("runs") or [{}]
             finished = str(runs[0].get("status", "")).startswith("finished")
             return dict(runs[0]) if finished else None
 
-        return poll(look, deadline, f"run {run_id} did not finish; see {self.base}")
+        return poll(
+            look,
+            deadline,
+            f"run {run_id} did not finish; see {self.base}",
+            every=POLL if ledger is None else FILE_POLL,
+        )
 
     def logs(self, run_id: str) -> str:
         """What the run's ServerApp has printed so far (`flwr log --show`)."""

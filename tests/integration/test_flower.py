@@ -77,7 +77,7 @@ def _run_over_flower(
         f"job='{job}' output-path='{out}' min-clients=3 round-timeout=60.0 "
         f"params='{json.dumps(params)}'"
     )
-    status = deployment.wait(deployment.submit(config), deadline=150)
+    status = deployment.wait(deployment.submit(config), deadline=150, output=out)
     assert status["status"] == "finished:completed", status
     return dict(json.loads(out.read_text()))
 
@@ -265,7 +265,7 @@ def test_fedforest_hist_continues_past_a_killed_supernode_as_in_process(
         run_id = deployment.submit(config)
         deployment.wait_for_log(run_id, "fedtrees round 2 ", deadline=240)
         deployment.kill("Hungary")
-        status = deployment.wait(run_id, deadline=300)
+        status = deployment.wait(run_id, deadline=300, output=out)
     assert status["status"] == "finished:completed", status
     over_flower = json.loads(out.read_text())
 

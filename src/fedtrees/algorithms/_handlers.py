@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Final
 
-__all__ = ["JOB_PACKAGES", "load_handlers"]
+__all__ = ["JOB_PACKAGES", "RUNTIME_HANDLERS", "load_handlers"]
 
 JOB_PACKAGES: Final[dict[str, tuple[str, ...]]] = {
     "toy": ("fedtrees.algorithms.toy",),
@@ -25,12 +25,19 @@ JOB_PACKAGES: Final[dict[str, tuple[str, ...]]] = {
 """Every job's method packages: importing them registers its payloads and handlers."""
 
 
+RUNTIME_HANDLERS: Final = ("fedtrees.federation._schema",)
+"""The runtime's own handlers: the agreement every job starts with."""
+
+
 def load_handlers(job: str) -> None:
     """Register the payloads and handlers of ``job`` (every job's if it is unknown).
 
-    An unknown job still gets every handler: the client then answers with the
-    handler's own error, not a missing one.
+    The runtime's agreement comes with every job. An unknown job still gets
+    every handler: the client then answers with the handler's own error, not a
+    missing one.
     """
+    for package in RUNTIME_HANDLERS:
+        import_module(package)
     for packages in (
         (JOB_PACKAGES[job],) if job in JOB_PACKAGES else JOB_PACKAGES.values()
     ):

@@ -176,12 +176,24 @@ def supernode(
             "$XDG_CACHE_HOME/fedtrees/site-data, else ~/.cache/...; '' for none)."
         ),
     ] = None,
+    site_worker: Annotated[
+        bool,
+        typer.Option(
+            help="Serve messages from a long-lived worker beside the SuperNode "
+            "(fedtrees and its kernels stay loaded); without it, every message's "
+            "ClientApp process serves it itself."
+        ),
+    ] = True,
 ) -> None:
     """Start this site's SuperNode (replaces this process).
 
     **Decision**: without ``--port`` the SuperNode's local ClientAppIO port is a
     free one picked at start (Flower's fixed default, 9094, would make a second
     SuperNode on the same host fail with 'address already in use').
+    **Decision**: a site worker serves the SuperNode's messages unless
+    ``--no-site-worker`` (:mod:`fedtrees.cli.site_worker`): Flower starts a
+    ClientApp process per message, and loading fedtrees in each one costs more
+    than the work of a round.
     """
     _tls(ca, insecure, "--ca")
     flower = _flower()
@@ -201,6 +213,10 @@ def supernode(
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
+    if site_worker:
+        from fedtrees.cli.site_worker import with_site_worker
+
+        command = with_site_worker(command)
     os.execvpe(command[0], command, flower.flower_env())
 
 

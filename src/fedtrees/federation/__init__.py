@@ -18,59 +18,70 @@ within the bounds go undetected). A client's runtime answers anything it cannot
 read with an error envelope. Not defended: a malicious server, collusion,
 traffic analysis. :func:`audit_row_scaling` and :func:`find_client_values` test
 that no message carries row-level data (README, "Security and privacy model").
+
+The names below load on first use (PEP 562): a Flower ClientApp process, which
+only hands its message to the site worker, pays for none of them.
 """
 
-from fedtrees.federation._audit import (
-    AuditReport,
-    Finding,
-    audit_row_scaling,
-    compare_message_sizes,
-    find_client_values,
-    row_scaled_pair,
-)
-from fedtrees.federation._checks import InvalidField, as_reply, check_reply
-from fedtrees.federation._client import Handle, dispatch, handler, refuse, serve
-from fedtrees.federation._codec import (
-    MAX_MESSAGE_BYTES,
-    Envelope,
-    decode,
-    encode,
-    encode_broadcast,
-)
-from fedtrees.federation._data import ClientData
-from fedtrees.federation._driver import (
-    FederationInfo,
-    RoundCallback,
-    RoundEnv,
-    RoundPlan,
-    RunResult,
-    ServerStrategy,
-    receive,
-    run,
-)
-from fedtrees.federation._federation import Federation
-from fedtrees.federation._ledger import (
-    CapturedMessage,
-    Ledger,
-    LedgerEntry,
-    MeteredTransport,
-)
-from fedtrees.federation._payload import (
-    Field,
-    Payload,
-    ReplySpec,
-    payload,
-    payload_class,
-)
-from fedtrees.federation._schema import Schema, SchemaReply, SchemaRequest, Task, agree
-from fedtrees.federation._state import ClientState, Resync
-from fedtrees.federation._transport import (
-    Delivery,
-    Fault,
-    InProcessTransport,
-    Outgoing,
-    Transport,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from fedtrees._lazy import lazy_names
+
+_HOMES: Final[dict[str, str]] = {
+    "AuditReport": "fedtrees.federation._audit",
+    "CapturedMessage": "fedtrees.federation._ledger",
+    "ClientData": "fedtrees.federation._data",
+    "ClientState": "fedtrees.federation._state",
+    "Delivery": "fedtrees.federation._transport",
+    "Envelope": "fedtrees.federation._codec",
+    "Fault": "fedtrees.federation._transport",
+    "Federation": "fedtrees.federation._federation",
+    "FederationInfo": "fedtrees.federation._driver",
+    "Field": "fedtrees.federation._payload",
+    "Finding": "fedtrees.federation._audit",
+    "Handle": "fedtrees.federation._client",
+    "InProcessTransport": "fedtrees.federation._transport",
+    "InvalidField": "fedtrees.federation._checks",
+    "Ledger": "fedtrees.federation._ledger",
+    "LedgerEntry": "fedtrees.federation._ledger",
+    "MAX_MESSAGE_BYTES": "fedtrees.federation._codec",
+    "MeteredTransport": "fedtrees.federation._ledger",
+    "Outgoing": "fedtrees.federation._transport",
+    "Payload": "fedtrees.federation._payload",
+    "ReplySpec": "fedtrees.federation._payload",
+    "Resync": "fedtrees.federation._state",
+    "RoundCallback": "fedtrees.federation._driver",
+    "RoundEnv": "fedtrees.federation._driver",
+    "RoundPlan": "fedtrees.federation._driver",
+    "RunResult": "fedtrees.federation._driver",
+    "Schema": "fedtrees.federation._schema",
+    "SchemaReply": "fedtrees.federation._schema",
+    "SchemaRequest": "fedtrees.federation._schema",
+    "ServerStrategy": "fedtrees.federation._driver",
+    "Task": "fedtrees.federation._schema",
+    "Transport": "fedtrees.federation._transport",
+    "agree": "fedtrees.federation._schema",
+    "as_reply": "fedtrees.federation._checks",
+    "audit_row_scaling": "fedtrees.federation._audit",
+    "check_reply": "fedtrees.federation._checks",
+    "compare_message_sizes": "fedtrees.federation._audit",
+    "decode": "fedtrees.federation._codec",
+    "dispatch": "fedtrees.federation._client",
+    "encode": "fedtrees.federation._codec",
+    "encode_broadcast": "fedtrees.federation._codec",
+    "find_client_values": "fedtrees.federation._audit",
+    "handler": "fedtrees.federation._client",
+    "payload": "fedtrees.federation._payload",
+    "payload_class": "fedtrees.federation._payload",
+    "receive": "fedtrees.federation._driver",
+    "refuse": "fedtrees.federation._client",
+    "row_scaled_pair": "fedtrees.federation._audit",
+    "run": "fedtrees.federation._driver",
+    "serve": "fedtrees.federation._client",
+}
+"""Every public name and the module it loads from."""
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -124,3 +135,64 @@ __all__ = [
     "run",
     "serve",
 ]
+
+if TYPE_CHECKING:
+    from fedtrees.federation._audit import (
+        AuditReport,
+        Finding,
+        audit_row_scaling,
+        compare_message_sizes,
+        find_client_values,
+        row_scaled_pair,
+    )
+    from fedtrees.federation._checks import InvalidField, as_reply, check_reply
+    from fedtrees.federation._client import Handle, dispatch, handler, refuse, serve
+    from fedtrees.federation._codec import (
+        MAX_MESSAGE_BYTES,
+        Envelope,
+        decode,
+        encode,
+        encode_broadcast,
+    )
+    from fedtrees.federation._data import ClientData
+    from fedtrees.federation._driver import (
+        FederationInfo,
+        RoundCallback,
+        RoundEnv,
+        RoundPlan,
+        RunResult,
+        ServerStrategy,
+        receive,
+        run,
+    )
+    from fedtrees.federation._federation import Federation
+    from fedtrees.federation._ledger import (
+        CapturedMessage,
+        Ledger,
+        LedgerEntry,
+        MeteredTransport,
+    )
+    from fedtrees.federation._payload import (
+        Field,
+        Payload,
+        ReplySpec,
+        payload,
+        payload_class,
+    )
+    from fedtrees.federation._schema import (
+        Schema,
+        SchemaReply,
+        SchemaRequest,
+        Task,
+        agree,
+    )
+    from fedtrees.federation._state import ClientState, Resync
+    from fedtrees.federation._transport import (
+        Delivery,
+        Fault,
+        InProcessTransport,
+        Outgoing,
+        Transport,
+    )
+
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

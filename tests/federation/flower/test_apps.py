@@ -267,3 +267,24 @@ def test_supernode_command_passes_the_cache_folder(
         assert "cache-dir" not in config
     else:
         assert str(expected[chosen]) in config
+
+
+@pytest.mark.parametrize("worker", [True, False])
+def test_supernode_command_starts_a_site_worker_unless_told_not_to(
+    monkeypatch: pytest.MonkeyPatch, worker: bool
+) -> None:
+    from typer.testing import CliRunner
+
+    from fedtrees.cli import app
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(os, "execvpe", lambda _, command, env: started.append(command))
+    site = ["--client-id", "a", "--data", "a.npz", "--insecure"]
+    option = [] if worker else ["--no-site-worker"]
+    out = CliRunner().invoke(
+        app, ["flower", "supernode", "--superlink", "h:1", *site, *option]
+    )
+    assert out.exit_code == 0, out.output
+    supernode = started[0].index("flower-supernode")
+    launcher = [sys.executable, "-m", "fedtrees.cli.site_worker"]
+    assert started[0][:supernode] == (launcher if worker else [])

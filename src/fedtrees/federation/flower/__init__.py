@@ -1,7 +1,13 @@
-"""fedtrees on Flower: the transport, the app builders and deployment helpers.
+"""fedtrees on Flower: the transport, the apps, the site worker and deployment helpers.
 
 This is the only package that imports ``flwr`` (``pip install 'fedtrees[flower]'``).
+The names below load on first use (PEP 562): the ClientApp process Flower starts
+for every message imports only the ClientApp (README, Flower).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
 
 try:
     import flwr  # noqa: F401
@@ -10,22 +16,23 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "fedtrees.federation.flower needs Flower: pip install 'fedtrees[flower]'"
     ) from exc
 
-from fedtrees.federation.flower._apps import (
-    JobRunner,
-    ServerConfig,
-    make_client_app,
-    make_server_app,
-    write_outputs,
-)
-from fedtrees.federation.flower._deploy import (
-    app_dir,
-    flower_env,
-    make_certificates,
-    superlink_command,
-    supernode_command,
-    write_connection,
-)
-from fedtrees.federation.flower._transport import FlowerTransport
+from fedtrees._lazy import lazy_names
+
+_HOMES: Final[dict[str, str]] = {
+    "FlowerTransport": "fedtrees.federation.flower._transport",
+    "JobRunner": "fedtrees.federation.flower._apps",
+    "ServerConfig": "fedtrees.federation.flower._apps",
+    "app_dir": "fedtrees.federation.flower._deploy",
+    "flower_env": "fedtrees.federation.flower._deploy",
+    "make_certificates": "fedtrees.federation.flower._deploy",
+    "make_client_app": "fedtrees.federation.flower._clientapp",
+    "make_server_app": "fedtrees.federation.flower._apps",
+    "superlink_command": "fedtrees.federation.flower._deploy",
+    "supernode_command": "fedtrees.federation.flower._deploy",
+    "write_connection": "fedtrees.federation.flower._deploy",
+    "write_outputs": "fedtrees.federation.flower._apps",
+}
+"""Every public name and the module it loads from."""
 
 __all__ = [
     "FlowerTransport",
@@ -41,3 +48,23 @@ __all__ = [
     "write_connection",
     "write_outputs",
 ]
+
+if TYPE_CHECKING:
+    from fedtrees.federation.flower._apps import (
+        JobRunner,
+        ServerConfig,
+        make_server_app,
+        write_outputs,
+    )
+    from fedtrees.federation.flower._clientapp import make_client_app
+    from fedtrees.federation.flower._deploy import (
+        app_dir,
+        flower_env,
+        make_certificates,
+        superlink_command,
+        supernode_command,
+        write_connection,
+    )
+    from fedtrees.federation.flower._transport import FlowerTransport
+
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

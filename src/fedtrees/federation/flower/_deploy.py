@@ -58,6 +58,8 @@ CA_KEY: Final = "ca.key"
 SERVER_CERT: Final = "server.pem"
 SERVER_KEY: Final = "server.key"
 _VALID_DAYS: Final = 365
+TASK_POLL_INTERVAL: Final = 0.2
+"""Seconds between a SuperExec's looks for new tasks (:func:`flower_env`)."""
 
 
 def app_dir() -> Path:
@@ -66,13 +68,20 @@ def app_dir() -> Path:
 
 
 def flower_env(flwr_home: str | Path | None = None) -> dict[str, str]:
-    """Environment for Flower processes: no telemetry, no update check.
+    """Environment for Flower processes: no telemetry, no update check, quick tasks.
 
     Flower's executables (``flower-superlink``, ``flwr``, and the processes they
     spawn) are found first beside the running interpreter, so an environment
     used without activating it (``.venv/bin/python -m ...``) still finds them.
+
+    **Decision:** a SuperExec looks for new tasks every
+    :data:`TASK_POLL_INTERVAL` s (Flower's default: 1 s, half a second of every
+    round on average; an environment's own ``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``
+    is kept). The look is a local request to the node's own runtime API, not to
+    the SuperLink (README, Flower: where a round's seconds go).
     """
     env = dict(os.environ, FLWR_TELEMETRY_ENABLED="0", FLWR_DISABLE_UPDATE_CHECK="1")
+    env.setdefault("FLWR_SUPEREXEC_TASK_POLL_INTERVAL", str(TASK_POLL_INTERVAL))
     beside = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join([beside, env.get("PATH", "")]).rstrip(os.pathsep)
     if flwr_home is not None:

@@ -23,33 +23,19 @@ import time
 from collections.abc import Sequence
 from typing import Final
 
-import numpy as np
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, RecordDict
+from flwr.app import ConfigRecord, Message, RecordDict
 from flwr.serverapp import Grid
 
 from fedtrees._validation import check_float, check_int
 from fedtrees.exceptions import NotEnoughClientsError, RemoteProtocolError
 from fedtrees.federation._transport import Delivery, Outgoing
+from fedtrees.federation.flower._wire import pack, unpack
 
-__all__ = ["HELLO", "MESSAGE_TYPE", "FlowerTransport", "pack", "unpack"]
+__all__ = ["HELLO", "MESSAGE_TYPE", "FlowerTransport"]
 
 MESSAGE_TYPE: Final = "query.fedtrees"
 HELLO: Final = "query.fedtrees_hello"
-RECORD: Final = "fedtrees"
 TTL_MARGIN: Final = 30.0
-
-
-def pack(data: bytes) -> RecordDict:
-    """Wrap encoded fedtrees bytes in a Flower RecordDict."""
-    return RecordDict(
-        {RECORD: ArrayRecord({"data": Array(np.frombuffer(data, dtype=np.uint8))})}
-    )
-
-
-def unpack(content: RecordDict) -> bytes:
-    """Return the encoded fedtrees bytes of a Flower message (KeyError if absent)."""
-    array = content.array_records[RECORD]["data"].numpy()
-    return np.ascontiguousarray(array, dtype=np.uint8).tobytes()
 
 
 class FlowerTransport:

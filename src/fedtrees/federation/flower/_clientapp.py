@@ -1,0 +1,132 @@
+"""The ClientApp: a Flower process per message, kept to Flower and a socket.
+
+Flower starts a ClientApp process for every message (README, Flower). This
+module is all that process imports of fedtrees: it answers the hello with the
+node config's ``client-id`` and hands every request to the site's worker
+(:mod:`fedtrees.federation.flower._wire`), whose socket the node config's
+``site-worker`` names. Without a worker, or when it does not answer, the
+process serves the request itself (:func:`fedtrees.federation.flower._site.serve_site`,
+loaded only then): the same code, so the same reply. The client state kept
+between messages lives in ``context.state`` either way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from logging import INFO, WARNING
+from typing import TYPE_CHECKING, Final
+
+from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.common.logger import log
+
+from fedtrees.federation.flower._wire import (
+    SiteAnswer,
+    SiteMessage,
+    WorkerUnavailable,
+    ask_worker,
+    pack,
+    unpack,
+)
+
+if TYPE_CHECKING:
+    from fedtrees.federation.flower._site import DataLoader
+
+__all__ = ["STATE_RECORD", "Stopwatch", "make_client_app"]
+
+STATE_RECORD: Final = "fedtrees-state"
+"""The ``context.state`` record that keeps the client state between messages."""
+
+
+def make_client_app(
+    load_data: DataLoader, load_handlers: Callable[[str], None] = lambda job: None
+) -> ClientApp:
+    """Build a ClientApp serving fedtrees requests from its node's local data file.
+
+    ``load_data`` and ``load_handlers`` serve a request in this process (no
+    site worker): ``load_handlers(job)`` registers the payloads and handlers of
+    the run's job (the run config's ``job``) before a request is decoded.
+    """
+    app = ClientApp()
+
+    @app.query("fedtrees_hello")
+    def hello(message: Message, context: Context) -> Message:
+        client = str(context.node_config.get("client-id", ""))
+        return Message(
+            RecordDict({"hello": ConfigRecord({"client-id": client})}), reply_to=message
+        )
+
+    @app.query("fedtrees")
+    def answer(message: Message, context: Context) -> Message:
+        watch = Stopwatch()
+        site = SiteMessage(
+            unpack(message.content),
+            dict(context.node_config),
+            dict(context.run_config),
+            context.run_id,
+            _kept(context),
+        )
+        served, where = _by_worker(site), "site worker"
+        if served is None:
+            from fedtrees.federation.flower._site import serve_site
+
+            served, where = serve_site(site, load_data, load_handlers), "ClientApp"
+        context.state[STATE_RECORD] = ConfigRecord(dict(served.state))
+        if served.laps:
+            watch.laps.update(served.laps)
+            client = site.node_config.get("client-id", "")
+            log(INFO, "fedtrees site %s: %s (served by the %s)", client, watch, where)
+        return Message(pack(served.reply), reply_to=message)
+
+    return app
+
+
+def _kept(context: Context) -> dict[str, bytes]:
+    record = context.state.get(STATE_RECORD)
+    if not isinstance(record, ConfigRecord):
+        return {}
+    return {str(k): v for k, v in record.items() if isinstance(v, bytes)}
+
+
+def _by_worker(site: SiteMessage) -> SiteAnswer | None:
+    """Return the site worker's answer; None without a worker or its answer."""
+    path = site.node_config.get("site-worker")
+    if not isinstance(path, str) or not path:
+        return None
+    try:
+        return ask_worker(path, site)
+    except WorkerUnavailable as exc:
+        log(WARNING, "fedtrees: %s; serving this message here instead", exc)
+        return None
+
+
+@dataclass
+class Stopwatch:
+    """Where one message's seconds went at the site, for its log (README, Flower).
+
+    ``cpu_before`` is the CPU time the ClientApp process spent before the message
+    reached fedtrees (starting Python, Flower's set-up, importing the app).
+    ``benchmarks/bench_flower_rounds.py`` reads these lines from the SuperNodes' logs.
+
+    Examples
+    --------
+    >>> str(Stopwatch(cpu_before=1.5, laps={"handlers": 0.25, "serve": 0.125}))
+    'process CPU before 1.500 s; handlers 0.250 s, serve 0.125 s'
+    """
+
+    cpu_before: float = field(default_factory=time.process_time)
+    laps: dict[str, float] = field(default_factory=dict)
+    _last: float = field(default_factory=time.perf_counter)
+
+    def lap(self, step: str) -> None:
+        """Record the seconds since the previous lap as ``step``'s."""
+        now = time.perf_counter()
+        self.laps[step] = now - self._last
+        self._last = now
+
+    def __str__(self) -> str:
+        """Render as the site's log line, e.g. ``process CPU before 0.41 s; ...``."""
+        steps = ", ".join(f"{step} {s:.3f} s" for step, s in self.laps.items())
+        return f"process CPU before {self.cpu_before:.3f} s; {steps}"

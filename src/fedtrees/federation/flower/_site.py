@@ -1,0 +1,107 @@
+"""Serving one request at a site: its data, its handlers, its kept state.
+
+The ClientApp hands every request here, in its own process or through the site
+worker (:mod:`fedtrees.federation.flower._wire`); either way the reply is the
+same. The node config names the site (``client-id``) and its data file
+(``data-path``, and ``target`` for a CSV); the data is read through a per-run
+cache on the SuperNode's disk (:func:`site_cache_dir`). The run config's ``job``
+says which handlers to load, ``categories`` are the run's public categories
+(applied to the data of every message: a new process may answer each one) and
+``max-message-bytes`` bounds what the site reads and writes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import pandas as pd
+
+from fedtrees.exceptions import ValidationError
+from fedtrees.federation._client import refuse, serve
+from fedtrees.federation._data import ClientData
+from fedtrees.federation.flower._apps import declared_categories, max_message_bytes
+from fedtrees.federation.flower._clientapp import Stopwatch
+from fedtrees.federation.flower._state import kept_state, load_state
+from fedtrees.federation.flower._wire import SiteAnswer, SiteMessage
+
+__all__ = ["DataLoader", "serve_site", "site_cache_dir"]
+
+
+class DataLoader(Protocol):
+    """Reads a site's data file, through the run's cache folder when one is given."""
+
+    def __call__(
+        self, path: str, target: str | None, *, cache_dir: Path | None, run_id: int
+    ) -> tuple[pd.DataFrame, Any]:
+        """Return ``(X, y)`` of the file at ``path`` (``target``: its label column)."""
+        ...
+
+
+def serve_site(
+    message: SiteMessage, load_data: DataLoader, load_handlers: Callable[[str], None]
+) -> SiteAnswer:
+    """Answer one request from the site's data; refuse it, saying why, if needed.
+
+    ``load_handlers(job)`` registers the payloads and handlers of the run's job
+    before the request is decoded.
+    """
+    watch = Stopwatch()
+    client = str(message.node_config.get("client-id", ""))
+    try:
+        limit = max_message_bytes(message.run_config)
+    except ValidationError as exc:  # refuse every request, saying why
+        return SiteAnswer(
+            refuse(message.request, client, str(exc)), dict(message.state)
+        )
+    load_handlers(str(message.run_config.get("job", "")))
+    watch.lap("handlers")
+    try:
+        data = _load(load_data, client, message)
+        data.declare_categories(declared_categories(message.run_config))
+        watch.lap("data")
+    except Exception as exc:  # the data itself failed: say so, naming the client
+        reply = refuse(
+            message.request,
+            client,
+            f"cannot load local data: {type(exc).__name__}: {exc}",
+            max_message_bytes=limit,
+        )
+        return SiteAnswer(reply, dict(message.state))
+    state = load_state(message.node_config, message.state, message.request)
+    reply = serve(message.request, data, state=state, max_message_bytes=limit)
+    watch.lap("serve")
+    return SiteAnswer(reply, kept_state(state), watch.laps)
+
+
+def _load(load_data: DataLoader, client: str, message: SiteMessage) -> ClientData:
+    node_config = message.node_config
+    path = node_config.get("data-path")
+    if not client or not isinstance(path, str) or not path:
+        raise ValidationError(
+            'start the SuperNode with --node-config \'client-id="NAME" '
+            'data-path="/path/to/data.npz"\''
+        )
+    target = node_config.get("target")
+    X, y = load_data(
+        path,
+        str(target) if target else None,
+        cache_dir=site_cache_dir(node_config),
+        run_id=message.run_id,
+    )
+    return ClientData.build(client, X, y)
+
+
+def site_cache_dir(node_config: Mapping[str, Any]) -> Path | None:
+    """Return the folder caching this site's prepared data per run (None: no cache).
+
+    The node config's ``cache-dir`` (``""`` turns the cache off); by default
+    ``fedtrees/site-data`` under ``$XDG_CACHE_HOME`` (else ``~/.cache``).
+    """
+    chosen = node_config.get("cache-dir")
+    if chosen is not None:
+        return Path(str(chosen)).expanduser() if str(chosen) else None
+    home = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(home) / "fedtrees" / "site-data"

@@ -1,0 +1,157 @@
+"""The site worker: one long-lived process that serves a SuperNode's messages.
+
+:func:`launch` starts the worker, waits until it listens, then replaces itself
+with the SuperNode's command, adding the worker's socket to the node config
+(``site-worker``). The worker (:func:`serve_forever`) listens on a Unix socket
+in a folder only the site's user may open (``mkdtemp``: mode 0700), loads what
+serving needs once (``warm_up``), then answers one connection at a time, as the
+SuperNode hands over one message at a time. It ends when the SuperNode does: it
+holds the read end of a pipe whose write end the SuperNode process holds, and
+the system closes that end when the SuperNode exits, however it exits.
+
+The worker changes where a message is served, not what the reply is: the
+ClientApp sends it the same request, configs and kept state it would serve
+itself (README, Flower).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from logging import WARNING
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+from flwr.common.logger import log
+
+from fedtrees.federation.flower._wire import (
+    SiteAnswer,
+    SiteMessage,
+    read_frame,
+    write_frame,
+)
+
+__all__ = ["NODE_CONFIG_KEY", "launch", "serve_forever", "with_worker_socket"]
+
+NODE_CONFIG_KEY: Final = "site-worker"
+SOCKET_NAME: Final = "site.sock"
+READY_TIMEOUT: Final = 60.0  # seconds to wait for the worker to listen
+
+
+def with_worker_socket(command: Sequence[str], path: str) -> list[str]:
+    """Return the ``flower-supernode`` command with ``site-worker`` in its node config.
+
+    Examples
+    --------
+    >>> with_worker_socket(["flower-supernode", "--node-config", 'a="1"'], "/s")
+    ['flower-supernode', '--node-config', 'a="1" site-worker="/s"']
+    """
+    out = list(command)
+    entry = f"{NODE_CONFIG_KEY}={json.dumps(path)}"
+    if "--node-config" not in out:
+        return [*out, "--node-config", entry]
+    at = out.index("--node-config") + 1
+    out[at] = f"{out[at]} {entry}"
+    return out
+
+
+def launch(supernode: Sequence[str], worker: Sequence[str]) -> NoReturn:
+    """Start the site worker (``worker`` + socket and pipe arguments), become the node.
+
+    ``worker`` is the command that runs :func:`serve_forever` (its last three
+    arguments: the socket path, the parent pipe's and the ready pipe's file
+    descriptors). Without a worker listening within :data:`READY_TIMEOUT` s the
+    SuperNode starts without one, and its ClientApp serves every message itself.
+    """
+    folder = tempfile.mkdtemp(prefix="fedtrees-site-")
+    path = os.path.join(folder, SOCKET_NAME)
+    parent_r, parent_w = os.pipe()
+    ready_r, ready_w = os.pipe()
+    process = subprocess.Popen(
+        [*worker, path, str(parent_r), str(ready_w)], pass_fds=(parent_r, ready_w)
+    )
+    os.close(parent_r)
+    os.close(ready_w)
+    command = list(supernode)
+    if _ready(ready_r):
+        command = with_worker_socket(command, path)
+    else:
+        log(
+            WARNING,
+            "fedtrees: the site worker did not start (exit code %s); the "
+            "ClientApp serves every message itself",
+            process.poll(),
+        )
+    os.close(ready_r)
+    os.set_inheritable(parent_w, True)  # held by the SuperNode: the worker's lifeline
+    os.execvp(command[0], command)
+
+
+def _ready(fd: int) -> bool:
+    """Whether the worker said it listens (one byte) before the timeout or its end."""
+    readable, _, _ = select.select([fd], [], [], READY_TIMEOUT)
+    return bool(readable) and os.read(fd, 1) == b"1"
+
+
+def serve_forever(
+    path: str,
+    parent: int,
+    ready: int,
+    serve: Callable[[SiteMessage], SiteAnswer],
+    warm_up: Callable[[], None] = lambda: None,
+) -> None:
+    """Listen at ``path``; answer each connection with ``serve``; end with the parent.
+
+    Says it listens by writing one byte to the ``ready`` pipe, then runs
+    ``warm_up`` (connections wait in the backlog meanwhile). An exception in
+    ``serve`` goes back to the ClientApp as an error, which fails that message
+    as it would have failed in the ClientApp; the worker serves on. SIGTERM
+    (the node's process group stopped) ends it, cleaning up, when it runs in
+    the main thread.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit)
+    folder = Path(path).parent
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+            listener.bind(path)
+            listener.listen(8)
+            os.write(ready, b"1")
+            os.close(ready)
+            warm_up()
+            while True:
+                readable, _, _ = select.select([listener.fileno(), parent], [], [])
+                if parent in readable:  # the SuperNode is gone (EOF)
+                    return
+                connection, _ = listener.accept()
+                with connection:
+                    _answer(connection, serve)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _answer(
+    connection: socket.socket, serve: Callable[[SiteMessage], SiteAnswer]
+) -> None:
+    """Serve one connection's message; a broken connection is the ClientApp's loss."""
+    with contextlib.suppress(OSError, ValueError):
+        header, blobs = read_frame(connection)
+        reply: tuple[dict[str, Any], list[bytes]]
+        try:
+            reply = serve(SiteMessage.from_frame(header, blobs)).to_frame()
+        except Exception as exc:  # reported to the ClientApp, which fails the message
+            reply = {"error": f"{type(exc).__name__}: {exc}"}, []
+        write_frame(connection, *reply)
+
+
+def _exit(signum: int, frame: object) -> NoReturn:
+    raise SystemExit(0)  # runs serve_forever's clean-up
