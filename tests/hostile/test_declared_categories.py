@@ -484,7 +484,7 @@ def test_a_flower_client_applies_the_run_config_declaration_to_every_message() -
     from flwr.app import Context, Message, Metadata, RecordDict  # noqa: TID251
 
     from fedtrees.federation.flower import make_client_app
-    from fedtrees.federation.flower._transport import pack, unpack
+    from fedtrees.federation.flower._wire import pack, unpack
 
     names = ["patient_05", "patient_01", "patient_05", "patient_03"]
     app = make_client_app(

@@ -42,7 +42,8 @@ from fedtrees.federation.flower._deploy import (
     superlink_command,
     supernode_command,
 )
-from fedtrees.federation.flower._transport import HELLO, pack, unpack
+from fedtrees.federation.flower._transport import HELLO
+from fedtrees.federation.flower._wire import pack, unpack
 from tests.federation.helpers import NullStrategy
 
 TIMEOUT, GRACE = 0.5, 2.0

@@ -37,7 +37,7 @@ from fedtrees.federation.flower import (
     supernode_command,
     write_connection,
 )
-from fedtrees.federation.flower._transport import pack, unpack
+from fedtrees.federation.flower._wire import pack, unpack
 
 
 def _message(content: RecordDict, message_type: str) -> Message:
