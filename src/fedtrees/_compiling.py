@@ -11,10 +11,11 @@ version and the CPU); after that it takes no other types.
 (``hatch_build.py``) runs :func:`compile_kernels` in fresh processes and ships
 the cache with the installed package, so the first run of an installed fedtrees
 loads compiled code like every later run (``benchmarks/bench_startup.py``
-measures it). Where that cache cannot serve (a wheel built on another CPU,
-another numba version, an edited kernel, ``NUMBA_CACHE_DIR`` pointing
-elsewhere) a kernel compiles at its first call, and :func:`compile_notice` lets
-a progress bar say why it pauses.
+measures it; ``benchmarks/bench_compile.py`` times every kernel's compile).
+Where that cache cannot serve (a wheel built on another CPU, another numba
+version, an edited kernel, ``NUMBA_CACHE_DIR`` pointing elsewhere) a kernel
+compiles at its first call, and :func:`compile_notice` lets a progress bar say
+why it pauses.
 
 A call with types that no declaration lists is a ``TypeError`` (numba's "No
 matching definition"), never a silent compile in the middle of a fit, so every
