@@ -37,6 +37,10 @@ def main(argv: Sequence[str]) -> None:
     """Launch a SuperNode with its worker, or (``--serve``) be the worker."""
     from fedtrees.federation.flower._worker import launch, serve_forever
 
+    if not argv:
+        raise SystemExit(
+            "usage: python -m fedtrees.cli.site_worker FLOWER-SUPERNODE-COMMAND ..."
+        )
     if argv[:1] == [SERVE]:
         path, parent, ready = argv[1], int(argv[2]), int(argv[3])
         serve_forever(path, parent, ready, serve_here, warm_up)

@@ -195,3 +195,10 @@ def test_the_launcher_starts_the_worker_and_it_ends_with_the_node(
     while socket_path.parent.exists():  # the worker saw its node end: cleaned up
         assert time.monotonic() < deadline, "the worker outlived its SuperNode"
         time.sleep(0.05)
+
+
+def test_the_launcher_without_a_command_says_how_to_call_it() -> None:
+    from fedtrees.cli.site_worker import main
+
+    with pytest.raises(SystemExit, match="FLOWER-SUPERNODE-COMMAND"):
+        main([])
