@@ -266,7 +266,7 @@ def _share(part: str) -> tuple[str, ...]:
 
 if __name__ == "__main__":  # the install step: python -m fedtrees._compiling [k/n]
     share = _share(sys.argv[1]) if len(sys.argv) > 1 else KERNEL_MODULES
-    _skip_package_inits(share)
+    _skip_package_inits(KERNEL_MODULES)  # a share may import another's modules
     # The kernels register with the module the package imports, not with this
     # copy of it run as __main__.
     import_module("fedtrees._compiling").compile_kernels(share)

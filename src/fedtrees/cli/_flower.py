@@ -180,8 +180,8 @@ def supernode(
         bool,
         typer.Option(
             help="Serve messages from a long-lived worker beside the SuperNode "
-            "(fedtrees and its kernels stay loaded); without it, every message's "
-            "ClientApp process serves it itself."
+            "(fedtrees and its kernels stay loaded; POSIX systems); without it, "
+            "every message's ClientApp process serves it itself."
         ),
     ] = True,
 ) -> None:
@@ -213,7 +213,7 @@ def supernode(
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
-    if site_worker:
+    if site_worker and os.name == "posix":  # a Unix socket and inherited pipes
         from fedtrees.cli.site_worker import with_site_worker
 
         command = with_site_worker(command)

@@ -34,7 +34,7 @@ def __getattr__(name: str) -> Any:
     elif name == "clientapp":
         from fedtrees.federation.flower._clientapp import make_client_app
 
-        app = make_client_app(_load_site_data, _load_handlers)
+        app = make_client_app(_load_site_data, _load_handlers, site_worker=True)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = app

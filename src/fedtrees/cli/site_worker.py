@@ -20,6 +20,7 @@ from fedtrees.cli.flower_app import serve_here, warm_up
 __all__ = ["main", "with_site_worker"]
 
 SERVE = "--serve"
+_LAUNCHER = (sys.executable, "-m", "fedtrees.cli.site_worker")
 
 
 def with_site_worker(supernode: Sequence[str]) -> list[str]:
@@ -30,11 +31,12 @@ def with_site_worker(supernode: Sequence[str]) -> list[str]:
     >>> with_site_worker(["flower-supernode", "--insecure"])[-2:]
     ['flower-supernode', '--insecure']
     """
-    return [sys.executable, "-m", "fedtrees.cli.site_worker", *supernode]
+    return [*_LAUNCHER, *supernode]
 
 
 def main(argv: Sequence[str]) -> None:
     """Launch a SuperNode with its worker, or (``--serve``) be the worker."""
+    from fedtrees.exceptions import ValidationError
     from fedtrees.federation.flower._worker import launch, serve_forever
 
     if not argv:
@@ -45,7 +47,10 @@ def main(argv: Sequence[str]) -> None:
         path, parent, ready = argv[1], int(argv[2]), int(argv[3])
         serve_forever(path, parent, ready, serve_here, warm_up)
         return
-    launch(argv, [sys.executable, "-m", "fedtrees.cli.site_worker", SERVE])
+    try:
+        launch(argv, [*_LAUNCHER, SERVE])
+    except ValidationError as exc:
+        raise SystemExit(f"fedtrees: {exc}") from exc
 
 
 if __name__ == "__main__":

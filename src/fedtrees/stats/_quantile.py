@@ -225,7 +225,7 @@ def mixtures_ragged(
         start.astype(np.int64),
         length.astype(np.int64),
         counts.astype(np.float64),
-        points,
+        np.ascontiguousarray(points, np.float64),
         q,
     )
     _raise_status(status)

@@ -120,7 +120,7 @@ def test_the_client_app_gives_the_same_reply_with_or_without_a_worker(
         return serve_site(message, load_site_data, lambda job: None)
 
     path, parent_w, thread = _start(socket_folder, serve)
-    app = make_client_app(load_site_data)
+    app = make_client_app(load_site_data, site_worker=True)
     request = ToyCountsRequest(np.array(["a", "b"]))
     data = encode(Envelope("request", 1, "Cleveland", request.kind, request))
     node = {"client-id": "Cleveland", "data-path": str(site), "cache-dir": ""}
@@ -135,7 +135,19 @@ def test_the_client_app_gives_the_same_reply_with_or_without_a_worker(
         )  # type: ignore[arg-type]
         reply = app(_message(pack(data), "query.fedtrees"), context)
         replies[where] = (unpack(reply.content), dict(context.state[STATE_RECORD]))
-    assert served_by_worker == [1]  # only the message that named a live worker
+    custom = make_client_app(load_site_data)  # no site worker: always served here
+    context = Context(
+        run_id=1,
+        node_id=2,
+        node_config={**node, "site-worker": path},
+        state=RecordDict(),
+        run_config={},
+    )  # type: ignore[arg-type]
+    assert (
+        unpack(custom(_message(pack(data), "query.fedtrees"), context).content)
+        == (replies["here"][0])
+    )
+    assert served_by_worker == [1]  # only the app that asks a worker, and a live one
     assert replies["here"] == replies["worker"] == replies["fallback"]
     assert decode(replies["worker"][0]).payload.counts.tolist() == [1.0, 2.0]  # type: ignore[union-attr]
     os.close(parent_w)

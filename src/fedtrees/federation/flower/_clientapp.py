@@ -41,13 +41,19 @@ STATE_RECORD: Final = "fedtrees-state"
 
 
 def make_client_app(
-    load_data: DataLoader, load_handlers: Callable[[str], None] = lambda job: None
+    load_data: DataLoader,
+    load_handlers: Callable[[str], None] = lambda job: None,
+    *,
+    site_worker: bool = False,
 ) -> ClientApp:
     """Build a ClientApp serving fedtrees requests from its node's local data file.
 
-    ``load_data`` and ``load_handlers`` serve a request in this process (no
-    site worker): ``load_handlers(job)`` registers the payloads and handlers of
-    the run's job (the run config's ``job``) before a request is decoded.
+    ``load_data`` and ``load_handlers`` serve a request in this process:
+    ``load_handlers(job)`` registers the payloads and handlers of the run's job
+    (the run config's ``job``) before a request is decoded. With
+    ``site_worker``, a request goes first to the worker the node config's
+    ``site-worker`` names, which must serve with the same two functions (as
+    fedtrees' own app and worker do, :mod:`fedtrees.cli.flower_app`).
     """
     app = ClientApp()
 
@@ -68,7 +74,7 @@ def make_client_app(
             context.run_id,
             _kept(context),
         )
-        served, where = _by_worker(site), "site worker"
+        served, where = (_by_worker(site) if site_worker else None), "site worker"
         if served is None:
             from fedtrees.federation.flower._site import serve_site
 

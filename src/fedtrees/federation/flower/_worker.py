@@ -33,6 +33,7 @@ from typing import Any, Final, NoReturn
 
 from flwr.common.logger import log
 
+from fedtrees.exceptions import ValidationError
 from fedtrees.federation.flower._wire import (
     SiteAnswer,
     SiteMessage,
@@ -50,6 +51,15 @@ READY_TIMEOUT: Final = 60.0  # seconds to wait for the worker to listen
 def with_worker_socket(command: Sequence[str], path: str) -> list[str]:
     """Return the ``flower-supernode`` command with ``site-worker`` in its node config.
 
+    The node config must be ``key=value`` pairs (``--node-config VALUE`` or
+    ``--node-config=VALUE``; the last one counts, as for Flower).
+
+    Raises
+    ------
+    ValidationError
+        A node config given as a TOML file, or one that names a ``site-worker``
+        already: the worker cannot add its socket.
+
     Examples
     --------
     >>> with_worker_socket(["flower-supernode", "--node-config", 'a="1"'], "/s")
@@ -57,9 +67,22 @@ def with_worker_socket(command: Sequence[str], path: str) -> list[str]:
     """
     out = list(command)
     entry = f"{NODE_CONFIG_KEY}={json.dumps(path)}"
-    if "--node-config" not in out:
+    given = [
+        k for k, arg in enumerate(out)
+        if arg == "--node-config" or arg.startswith("--node-config=")
+    ]  # fmt: skip
+    if not given:
         return [*out, "--node-config", entry]
-    at = out.index("--node-config") + 1
+    at = given[-1] + 1 if out[given[-1]] == "--node-config" else given[-1]
+    if at >= len(out):
+        raise ValidationError("--node-config needs a value ('key=\"value\" ...').")
+    value = out[at].removeprefix("--node-config=")
+    if value.strip().endswith(".toml") or f"{NODE_CONFIG_KEY}=" in value:
+        raise ValidationError(
+            f"The site worker adds its socket to --node-config key=value pairs; got "
+            f"{value!r} (a TOML file, or a {NODE_CONFIG_KEY} of its own). Give the "
+            "node config as pairs, or start the SuperNode without a site worker."
+        )
     out[at] = f"{out[at]} {entry}"
     return out
 
@@ -70,10 +93,22 @@ def launch(supernode: Sequence[str], worker: Sequence[str]) -> NoReturn:
     ``worker`` is the command that runs :func:`serve_forever` (its last three
     arguments: the socket path, the parent pipe's and the ready pipe's file
     descriptors). Without a worker listening within :data:`READY_TIMEOUT` s the
-    SuperNode starts without one, and its ClientApp serves every message itself.
+    worker is stopped, its folder removed, and the SuperNode starts without one:
+    its ClientApp serves every message itself.
+
+    Raises
+    ------
+    ValidationError
+        The SuperNode's node config cannot take the worker's socket
+        (:func:`with_worker_socket`); nothing is started.
     """
     folder = tempfile.mkdtemp(prefix="fedtrees-site-")
     path = os.path.join(folder, SOCKET_NAME)
+    try:
+        command = with_worker_socket(supernode, path)
+    except ValidationError:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     parent_r, parent_w = os.pipe()
     ready_r, ready_w = os.pipe()
     process = subprocess.Popen(
@@ -81,16 +116,17 @@ def launch(supernode: Sequence[str], worker: Sequence[str]) -> NoReturn:
     )
     os.close(parent_r)
     os.close(ready_w)
-    command = list(supernode)
-    if _ready(ready_r):
-        command = with_worker_socket(command, path)
-    else:
+    if not _ready(ready_r):
+        process.kill()
+        code = process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
         log(
             WARNING,
             "fedtrees: the site worker did not start (exit code %s); the "
             "ClientApp serves every message itself",
-            process.poll(),
+            code,
         )
+        command = list(supernode)
     os.close(ready_r)
     os.set_inheritable(parent_w, True)  # held by the SuperNode: the worker's lifeline
     os.execvp(command[0], command)
