@@ -63,23 +63,12 @@ class KernelCacheHook(BuildHookInterface):
         """
         n = max(1, min(os.cpu_count() or 1, MAX_PROCESSES))
         copies = [self._scratch / f"part-{k}" for k in range(n)]
-        env = dict(os.environ)
-        env.pop("NUMBA_CACHE_DIR", None)  # the cache must land beside the modules
         processes = []
         for k, copy in enumerate(copies):
             shutil.copytree(
                 source, copy / PACKAGE, ignore=shutil.ignore_patterns("__pycache__")
             )
-            processes.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", f"{PACKAGE}._compiling", f"{k}/{n}"],
-                    cwd=copy,
-                    env={**env, "PYTHONPATH": str(copy)},
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                )
-            )
+            processes.append(compile_share(copy, f"{k}/{n}"))
         outputs = [(p.communicate()[0], p.returncode) for p in processes]
         failures = [out for out, code in outputs if code]
         if failures:
@@ -89,6 +78,24 @@ class KernelCacheHook(BuildHookInterface):
             )
             return {}
         return _cache_files(copies)
+
+
+def compile_share(copy: Path, part: str) -> subprocess.Popen[str]:
+    """Start compiling share ``part`` (``"k/n"``) of the kernels in ``copy``.
+
+    ``copy`` holds a copy of the package; numba writes the cache beside its
+    modules (``NUMBA_CACHE_DIR`` would send it elsewhere, so it is dropped).
+    The process's output (numba's errors) is on its ``stdout``.
+    """
+    env = {key: value for key, value in os.environ.items() if key != "NUMBA_CACHE_DIR"}
+    return subprocess.Popen(
+        [sys.executable, "-m", f"{PACKAGE}._compiling", part],
+        cwd=copy,
+        env={**env, "PYTHONPATH": str(copy)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _cache_files(copies: list[Path]) -> dict[Path, str]:

@@ -70,28 +70,18 @@ def test_nothing_compiles_during_a_fit_once_the_kernels_are_compiled() -> None:
         assert len(held) == len(declared.signatures), declared.dispatcher
 
 
-def _install_step(source: Path, module: str) -> None:
-    """Run the install's compile (``python -m fedtrees._compiling``) on one module."""
-    share = f"{KERNEL_MODULES.index(module)}/{len(KERNEL_MODULES)}"
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
-    subprocess.run(
-        [sys.executable, "-m", "fedtrees._compiling", share],
-        cwd=source,
-        env={**env, "PYTHONPATH": str(source)},
-        check=True,
-        capture_output=True,
-    )
-
-
 def test_a_cache_compiled_at_install_loads_elsewhere_without_compiling(
-    tmp_path: Path,
+    hook_module: Any, tmp_path: Path
 ) -> None:
     module = "fedtrees.algorithms.fedgbdt._route_kernel"
     built, installed = tmp_path / "build", tmp_path / "site"
     shutil.copytree(
         PACKAGE, built / "fedtrees", ignore=shutil.ignore_patterns("__pycache__")
     )
-    _install_step(built, module)
+    share = f"{KERNEL_MODULES.index(module)}/{len(KERNEL_MODULES)}"
+    step = hook_module.compile_share(built, share)  # the install step, as the hook
+    output = step.communicate()[0]
+    assert step.returncode == 0, output
     caches = sorted((built / "fedtrees/algorithms/fedgbdt/__pycache__").glob("*.nb?"))
     assert [p.suffix for p in caches] == [".nbc", ".nbi"]
     shutil.copytree(built, installed)  # another folder, as pip installs the wheel

@@ -214,3 +214,18 @@ def test_the_launcher_without_a_command_says_how_to_call_it() -> None:
 
     with pytest.raises(SystemExit, match="FLOWER-SUPERNODE-COMMAND"):
         main([])
+
+
+def test_the_client_app_process_imports_flower_and_no_serving_stack() -> None:
+    """A message's process, with a site worker, needs Flower and a socket only."""
+    probe = (
+        "import json, sys\n"
+        "from fedtrees.cli.flower_app import clientapp\n"
+        "heavy = ('pandas', 'numba', 'sklearn', 'fedtrees.federation._codec',"
+        " 'fedtrees.algorithms')\n"
+        "print(json.dumps([m for m in heavy if m in sys.modules]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout) == []

@@ -23,6 +23,7 @@ from flwr.clientapp import ClientApp
 from flwr.common.logger import log
 
 from fedtrees.federation.flower._wire import (
+    NODE_CONFIG_KEY,
     SiteAnswer,
     SiteMessage,
     WorkerUnavailable,
@@ -98,7 +99,7 @@ def _kept(context: Context) -> dict[str, bytes]:
 
 def _by_worker(site: SiteMessage) -> SiteAnswer | None:
     """Return the site worker's answer; None without a worker or its answer."""
-    path = site.node_config.get("site-worker")
+    path = site.node_config.get(NODE_CONFIG_KEY)
     if not isinstance(path, str) or not path:
         return None
     try:

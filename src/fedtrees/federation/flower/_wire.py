@@ -34,6 +34,7 @@ import numpy as np
 from flwr.app import Array, ArrayRecord, RecordDict
 
 __all__ = [
+    "NODE_CONFIG_KEY",
     "RECORD",
     "SiteAnswer",
     "SiteMessage",
@@ -46,6 +47,8 @@ __all__ = [
 ]
 
 RECORD: Final = "fedtrees"
+NODE_CONFIG_KEY: Final = "site-worker"
+"""The node config entry that names the site worker's socket."""
 _LENGTH: Final = struct.Struct(">I")
 Scalar = bool | int | float | str
 

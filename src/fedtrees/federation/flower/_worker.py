@@ -35,15 +35,15 @@ from flwr.common.logger import log
 
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation.flower._wire import (
+    NODE_CONFIG_KEY,
     SiteAnswer,
     SiteMessage,
     read_frame,
     write_frame,
 )
 
-__all__ = ["NODE_CONFIG_KEY", "launch", "serve_forever", "with_worker_socket"]
+__all__ = ["launch", "serve_forever", "with_worker_socket"]
 
-NODE_CONFIG_KEY: Final = "site-worker"
 SOCKET_NAME: Final = "site.sock"
 READY_TIMEOUT: Final = 60.0  # seconds to wait for the worker to listen
 
