@@ -59,7 +59,9 @@ class PrivacyBudgetExceeded(FedTreesError):
     """A release would spend more privacy budget than the party has left.
 
     Raised by :class:`fedtrees.privacy.PrivacyAccountant` *before* any noise is drawn,
-    so the refused release leaves no trace in the output.
+    so the refused release leaves no trace in the output; and by a site's own
+    :class:`fedtrees.federation.SiteBudget`, which refuses a DP request that would
+    take the site above the total ε it declared.
     """
 
 

@@ -184,6 +184,17 @@ def supernode(
             "every message's ClientApp process serves it itself."
         ),
     ] = True,
+    privacy_budget: Annotated[
+        float | None,
+        typer.Option(
+            help="This site's total epsilon over every DP release, across runs "
+            "(needs --privacy-ledger); a request that would exceed it is refused."
+        ),
+    ] = None,
+    privacy_ledger: Annotated[
+        Path | None,
+        typer.Option(help="The file keeping this site's spent epsilon across runs."),
+    ] = None,
 ) -> None:
     """Start this site's SuperNode (replaces this process).
 
@@ -207,9 +218,7 @@ def supernode(
             port=port,
             target=target,
             auth_private_key=auth_key.resolve() if auth_key else None,
-            node_config=None
-            if cache_dir is None
-            else {"cache-dir": str(Path(cache_dir).resolve()) if cache_dir else ""},
+            node_config=_node_config(cache_dir, privacy_budget, privacy_ledger),
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
@@ -218,6 +227,24 @@ def supernode(
 
         command = with_site_worker(command)
     os.execvpe(command[0], command, flower.flower_env())
+
+
+def _node_config(
+    cache_dir: str | None, privacy_budget: float | None, privacy_ledger: Path | None
+) -> dict[str, str]:
+    """Return the SuperNode's optional node config entries (the site's settings)."""
+    config = {}
+    if cache_dir is not None:
+        config["cache-dir"] = str(Path(cache_dir).resolve()) if cache_dir else ""
+    if privacy_budget is not None:
+        config["privacy-budget"] = repr(privacy_budget)
+    if privacy_ledger is not None:
+        config["privacy-ledger"] = str(privacy_ledger.resolve())
+    if privacy_budget is not None or privacy_ledger is not None:
+        from fedtrees.federation.flower._site import site_budget
+
+        site_budget(config, "", 0)  # the site's own check, now, not at a message
+    return config
 
 
 @flower_app.command()

@@ -15,7 +15,10 @@ round and the field, before it touches server state; ``on_dropout`` decides
 whether the run goes on without that client. These checks bound what a buggy
 client can do; they are not a Byzantine defence (plausible false statistics
 within the bounds go undetected). A client's runtime answers anything it cannot
-read with an error envelope. Not defended: a malicious server, collusion,
+read with an error envelope. A site may declare its own privacy budget
+(:class:`SiteBudget`, kept across runs in a :class:`BudgetFile`): every DP
+release is charged to it, and a request that would exceed it is refused with an
+error naming the budget. Not defended: a malicious server, collusion,
 traffic analysis. :func:`audit_row_scaling` and :func:`find_client_values` test
 that no message carries row-level data (README, "Security and privacy model").
 
@@ -31,6 +34,8 @@ from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
     "AuditReport": "fedtrees.federation._audit",
+    "BudgetCharge": "fedtrees.federation._budget",
+    "BudgetFile": "fedtrees.federation._budget_file",
     "CapturedMessage": "fedtrees.federation._ledger",
     "ClientData": "fedtrees.federation._data",
     "ClientState": "fedtrees.federation._state",
@@ -60,6 +65,7 @@ _HOMES: Final[dict[str, str]] = {
     "SchemaReply": "fedtrees.federation._schema",
     "SchemaRequest": "fedtrees.federation._schema",
     "ServerStrategy": "fedtrees.federation._driver",
+    "SiteBudget": "fedtrees.federation._budget",
     "Task": "fedtrees.federation._schema",
     "Transport": "fedtrees.federation._transport",
     "agree": "fedtrees.federation._schema",
@@ -86,6 +92,8 @@ _HOMES: Final[dict[str, str]] = {
 __all__ = [
     "MAX_MESSAGE_BYTES",
     "AuditReport",
+    "BudgetCharge",
+    "BudgetFile",
     "CapturedMessage",
     "ClientData",
     "ClientState",
@@ -114,6 +122,7 @@ __all__ = [
     "SchemaReply",
     "SchemaRequest",
     "ServerStrategy",
+    "SiteBudget",
     "Task",
     "Transport",
     "agree",
@@ -145,6 +154,8 @@ if TYPE_CHECKING:
         find_client_values,
         row_scaled_pair,
     )
+    from fedtrees.federation._budget import BudgetCharge, SiteBudget
+    from fedtrees.federation._budget_file import BudgetFile
     from fedtrees.federation._checks import InvalidField, as_reply, check_reply
     from fedtrees.federation._client import Handle, dispatch, handler, refuse, serve
     from fedtrees.federation._codec import (

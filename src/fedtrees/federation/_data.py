@@ -32,6 +32,7 @@ import pandas as pd
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import check_sample_weight
 from fedtrees.exceptions import UnsupportedInputError, ValidationError
+from fedtrees.federation._budget import SiteBudget
 
 __all__ = [
     "ClientData",
@@ -201,19 +202,31 @@ class ClientData:
 
     ``X`` keeps the client's own categories; :attr:`categories` and
     :attr:`matrix` follow the run's declaration (:meth:`declare_categories`).
+    ``budget`` is the site's own privacy budget, if it declared one
+    (:meth:`charge_privacy`).
     """
 
     client_id: str
     X: pd.DataFrame
     y: pd.Series
     weights: FloatArray | None = None
+    budget: SiteBudget | None = None
     _declared: DeclaredCategories = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
     def build(
-        cls, client_id: object, X: object, y: object, weights: object = None
+        cls,
+        client_id: object,
+        X: object,
+        y: object,
+        weights: object = None,
+        *,
+        budget: SiteBudget | None = None,
     ) -> ClientData:
-        """Validate and normalise one client's data (``weights``: per-row, >= 0)."""
+        """Validate and normalise one client's data (``weights``: per-row, >= 0).
+
+        ``budget``: the site's privacy budget (:meth:`charge_privacy`).
+        """
         name = str(client_id)
         frame = as_frame(X, f"client {name!r}")
         target = pd.Series(np.asarray(y)).reset_index(drop=True)
@@ -235,7 +248,25 @@ class ClientData:
             None
             if weights is None
             else check_sample_weight(weights, frame.shape[0], f"client {name!r}"),
+            budget,
         )
+
+    def charge_privacy(self, epsilon: float, request: str) -> None:
+        """Charge a DP release of ``epsilon`` to this site's budget, if it has one.
+
+        Every DP handler calls it before drawing any noise
+        (:mod:`fedtrees.federation._budget`); ``request`` names the release (its
+        kind and part). Without a declared budget nothing is charged: the
+        request's own ε bounds the release, through the handler's accountant.
+
+        Raises
+        ------
+        PrivacyBudgetExceeded
+            The release would take the site above its total ε; nothing is
+            charged or released.
+        """
+        if self.budget is not None:
+            self.budget.charge(epsilon, request)
 
     @property
     def n_rows(self) -> int:

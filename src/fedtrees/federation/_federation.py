@@ -9,11 +9,18 @@ A federation may carry a declaration of categories (``categories=``: column ->
 category names, public metadata): its runs send the declared lists down at the
 agreement instead of collecting each client's values
 (:mod:`fedtrees.federation._schema`).
+
+In process, the sites may declare their own privacy budgets
+(``privacy_budget=``, the total ε of each site, and ``privacy_ledger=``, the file
+keeping every site's spend across runs and processes;
+:mod:`fedtrees.federation._budget`). Without a ledger file the spend lives as
+long as the federation object.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -23,6 +30,8 @@ import pandas as pd
 
 from fedtrees._validation import check_int
 from fedtrees.exceptions import ValidationError
+from fedtrees.federation._budget import BudgetStore, MemoryBudgetStore, SiteBudget
+from fedtrees.federation._budget_file import BudgetFile
 from fedtrees.federation._codec import MAX_MESSAGE_BYTES
 from fedtrees.federation._data import (
     ClientData,
@@ -117,6 +126,8 @@ class Federation:
         faults: Sequence[Fault] = (),
         categories: Mapping[str, Sequence[str]] | None = None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        privacy_budget: float | Mapping[str, float] | None = None,
+        privacy_ledger: str | os.PathLike[str] | None = None,
     ) -> Federation:
         """Build one in-process client per distinct value of ``groups``.
 
@@ -124,6 +135,12 @@ class Federation:
 
         Client ids are ``str`` of the group values. ``categories`` is the
         declaration its runs send (its columns must be columns of ``X``).
+
+        ``privacy_budget`` is every site's total ε over all its DP releases (a
+        float), or some sites' (client id -> float; the others have none), and
+        ``privacy_ledger`` the file keeping their spend across runs (default:
+        kept by this federation only). A DP request that would exceed a site's
+        budget is refused with an error naming it (:class:`SiteBudget`).
         """
         frame = as_frame(X, "Federation.from_groups")
         declared = _declared_columns_of(
@@ -163,12 +180,18 @@ class Federation:
                 f"Federation.from_groups: sample_weight has shape {weights.shape}; "
                 f"({frame.shape[0]},) expected."
             )
+        budgets = _site_budgets(
+            [str(n) for n in names],
+            privacy_budget,
+            privacy_ledger,
+            "Federation.from_groups",
+        )
         clients = {}
         for k, name in enumerate(names):
             rows = codes == k
             part = None if weights is None else weights[rows]
             clients[str(name)] = ClientData.build(
-                str(name), frame[rows], target[rows], part
+                str(name), frame[rows], target[rows], part, budget=budgets[str(name)]
             )
         return cls(
             InProcessTransport(clients, workers=workers, faults=faults),
@@ -186,10 +209,13 @@ class Federation:
         faults: Sequence[Fault] = (),
         categories: Mapping[str, Sequence[str]] | None = None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        privacy_budget: float | Mapping[str, float] | None = None,
+        privacy_ledger: str | os.PathLike[str] | None = None,
     ) -> Federation:
         """Build one in-process client per ``(X, y)``.
 
-        ``max_message_bytes``: as in :class:`Federation`.
+        ``max_message_bytes``: as in :class:`Federation`; ``privacy_budget`` and
+        ``privacy_ledger``: as in :meth:`from_groups`.
 
         Client ids are ``"0", "1", ...`` for a sequence, or the mapping's keys.
         ``categories`` is the declaration its runs send (its columns must be
@@ -202,7 +228,16 @@ class Federation:
         )
         if not items:
             raise ValidationError("Federation.from_clients needs at least one client.")
-        data = {name: ClientData.build(name, X, y) for name, (X, y) in items}
+        budgets = _site_budgets(
+            [name for name, _ in items],
+            privacy_budget,
+            privacy_ledger,
+            "Federation.from_clients",
+        )
+        data = {
+            name: ClientData.build(name, X, y, budget=budgets[name])
+            for name, (X, y) in items
+        }
         columns = {str(c) for client in data.values() for c in client.X.columns}
         declared = _declared_columns_of(categories, columns, "Federation.from_clients")
         return cls(
@@ -290,3 +325,47 @@ def _declared_columns_of(
             f"does not have (its columns: {sorted(known)})."
         )
     return declared
+
+
+def _site_budgets(
+    sites: Sequence[str],
+    privacy_budget: float | Mapping[str, float] | None,
+    privacy_ledger: str | os.PathLike[str] | None,
+    owner: str,
+) -> dict[str, SiteBudget | None]:
+    """Every site's budget (None: none declared), sharing one store."""
+    if privacy_budget is None:
+        if privacy_ledger is not None:
+            raise ValidationError(
+                f"{owner}: privacy_ledger is given without privacy_budget; declare "
+                "the sites' total epsilon (privacy_budget=...) to keep a ledger."
+            )
+        return dict.fromkeys(sites)
+    totals = (
+        {str(k): v for k, v in privacy_budget.items()}
+        if isinstance(privacy_budget, Mapping)
+        else dict.fromkeys(sites, privacy_budget)
+    )
+    unknown = sorted(set(totals) - set(sites))
+    if unknown:
+        raise ValidationError(
+            f"{owner}: privacy_budget names sites {unknown} that are not clients "
+            f"(the clients: {sorted(sites)})."
+        )
+    store: BudgetStore = (
+        MemoryBudgetStore() if privacy_ledger is None else BudgetFile(privacy_ledger)
+    )
+    return {
+        site: None if site not in totals else _budget(site, totals[site], store, owner)
+        for site in sites
+    }
+
+
+def _budget(site: str, total: object, store: BudgetStore, owner: str) -> SiteBudget:
+    try:
+        return SiteBudget(site, total, store)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise ValidationError(
+            f"{owner}: the privacy_budget of site {site!r} must be a finite "
+            f"epsilon > 0; got {total!r}."
+        ) from exc

@@ -3,7 +3,9 @@
 The server sends the public settings (ε, depth, accounting, declared feature
 ranges, agreed labels); every client grows one DP tree on its own rows with
 :func:`fedtrees.learners.fit_dp_tree`, spending through its own accountant, and
-replies with the packed tree, the ε it spent and the queries it made. Before a
+replies with the packed tree, the ε it spent and the queries it made (a site
+that declared its own budget is charged the tree's ε first:
+:mod:`fedtrees.federation._budget`). Before a
 reply is kept the server checks it: the tree rebuilds, has only numeric splits
 within the declared ranges, is no deeper than ``max_depth``, and the client
 spent its ε (within rounding, never more). Its node counts are noisy (clipped
@@ -111,14 +113,20 @@ def _same_epsilon(spent: float, epsilon: float) -> bool:
 
 @handler("dpforest.tree")
 def grow_tree(request: DPTreeRequest, data: ClientData) -> DPTreeReply:
-    """Client: grow the DP tree on the local rows, spending its own ε."""
+    """Client: grow the DP tree on the local rows, spending its own ε.
+
+    The tree's whole ε is charged to the site's budget first (if it declared
+    one), as the tree's accountant charges the whole plan.
+    """
     key = client_key(data.client_id)
+    X, labels = data.finite_matrix(), data.label_codes(request.classes)
+    data.charge_privacy(request.epsilon, f"{request.kind}: one DP tree")
     accountant = PrivacyAccountant(
         request.epsilon, owner=f"client {data.client_id!r}", strict=True
     )
     grown = fit_dp_tree(
-        data.finite_matrix(),
-        data.label_codes(request.classes),
+        X,
+        labels,
         int(request.classes.shape[0]),
         epsilon=request.epsilon,
         max_depth=request.max_depth,

@@ -4,7 +4,8 @@ Algorithm 1 on the round loop, stateless clients (every handler recomputes what
 it needs from its rows and keyed generators):
 
 1. **init** (steps 5–8): K-fold CV depth ``d^i`` and the noisy size
-   ``n^i + Lap(1/ε)``, charged to the client's accountant.
+   ``n^i + Lap(1/ε)``, charged to the client's accountant (and first to the
+   site's own budget, if it declared one: :mod:`fedtrees.federation._budget`).
 2. **local** (steps 11–19): the local structure ``T_d^i`` at the server's
    median depth; regression votes (Eq. 1–2).
 3. **evaluate** (step 28), or **join** for a client not seen before (steps
@@ -138,6 +139,8 @@ def _fitness(request: Any, data: ClientData, structures: np.ndarray) -> FloatArr
 
 
 def _size(request: Any, data: ClientData) -> tuple[float, float]:
+    """Release the noisy size, charged to the site's budget first (if declared)."""
+    data.charge_privacy(request.epsilon, f"{request.kind}: noisy size")
     accountant = PrivacyAccountant(request.epsilon, owner=f"client {data.client_id!r}")
     rng = keyed_rng(request.seed, SIZE_STREAM, client_key(data.client_id))
     return noisy_size(data.n_rows, request.epsilon, rng, accountant=accountant)

@@ -24,8 +24,12 @@ by parallel composition a level costs q·ε' = ε/d, whatever its number of node
 Every count gets noise through the client's own :class:`PrivacyAccountant`; as
 handlers are stateless, a level's accountant replays the levels before it
 (honest-but-curious server) and the reply reports the cumulative spend, which the
-server checks. **Decision (charging the plan, as the DP forest):** levels the
-tree never reached are charged as well, so ``epsilon_spent_`` equals ε.
+server checks. A site that declared its own budget is charged each level's share
+ε/d before the level's noise is drawn, and refuses exact (noise-free) levels
+(:mod:`fedtrees.federation._budget`). **Decision (charging the plan, as the DP
+forest):** levels the tree never reached are charged as well, so
+``epsilon_spent_`` equals ε (the server's account; a site's budget is charged
+only the levels it answered).
 **Decision (noise):** each client adds its own noise (Truex et al.'s secure
 aggregation, which lets the noise shrink with the number of honest clients, is
 not implemented); the server clips pooled counts at 0 and treats a value or a
@@ -212,7 +216,10 @@ def count_level(request: LevelRequest, data: ClientData) -> LevelReply:
     slot = layout.slots(tree.apply(codes), tree.n_nodes)
     labels = data.label_codes(request.classes)
     counts = value_class_counts(codes.astype(np.int64), labels, slot, layout)
-    if request.exact:
+    if request.exact:  # a noise-free release: no finite site budget allows it
+        data.charge_privacy(
+            math.inf, f"{request.kind}: level {request.level}, exact counts"
+        )
         return LevelReply(counts=counts, epsilon_spent=math.inf)
     return _noisy(request, data, counts)
 
@@ -237,7 +244,12 @@ def _check_open(request: LevelRequest, n_nodes: int, n_features: int) -> None:
 
 
 def _noisy(request: LevelRequest, data: ClientData, counts: FloatArray) -> LevelReply:
-    """Release the level's tables through the client's accountant (see module)."""
+    """Release the level's tables through the client's accountant (see module).
+
+    The level's share ε/d is charged to the site's budget first (if declared):
+    each level is a new release; the replayed earlier levels were charged when
+    they were answered.
+    """
     accountant = PrivacyAccountant(
         request.epsilon, owner=f"client {data.client_id!r}", strict=True
     )
@@ -245,6 +257,8 @@ def _noisy(request: LevelRequest, data: ClientData, counts: FloatArray) -> Level
         accountant.spend(
             request.level_epsilon, label="earlier levels", queries=request.level
         )
+    accountant.check(request.query_epsilon, queries=request.tables_per_node)
+    data.charge_privacy(request.level_epsilon, f"{request.kind}: level {request.level}")
     rng = keyed_rng(
         request.seed, NOISE_STREAM, client_key(data.client_id), request.level
     )

@@ -8,18 +8,28 @@ cache on the SuperNode's disk (:func:`site_cache_dir`). The run config's ``job``
 says which handlers to load, ``categories`` are the run's public categories
 (applied to the data of every message: a new process may answer each one) and
 ``max-message-bytes`` bounds what the site reads and writes.
+
+A site may declare its own privacy budget in its node config (:func:`site_budget`):
+``privacy-budget``, its total ε over every DP release, and ``privacy-ledger``, the
+absolute path of the file that keeps its spend across runs (a new process answers
+every message, so only a file can). Every DP release is charged to it; a request
+that would exceed it is refused with an error naming the budget. A malformed
+declaration refuses every request, saying why.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import pandas as pd
 
 from fedtrees.exceptions import ValidationError
+from fedtrees.federation._budget import SiteBudget
+from fedtrees.federation._budget_file import BudgetFile
 from fedtrees.federation._client import refuse, serve
 from fedtrees.federation._data import ClientData
 from fedtrees.federation.flower._apps import declared_categories, max_message_bytes
@@ -27,7 +37,19 @@ from fedtrees.federation.flower._clientapp import Stopwatch
 from fedtrees.federation.flower._state import kept_state, load_state
 from fedtrees.federation.flower._wire import SiteAnswer, SiteMessage
 
-__all__ = ["DataLoader", "serve_site", "site_cache_dir"]
+__all__ = [
+    "BUDGET_KEY",
+    "LEDGER_KEY",
+    "DataLoader",
+    "serve_site",
+    "site_budget",
+    "site_cache_dir",
+]
+
+BUDGET_KEY: Final = "privacy-budget"
+"""The node config entry holding the site's total ε."""
+LEDGER_KEY: Final = "privacy-ledger"
+"""The node config entry naming the site's privacy ledger file (absolute path)."""
 
 
 class DataLoader(Protocol):
@@ -52,6 +74,7 @@ def serve_site(
     client = str(message.node_config.get("client-id", ""))
     try:
         limit = max_message_bytes(message.run_config)
+        budget = site_budget(message.node_config, client, message.run_id)
     except ValidationError as exc:  # refuse every request, saying why
         return SiteAnswer(
             refuse(message.request, client, str(exc)), dict(message.state)
@@ -59,7 +82,7 @@ def serve_site(
     load_handlers(str(message.run_config.get("job", "")))
     watch.lap("handlers")
     try:
-        data = _load(load_data, client, message)
+        data = _load(load_data, client, message, budget)
         data.declare_categories(declared_categories(message.run_config))
         watch.lap("data")
     except Exception as exc:  # the data itself failed: say so, naming the client
@@ -76,7 +99,12 @@ def serve_site(
     return SiteAnswer(reply, kept_state(state), watch.laps)
 
 
-def _load(load_data: DataLoader, client: str, message: SiteMessage) -> ClientData:
+def _load(
+    load_data: DataLoader,
+    client: str,
+    message: SiteMessage,
+    budget: SiteBudget | None,
+) -> ClientData:
     node_config = message.node_config
     path = node_config.get("data-path")
     if not client or not isinstance(path, str) or not path:
@@ -91,7 +119,68 @@ def _load(load_data: DataLoader, client: str, message: SiteMessage) -> ClientDat
         cache_dir=site_cache_dir(node_config),
         run_id=message.run_id,
     )
-    return ClientData.build(client, X, y)
+    return ClientData.build(client, X, y, budget=budget)
+
+
+def site_budget(
+    node_config: Mapping[str, Any], client: str, run_id: int
+) -> SiteBudget | None:
+    """Return the site's privacy budget its node config declares (None: none).
+
+    ``privacy-budget`` is the site's total ε (a number > 0, finite; a string
+    holding one is accepted) and ``privacy-ledger`` the absolute path of its
+    ledger file (:class:`~fedtrees.federation.BudgetFile`); each needs the
+    other. Charges record ``run_id``.
+
+    Raises
+    ------
+    ValidationError
+        Saying which entry is wrong and how to write it.
+
+    Examples
+    --------
+    >>> site_budget({"client-id": "a"}, "a", 1) is None
+    True
+    >>> site_budget({"privacy-budget": 3, "privacy-ledger": "/srv/a.json"}, "a", 1)
+    SiteBudget(site='a', epsilon=3, store=BudgetFile)
+    """
+    total, ledger = node_config.get(BUDGET_KEY), node_config.get(LEDGER_KEY)
+    if total is None and ledger is None:
+        return None
+    example = f'{BUDGET_KEY}=3.0 {LEDGER_KEY}="/var/lib/fedtrees/ledger.json"'
+    if total is None or ledger is None:
+        given, missing = (
+            (LEDGER_KEY, BUDGET_KEY) if total is None else (BUDGET_KEY, LEDGER_KEY)
+        )
+        raise ValidationError(
+            f"The node config gives {given} without {missing}: a site's privacy "
+            f"budget needs both (--node-config '{example}'); a new process answers "
+            "every message, so only the ledger file keeps the site's spend."
+        )
+    epsilon = _total_epsilon(total)
+    if epsilon is None:
+        raise ValidationError(
+            f"The node config's {BUDGET_KEY} must be the site's total epsilon, a "
+            f"finite number > 0 ({example}). Got {total!r} instead."
+        )
+    path = Path(str(ledger)).expanduser() if isinstance(ledger, str) else None
+    if path is None or not path.is_absolute():
+        raise ValidationError(
+            f"The node config's {LEDGER_KEY} must be the absolute path of the "
+            f"site's ledger file ({example}). Got {ledger!r} instead."
+        )
+    return SiteBudget(client, epsilon, BudgetFile(path), run=str(run_id))
+
+
+def _total_epsilon(value: object) -> float | None:
+    """Return the declared total as a finite float > 0 (None if it is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        epsilon = float(value)
+    except ValueError:
+        return None
+    return epsilon if math.isfinite(epsilon) and epsilon > 0 else None
 
 
 def site_cache_dir(node_config: Mapping[str, Any]) -> Path | None:
