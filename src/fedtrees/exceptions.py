@@ -104,8 +104,9 @@ class RemoteProtocolError(FedTreesError):
     ) -> None:
         self.client, self.round, self.kind = client, round, kind
         self.field, self.reason = field, reason
+        end = "" if reason.endswith(".") else "."
         super().__init__(
-            f"Client {client!r}, round {round}, {kind!r}: field {field!r} {reason}."
+            f"Client {client!r}, round {round}, {kind!r}: field {field!r} {reason}{end}"
         )
 
 
