@@ -6,7 +6,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-TEXT_COLUMNS = ("method", "note")
+TEXT_COLUMNS = ("method", "note", "case", "class")
 
 
 def print_frame(frame: pd.DataFrame, title: str, width: int = 120) -> None:
