@@ -104,7 +104,6 @@ SCALES: list[tuple[str, str, float, dict[str, Any], tuple[str, ...]]] = [
     ("subnormal-hist", "FedForestRegressor", TINY, EXACT_TREE, ("x0",)),
     ("subnormal", "FedGBDTClassifier", TINY, {}, ("x0",)),
     ("subnormal", "FederatedID3Classifier", TINY, {}, ("x0",)),
-    ("subnormal", "LocalModelsClassifier", TINY, {}, ("x0",)),
 ]  # fmt: skip
 
 
@@ -142,6 +141,21 @@ case("FedForestClassifier-subnormal-quantile", "values", ("x0",))(
         "FedForestClassifier", TINY * 2.0**40, candidates="quantile"
     )
 )
+
+
+@case("LocalModelsClassifier-subnormal", "values", ("x0",))
+def local_subnormal() -> Verdict:
+    """scikit-learn's forests read X as float32 (README, Baselines): subnormals: 0."""
+    X, y, groups = _integer_data()
+    tiny = X * TINY
+    rounded = tiny.astype(np.float32).astype(np.float64)
+    got = predict(fit("LocalModelsClassifier", (tiny, y, groups)), tiny, groups)
+    expected = predict(
+        fit("LocalModelsClassifier", (rounded, y, groups)), rounded, groups
+    )
+    if same(expected, got):
+        return documented("as scikit-learn on X read as float32 (README, Baselines)")
+    return wrong("differs from the forests fitted on X read as float32")
 
 
 @case("FedAvgClassifier-pm1.7e308", "values", ("x0",))

@@ -25,9 +25,11 @@ from fedtrees.exceptions import ValidationError
 __all__ = [
     "MAX_ABS_TARGET",
     "MAX_TOTAL_WEIGHT",
+    "MIN_EPSILON",
     "check_choice",
     "check_class_labels",
     "check_discrete_labels",
+    "check_epsilon",
     "check_float",
     "check_int",
     "check_matrix",
@@ -43,6 +45,10 @@ MAX_ABS_TARGET: Final = 1e100
 ``Σw·y² <= 1e200`` and ``(Σw·y)² <= 1e300``."""
 MAX_TOTAL_WEIGHT: Final = 1e50
 """Largest sum of sample weights (weighted counts and their squares stay finite)."""
+MIN_EPSILON: Final = 1e-100
+"""Smallest ε of a budget and of one release: a Laplace scale ``1/ε`` of at most
+1e100, so noise and noisy counts stay finite. Mechanisms, estimators, plans that
+share a budget (per-query ε) and request checks all refuse less."""
 
 
 def invalid(name: str, owner: str, constraint: str, value: object) -> ValidationError:
@@ -131,20 +137,35 @@ def check_float(
     return result
 
 
-def check_epsilon(value: object, owner: str, *, allow_inf: bool = False) -> float:
-    """Return a privacy budget ``epsilon`` as a ``float > 0``.
+def check_epsilon(
+    value: object, owner: str, *, allow_inf: bool = False, name: str = "epsilon"
+) -> float:
+    """Return a privacy budget ``epsilon`` as a ``float >=`` :data:`MIN_EPSILON`.
 
     ``allow_inf`` admits ``inf`` (noise switched off, for tests) where a method
     documents it.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``name``: not a number, NaN, ``<= 0``, or below :data:`MIN_EPSILON`
+        (then the message says why: the noise would not be finite).
 
     Examples
     --------
     >>> check_epsilon(0.5, "Laplace")
     0.5
     """
-    return check_float(
-        value, "epsilon", owner, min_value=0.0, min_inclusive=False, allow_inf=allow_inf
+    eps = check_float(
+        value, name, owner, min_value=0.0, min_inclusive=False, allow_inf=allow_inf
     )
+    if eps < MIN_EPSILON:
+        raise ValidationError(
+            f"The {name!r} parameter of {owner} is too small: {value!r}; it must be "
+            f">= {MIN_EPSILON:g} so that the Laplace noise scale (sensitivity / "
+            "epsilon) stays finite."
+        )
+    return eps
 
 
 def check_choice(value: object, name: str, owner: str, choices: Sequence[str]) -> str:

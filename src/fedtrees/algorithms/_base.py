@@ -155,6 +155,9 @@ class FederatedEstimator:
             f"({', '.join(ACCEPTS_MISSING)})"
         )
 
+    def _check_frame(self, frame: pd.DataFrame) -> None:
+        """Refuse values this estimator cannot learn from, before any round."""
+
     def _federation(
         self,
         X: object,
@@ -173,6 +176,7 @@ class FederatedEstimator:
         """
         owner = type(self).__name__
         frame = _checked_frame(X, owner, self._missing_hint())
+        self._check_frame(frame)
         target = _checked_target(y, frame.shape[0], self._task, owner)
         if groups is None:
             _warn_centralized(owner)

@@ -35,6 +35,7 @@ __all__ = [
     "check_column_sizes",
     "check_reply_cells",
     "check_request_size",
+    "field_error",
     "local_category_counts",
     "request_error",
 ]
@@ -57,6 +58,22 @@ def request_error(kind: str, name: str, expected: str, got: object) -> Validatio
     return ValidationError(
         f"Request {kind!r}: field {name!r} must be {expected}; got {got} "
         "(refused before allocating)."
+    )
+
+
+def field_error(kind: str, name: str, expected: str, got: object) -> ValidationError:
+    """Return the error of request field ``name`` of ``kind``: a value it cannot use.
+
+    As :func:`request_error`, for a field that sizes nothing (a rate, a scale, a
+    setting that does not parse).
+
+    Examples
+    --------
+    >>> str(field_error("toy.fit", "rate", "finite numbers", "NaN or inf"))
+    "Request 'toy.fit': field 'rate' must be finite numbers; got NaN or inf."
+    """
+    return ValidationError(
+        f"Request {kind!r}: field {name!r} must be {expected}; got {got}."
     )
 
 

@@ -145,8 +145,13 @@ def as_frame(
                 "with X.reshape(-1, 1) for one feature or X.reshape(1, -1) for one row."
             )
         frame = pd.DataFrame(array, columns=[f"x{i}" for i in range(array.shape[1])])
-    if len(set(frame.columns)) != frame.shape[1]:
-        raise ValidationError(f"{owner}: X has duplicate column names.")
+    repeated = frame.columns[frame.columns.duplicated()].unique().tolist()
+    if repeated:
+        named = " or ".join(repr(name) for name in repeated)
+        raise ValidationError(
+            f"{owner}: X has duplicate column names: more than one column is named "
+            f"{named} (names compared as text); give every column its own name."
+        )
     for column in frame.columns:
         series = frame[column]
         _check_cell_types(series, str(column), owner)

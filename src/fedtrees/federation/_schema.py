@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -75,6 +75,7 @@ __all__ = ["Schema", "SchemaReply", "SchemaRequest", "Task", "agree"]
 Task = Literal["classification", "regression", "features"]
 """What round 0 agrees on besides the columns: labels (classification), a numeric
 target (regression), or nothing more (``"features"``: e.g. predicting the client)."""
+_TASKS: Final = get_args(Task)
 _LABEL_TYPES: Final = ("int", "float", "bool", "str")
 
 
@@ -265,8 +266,13 @@ def report_schema(request: SchemaRequest, data: ClientData) -> SchemaReply:
 
     First re-codes the declared columns (:meth:`ClientData.declare_categories`,
     which refuses a numeric column or a value outside the declaration); their
-    categories are not reported.
+    categories are not reported. An unknown ``task`` is refused, naming it.
     """
+    if request.task not in _TASKS:
+        raise ValidationError(
+            f"Request 'federation.schema': field 'task' must be one of {_TASKS}; "
+            f"got {request.task!r}."
+        )
     data.declare_categories(request.declared())
     declared = set(data.declared_columns)
     categories = [
@@ -457,8 +463,17 @@ def _sorted_union(label_sets: list[np.ndarray], label_type: str) -> tuple[str, .
 
 
 def _sort_key(label_type: str) -> Callable[[str], Any]:
-    if label_type in ("int", "float"):
-        return float
+    """Order labels as their type does: ints exactly, floats by value, then text.
+
+    Ints are compared as ints: as float64, 2**60 and 2**60 + 1 tie, and the
+    order of tied labels would follow the set's (hash-seeded) iteration order.
+    The text breaks the remaining ties (``0.0`` and ``-0.0``), so the order is
+    always the same.
+    """
+    if label_type == "int":
+        return lambda v: (int(v), v)
+    if label_type == "float":
+        return lambda v: (float(v), v)
     if label_type == "bool":
         return lambda v: v == "True"
     return str

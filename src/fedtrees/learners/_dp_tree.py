@@ -65,6 +65,7 @@ import numpy.typing as npt
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import (
+    MIN_EPSILON,
     check_choice,
     check_epsilon,
     check_int,
@@ -99,7 +100,7 @@ SCORES: Final = ("average", "weighted")
 UNUSED: Final = "unused share of the plan"
 MAX_DEPTH: Final = 62
 """Deepest plan: heap positions (< 2^depth) must fit int64."""
-MIN_QUERY_EPSILON: Final = 1e-100
+MIN_QUERY_EPSILON: Final = MIN_EPSILON
 """Smallest per-query ε': the Laplace scale 1/ε' stays <= 1e100, counts finite."""
 MAX_LEVEL_CELLS: Final = 2**24
 """Most noisy counts (open nodes * features * classes) one level may hold."""

@@ -49,9 +49,11 @@ class Laplace:
 
     Parameters
     ----------
-    epsilon : float > 0
-        Privacy parameter of one release. ``inf`` means no noise (for tests that
-        switch noise off); it is not a privacy guarantee.
+    epsilon : float >= 1e-100
+        Privacy parameter of one release (at least
+        :data:`fedtrees._validation.MIN_EPSILON`, so the noise is finite). ``inf``
+        means no noise (for tests that switch noise off); it is not a privacy
+        guarantee.
     sensitivity : float > 0
         L1 sensitivity of the released vector (1 for a histogram of counts).
     sampler : {"numpy", "opendp"}
@@ -76,6 +78,13 @@ class Laplace:
         sens = check_float(
             self.sensitivity, "sensitivity", owner, min_value=0.0, min_inclusive=False
         )
+        if not math.isfinite(sens / eps):
+            raise invalid(
+                "sensitivity",
+                owner,
+                f"small enough for a finite noise scale at epsilon={eps!r}",
+                self.sensitivity,
+            )
         object.__setattr__(self, "epsilon", eps)
         object.__setattr__(self, "sensitivity", sens)
         check_choice(self.sampler, "sampler", owner, SAMPLERS)

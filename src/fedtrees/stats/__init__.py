@@ -30,6 +30,7 @@ from fedtrees.stats._candidates import (
     distinct_values,
     exact_candidates,
     feature_ranges,
+    midpoint_candidates,
     uniform_candidates,
 )
 from fedtrees.stats._fisher import fisher_order, fisher_sort, fisher_splits
@@ -82,6 +83,7 @@ __all__ = [
     "gini",
     "impurity",
     "left_cumulative",
+    "midpoint_candidates",
     "mixture_cdf",
     "mixture_quantiles",
     "mixtures_by_client",

@@ -7,6 +7,8 @@ is split into the part a client runs and the part the server runs:
   :func:`exact_candidates` — scikit-learn's midpoints ``a/2 + b/2`` of consecutive
   distinct pooled values, skipping gaps ``<= 1e-7`` in float32 as sklearn's
   ``FEATURE_THRESHOLD`` does (identical to sklearn for float32-representable data).
+  :func:`midpoint_candidates` skips no gap: a threshold between every two
+  distinct float64 values, at any scale (the histogram engine's exact grid).
 - ``"uniform"`` (Federated Histogram). Client: :func:`feature_ranges`; server:
   :func:`uniform_candidates` — ``q − 1`` equally spaced interior thresholds.
 """
@@ -26,6 +28,7 @@ __all__ = [
     "distinct_values",
     "exact_candidates",
     "feature_ranges",
+    "midpoint_candidates",
     "uniform_candidates",
 ]
 
@@ -46,19 +49,56 @@ def distinct_values(
 def exact_candidates(client_values: Sequence[npt.ArrayLike]) -> FloatArray:
     """scikit-learn's candidate thresholds on the pooled distinct values (server side).
 
+    The midpoints of :func:`midpoint_candidates` whose gap exceeds 1e-7 in
+    float32 arithmetic, as scikit-learn's splitter keeps them: on values closer
+    than that (data scaled below 1e-7, subnormals, values beyond float32's range)
+    it finds no threshold, as scikit-learn does.
+
     Examples
     --------
     >>> exact_candidates([[1.0, 3.0], [2.0, 3.0]]).tolist()
     [1.5, 2.5]
+    >>> exact_candidates([[1e-9, 2e-9]]).tolist()
+    []
     """
-    arrays = [np.asarray(v, dtype=np.float64).ravel() for v in client_values]
-    if not arrays:
-        raise invalid("client_values", "exact_candidates", "at least one client", [])
-    merged = np.unique(np.concatenate(arrays))
+    merged = _pooled(client_values, "exact_candidates")
     a, b = merged[:-1], merged[1:]
     # sklearn skips gaps <= FEATURE_THRESHOLD, compared in float32 arithmetic.
     keep = b.astype(np.float32) > a.astype(np.float32) + FEATURE_THRESHOLD
-    return a[keep] / 2.0 + b[keep] / 2.0
+    return _midpoints(a[keep], b[keep])
+
+
+def midpoint_candidates(client_values: Sequence[npt.ArrayLike]) -> FloatArray:
+    """Return a threshold between every two consecutive pooled values (server side).
+
+    The midpoint ``a/2 + b/2`` (scikit-learn's), or ``a`` where the midpoint
+    rounds to ``b`` (adjacent floats, subnormals): ``x <= t`` separates ``a``
+    from ``b`` for any finite float64 values, whatever their scale.
+
+    Examples
+    --------
+    >>> midpoint_candidates([[1e-9], [3e-9]]).tolist()  # exact_candidates: none
+    [2e-09]
+    >>> midpoint_candidates([[5e-324, 1e-323]]).tolist()
+    [5e-324]
+    """
+    merged = _pooled(client_values, "midpoint_candidates")
+    return _midpoints(merged[:-1], merged[1:])
+
+
+def _pooled(client_values: Sequence[npt.ArrayLike], owner: str) -> FloatArray:
+    """Sorted distinct values of every client."""
+    arrays = [np.asarray(v, dtype=np.float64).ravel() for v in client_values]
+    if not arrays:
+        raise invalid("client_values", owner, "at least one client", [])
+    return np.unique(np.concatenate(arrays))
+
+
+def _midpoints(a: FloatArray, b: FloatArray) -> FloatArray:
+    """``a/2 + b/2``, or ``a`` where that is not in ``[a, b)`` (scikit-learn's rule)."""
+    middle = a / 2.0 + b / 2.0
+    out: FloatArray = np.where((middle >= a) & (middle < b), middle, a)
+    return out
 
 
 # -- uniform ------------------------------------------------------------

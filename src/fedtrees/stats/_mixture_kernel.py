@@ -14,12 +14,22 @@ running sum of jumps and of slope × gap. Each level ``l/q`` is then inverted by
 one sweep (levels and F both increase): ``inf{x : F(x) >= l/q}``, interpolated
 on the ramp that reaches it.
 
+**Scale.** A problem whose largest point lies outside ``[2^-256, 2^256]`` is
+computed on its points times ``2^-e`` (``e`` the exponent of the largest; exact,
+except that points over 2^1074 times smaller than the largest become 0), and
+its candidates are scaled back, rounded down so that ``x <= t`` routes every
+float as the unrounded candidate would. Else gaps of subnormal points make the
+slopes infinite (the mixture collapses to one candidate), and gaps of points
+near the largest float overflow. Inside that range nothing is scaled: results
+are unchanged.
+
 Inputs are validated by :func:`fedtrees.stats.mixture_quantiles` (numba does
 not check bounds).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numba as nb
@@ -38,6 +48,7 @@ __all__ = [
 
 
 OK, NAN_INSIDE, NOT_SORTED, POINTS_VS_COUNT = 0, 1, 2, 3
+_SAFE_HIGH, _SAFE_LOW = 2.0**256, 2.0**-256
 
 
 @kernel((ro(f64, 3), ro(f64, 2), i64), parallel=True)
@@ -66,9 +77,10 @@ def invert_mixtures(pts: Any, counts: Any, q: int) -> Any:  # pragma: no cover
             continue
         for k in range(n_clients):
             w[k] = counts[k, b] / total
-        ux, F, F_left = _breakpoints(pts[:, b], w, m)
+        shift = _scale_exponent(pts[:, b])
+        ux, F, F_left = _breakpoints(pts[:, b], w, m, shift)
         if ux.shape[0] > 0:
-            _invert_levels(ux, F, F_left, q, out[b])
+            _invert_levels(ux, F, F_left, q, shift, out[b])
     return out, status
 
 
@@ -89,8 +101,26 @@ def _check_sketch(points: Any, count: float) -> Any:  # pragma: no cover
 
 
 @kernel()
-def _breakpoints(pts: Any, w: Any, m: Any) -> Any:  # pragma: no cover
-    """Distinct breakpoints of one mixture, F there and F's left limit."""
+def _scale_exponent(pts: Any) -> int:  # pragma: no cover
+    """Return ``e``: a problem is computed on its points times ``2^-e`` (see top).
+
+    0 when the largest ``|point|`` lies in ``[2^-256, 2^256]`` (or is 0), else
+    its exponent, so the scaled points lie in ``(-1, 1)``; NaN padding is skipped.
+    """
+    biggest = 0.0
+    for k in range(pts.shape[0]):
+        for j in range(pts.shape[1]):
+            size = abs(pts[k, j])
+            if size > biggest:  # False for NaN
+                biggest = size
+    if biggest == 0.0 or _SAFE_LOW <= biggest <= _SAFE_HIGH:
+        return 0
+    return math.frexp(biggest)[1]
+
+
+@kernel()
+def _breakpoints(pts: Any, w: Any, m: Any, shift: int) -> Any:  # pragma: no cover
+    """Breakpoints of one mixture (times ``2^-shift``), F there and F's left limit."""
     n_clients, n_events = pts.shape[0], 0
     for k in range(n_clients):
         if w[k] > 0:
@@ -107,7 +137,8 @@ def _breakpoints(pts: Any, w: Any, m: Any) -> Any:  # pragma: no cover
             continue
         step = w[k] / max(m[k], 1)
         for j in range(m[k]):
-            x0, x1 = pts[k, j], pts[k, j + 1]
+            x0 = math.ldexp(pts[k, j], -shift)
+            x1 = math.ldexp(pts[k, j + 1], -shift)
             x[e] = x0
             if x1 == x0:
                 jump[e] = step
@@ -146,9 +177,12 @@ def _breakpoints(pts: Any, w: Any, m: Any) -> Any:  # pragma: no cover
 
 @kernel()
 def _invert_levels(
-    ux: Any, F: Any, F_left: Any, q: int, out: Any
+    ux: Any, F: Any, F_left: Any, q: int, shift: int, out: Any
 ) -> None:  # pragma: no cover
-    """Write the distinct values of ``F⁻¹(l/q)``, ``l = 1..q-1``, into ``out``."""
+    """Write the distinct values of ``F⁻¹(l/q)``, ``l = 1..q-1``, into ``out``.
+
+    ``ux`` are the breakpoints times ``2^-shift``; the values are scaled back.
+    """
     n, i, filled = ux.shape[0], 0, 0
     for level in range(1, q):
         p = level / q
@@ -160,9 +194,24 @@ def _invert_levels(
             frac = (p - F[i - 1]) / span if span > 0 else 1.0
             frac = min(max(frac, 0.0), 1.0)
             value = ux[i - 1] + frac * (ux[i] - ux[i - 1])
+        value = _scale_back(value, shift)
         if filled == 0 or value != out[filled - 1]:
             out[filled] = value
             filled += 1
+
+
+@kernel()
+def _scale_back(value: float, shift: int) -> float:  # pragma: no cover
+    """Return the largest float ``<= value·2^shift``.
+
+    Rounding down keeps every split: a float ``x`` lies at or below the exact
+    candidate iff it lies at or below the rounded one (scaling back into the
+    subnormals is the only inexact case).
+    """
+    out = math.ldexp(value, shift)
+    if shift < 0 and math.ldexp(out, -shift) > value:
+        out = np.nextafter(out, -np.inf)
+    return out
 
 
 @kernel((ro(i64), ro(i64), ro(i64), ro(f64), ro(f64), i64), parallel=True)
@@ -204,7 +253,8 @@ def invert_ragged(
             continue
         for i in range(n):
             w[i] = weight[lo + i] / total
-        ux, F, F_left = _breakpoints(pts, w, m)
+        shift = _scale_exponent(pts)
+        ux, F, F_left = _breakpoints(pts, w, m, shift)
         if ux.shape[0] > 0:
-            _invert_levels(ux, F, F_left, q, out[b])
+            _invert_levels(ux, F, F_left, q, shift, out[b])
     return out, status

@@ -310,6 +310,7 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
 
             def evaluate(model: FedAvgResult) -> float:
                 proba = model.proba(expand_features(matrix, model.n_categories))
+                proba = _of_classes(proba, len(info.schema.classes))
                 return float(np.mean(np.argmax(proba, axis=1) == codes))
 
             return evaluate
@@ -328,13 +329,26 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
             f"{type(self).__name__}.predict",
             "pass a client of the fit or None (pooled standardization)",
         )
-        return result.proba(features, codes, tuple(self.clients_))
+        proba = result.proba(features, codes, tuple(self.clients_))
+        return _of_classes(proba, self.classes_.shape[0])
 
     def predict(self, X: object, client: object = None) -> npt.NDArray[Any]:
         """Most probable class (first on ties)."""
         proba = self.predict_proba(X, client)
         labels: npt.NDArray[Any] = self.classes_[np.argmax(proba, axis=1)]
         return labels
+
+
+def _of_classes(proba: FloatArray, n_classes: int) -> FloatArray:
+    """Return one column per class: a fit on one class predicts it (probability 1).
+
+    The output layer is one logistic unit for one or two classes; with one, its
+    two columns would name a class the fit never saw (as scikit-learn's trees,
+    a one-class fit predicts that class).
+    """
+    if n_classes == 1:
+        return np.ones((proba.shape[0], 1))
+    return proba
 
 
 def _checked_eval_set(eval_set: object, owner: str) -> tuple[object, npt.NDArray[Any]]:

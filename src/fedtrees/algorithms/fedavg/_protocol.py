@@ -29,6 +29,7 @@ from fedtrees.algorithms._onehot import category_counts, expand_features
 from fedtrees.algorithms._requests import (
     check_category_counts,
     check_request_size,
+    field_error,
     request_error,
 )
 from fedtrees.algorithms.fedavg._network import Layout, standardize
@@ -227,8 +228,28 @@ def _checked_layout(request: TrainRequest, data: ClientData) -> Layout:
     for name, values in (("mean", request.mean), ("scale", request.scale)):
         if values.shape != (width,):
             raise request_error(kind, name, f"shape ({width},)", values.shape)
+    _check_values(request)
     _check_steps(request)
     return layout
+
+
+def _check_values(request: TrainRequest) -> None:
+    """Refuse values training cannot use: they would come back as NaN.
+
+    ``theta`` and ``mean`` finite, ``scale`` finite and > 0, ``learning_rate``
+    finite and > 0 (what the server's estimator validated).
+    """
+    for name, values, positive in (
+        ("theta", request.theta, False),
+        ("mean", request.mean, False),
+        ("scale", request.scale, True),
+        ("learning_rate", np.float64(request.learning_rate), True),
+    ):
+        array = np.asarray(values)
+        if array.dtype.kind not in "fiu" or not np.all(np.isfinite(array)):
+            raise field_error(request.kind, name, "finite", "NaN or inf")
+        if positive and np.any(array <= 0):
+            raise field_error(request.kind, name, "> 0", "a value <= 0")
 
 
 def _check_steps(request: TrainRequest) -> None:

@@ -31,9 +31,11 @@ from fedtrees.algorithms._params import MAX_GRID, MAX_N_ESTIMATORS
 from fedtrees.algorithms._requests import (
     check_reply_cells,
     check_request_size,
+    field_error,
     local_category_counts,
     request_error,
 )
+from fedtrees.algorithms.fedforest._candidates import check_exact_range
 from fedtrees.algorithms.fedforest._forest import (
     SplitBatch,
     apply_batch,
@@ -43,7 +45,6 @@ from fedtrees.algorithms.fedforest._forest import (
 from fedtrees.algorithms.fedforest._kernels import SPLIT_NONE
 from fedtrees.algorithms.fedforest._payloads import ForestState, LevelFields
 from fedtrees.algorithms.fedforest._rows import ClientRows
-from fedtrees.exceptions import ValidationError
 from fedtrees.federation import ClientData, ClientState, Payload, Resync, handler
 
 __all__ = [
@@ -89,16 +90,21 @@ def check_open(request: LevelFields, forest: ForestState, n_features: int) -> No
         or np.any(forest.node_feature[open_nodes] != SPLIT_NONE)
         or np.any(np.diff(forest.node_tree[open_nodes]) < 0)
     ):
-        raise ValidationError(
-            "FedForest request: open nodes must be unsplit, sorted by tree."
+        raise field_error(
+            request.kind, "open_nodes", "unsplit nodes, sorted by tree", "others"
         )
     pairs = request.pair_feature
     if pairs.ndim != 2 or pairs.shape[0] != open_nodes.shape[0]:
-        raise ValidationError(
-            "FedForest request: one feature list per open node expected."
+        raise field_error(
+            request.kind, "pair_feature", "one feature list per open node", pairs.shape
         )
     if np.any(pairs < -1) or np.any(pairs >= n_features):
-        raise ValidationError("FedForest request: a node considers an unknown feature.")
+        raise field_error(
+            request.kind,
+            "pair_feature",
+            f"feature indices in [0, {n_features}) (-1: none)",
+            "an unknown feature",
+        )
 
 
 def kept_forest(
@@ -216,6 +222,13 @@ def prepare(
 ) -> tuple[ClientFit, ForestState] | Resync:
     """Return the client's fit state routed to the request's forest, or a resync."""
     check_sizes(request, data)
+    if getattr(request, "candidates", None) == "exact":
+        check_exact_range(
+            data.matrix,
+            np.array([k == "numeric" for k in data.feature_kinds]),
+            [str(c) for c in data.X.columns],
+            f"Client {data.client_id!r}",
+        )
     n_features = len(data.feature_kinds)
     forest = kept_forest(request, state, n_features)
     if forest is None:

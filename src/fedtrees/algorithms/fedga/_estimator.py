@@ -53,8 +53,9 @@ class _FedGA(FederatedEstimator):
         P; None is the paper's 20 (classification) or 40 (regression).
     n_generations : int, default 100
         G.
-    epsilon : float > 0, default 1.0
-        Each client's budget for its noisy size (its only release with noise).
+    epsilon : float >= 1e-100, default 1.0
+        Each client's budget for its noisy size (its only release with noise;
+        below 1e-100 the noise would not be finite).
     train_ratio : float in (0, 1], default 0.8
         r: the share of a client's rows the thresholds are fitted on; the rest
         scores the candidates (macro-F1 or MSE). Regression may switch to 1 by

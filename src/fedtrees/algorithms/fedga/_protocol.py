@@ -28,6 +28,7 @@ import numpy as np
 
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees._validation import check_epsilon
 from fedtrees.algorithms._params import MAX_POPULATION
 from fedtrees.algorithms._requests import (
     MAX_REPLY_CELLS,
@@ -140,6 +141,7 @@ def _fitness(request: Any, data: ClientData, structures: np.ndarray) -> FloatArr
 
 def _size(request: Any, data: ClientData) -> tuple[float, float]:
     """Release the noisy size, charged to the site's budget first (if declared)."""
+    check_epsilon(request.epsilon, f"request {request.kind!r}")
     data.charge_privacy(request.epsilon, f"{request.kind}: noisy size")
     accountant = PrivacyAccountant(request.epsilon, owner=f"client {data.client_id!r}")
     rng = keyed_rng(request.seed, SIZE_STREAM, client_key(data.client_id))

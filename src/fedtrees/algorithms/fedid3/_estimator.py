@@ -39,9 +39,10 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
 
     Parameters
     ----------
-    epsilon : float > 0 or None, default None
+    epsilon : float >= 1e-100 or None, default None
         Each client's privacy budget; None sends exact counts (no privacy
-        guarantee, the exactness reference).
+        guarantee, the exactness reference). Its share per count table,
+        ε/(max_depth · features), must be at least 1e-100 too (finite noise).
     max_depth : int, optional
         d, the depth (and the number of levels the budget is planned for); None
         is the paper's |F|/2.

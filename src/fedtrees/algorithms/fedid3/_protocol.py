@@ -55,9 +55,11 @@ import numpy as np
 
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import FloatArray
+from fedtrees._validation import MIN_EPSILON, check_epsilon
 from fedtrees.algorithms._discretize import BinnedFields, Binning, BinningRound
 from fedtrees.algorithms._packed import PackedTrees, class_codes, rebuild_packed
 from fedtrees.algorithms._requests import request_error
+from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
     ClientData,
     FederationInfo,
@@ -250,6 +252,7 @@ def _noisy(request: LevelRequest, data: ClientData, counts: FloatArray) -> Level
     each level is a new release; the replayed earlier levels were charged when
     they were answered.
     """
+    check_epsilon(request.query_epsilon, f"request {request.kind!r} (per table)")
     accountant = PrivacyAccountant(
         request.epsilon, owner=f"client {data.client_id!r}", strict=True
     )
@@ -270,6 +273,22 @@ def _noisy(request: LevelRequest, data: ClientData, counts: FloatArray) -> Level
         queries=request.tables_per_node,
     )
     return LevelReply(counts=noisy, epsilon_spent=accountant.epsilon_spent)
+
+
+def _check_plan(epsilon: float, max_depth: int, n_features: int, owner: str) -> None:
+    """Refuse an ε whose per-table share ε/(d·q) is below ``MIN_EPSILON``.
+
+    q is at most the number of features (every feature's table at a node).
+    """
+    share = even_share(even_share(epsilon, max_depth), n_features)
+    if share < MIN_EPSILON:
+        raise ValidationError(
+            f"The 'epsilon' parameter of {owner} is too small for the plan: "
+            f"epsilon={epsilon!r} over {max_depth} levels and up to {n_features} "
+            f"tables per node gives a per-table epsilon of {share:g}; it must be "
+            f">= {MIN_EPSILON:g} so that the Laplace noise stays finite. Raise "
+            "epsilon or lower max_depth."
+        )
 
 
 @dataclass(frozen=True)
@@ -326,6 +345,8 @@ class FedID3Strategy:
         self.info = info
         f = info.schema.n_features
         self.max_depth = default_max_depth(f) if s.max_depth is None else s.max_depth
+        if s.epsilon is not None:
+            _check_plan(s.epsilon, self.max_depth, f, s.owner)
         exact = s.epsilon is None
         self.binning = BinningRound(s.bin_edges, s.n_bins, exact, s.owner)
         self.binning.start(info.schema)

@@ -16,7 +16,9 @@ values with their weights when there are at most ``max_bins`` of them, else its
 type-1 quantile points ``Q(l/max_bins)`` — and the server (:func:`agree_grid`)
 either cuts between the pooled distinct values (an **exact grid**: one bin per
 value, when every client sent all its values and they number at most
-``max_bins``) or inverts the pooled mixture of the client CDFs at
+``max_bins``; an edge between every two of them at any float64 scale, with no
+float32 gap rule: values 1e-9 apart, subnormals and values beyond float32's
+range get their own bins) or inverts the pooled mixture of the client CDFs at
 ``l/max_bins`` (never averaging client quantiles). The rank error of an inexact
 grid is at most ``1/max_bins`` against the pooled rows at the root; below the
 root a bin may hold more of a node's rows, as in XGBoost and LightGBM.
@@ -36,7 +38,7 @@ from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees._validation import check_int, invalid
 from fedtrees.algorithms.histogram._client_kernels import bin_column, edges_below
 from fedtrees.exceptions import ValidationError
-from fedtrees.stats import check_edges, exact_candidates, mixtures_by_client
+from fedtrees.stats import check_edges, midpoint_candidates, mixtures_by_client
 
 __all__ = [
     "MAX_BINS",
@@ -283,12 +285,13 @@ def agree_grid(
 ) -> Grid:
     """Server part of the agreement: at most ``max_bins`` bins per numeric feature.
 
-    Per numeric feature: an exact grid (scikit-learn's midpoints between the
-    pooled distinct values) when every client with values sent all of them and
-    they number at most ``max_bins``; otherwise the pooled mixture inverted at
-    ``l/max_bins``, ``l = 1..max_bins-1``. A complete client of a sketched
-    feature counts as the type-1 sketch it would have sent (**Decision**), so
-    every client's CDF is weighted by its count.
+    Per numeric feature: an exact grid (a midpoint between every two pooled
+    distinct values, :func:`fedtrees.stats.midpoint_candidates`) when every
+    client with values sent all of them and they number at most ``max_bins``;
+    otherwise the pooled mixture inverted at ``l/max_bins``,
+    ``l = 1..max_bins-1``. A complete client of a sketched feature counts as the
+    type-1 sketch it would have sent (**Decision**), so every client's CDF is
+    weighted by its count.
 
     Examples
     --------
@@ -306,7 +309,7 @@ def agree_grid(
             np.concatenate([np.zeros(0)] + [_finite(s.points[j]) for s in present])
         )
         if all(s.complete[j] for s in present) and values.shape[0] <= max_bins:
-            edges[j] = exact_candidates([values])
+            edges[j] = midpoint_candidates([values])
         else:
             sketched.append(int(j))
     if sketched:

@@ -27,7 +27,7 @@ from fedtrees.algorithms._packed import (
     rebuild_packed,
 )
 from fedtrees.algorithms._params import MAX_N_ESTIMATORS
-from fedtrees.algorithms._requests import check_request_size, request_error
+from fedtrees.algorithms._requests import check_request_size, field_error
 from fedtrees.federation import (
     ClientData,
     FederationInfo,
@@ -76,7 +76,25 @@ class ForestRequest(Payload):
     @property
     def n_estimators(self) -> int:
         """Trees each client returns."""
-        return int(json.loads(self.params).get("n_estimators", 100))
+        return int(self.parsed_params().get("n_estimators", 100))
+
+    def parsed_params(self) -> dict[str, Any]:
+        """Return ``params`` as a dict, or raise naming the field.
+
+        Raises
+        ------
+        ValidationError
+            ``params`` is not the JSON text of an object.
+        """
+        try:
+            params = json.loads(self.params)
+        except (json.JSONDecodeError, TypeError):
+            params = None
+        if not isinstance(params, dict):
+            raise field_error(
+                self.kind, "params", "the JSON text of an object", "something else"
+            )
+        return params
 
     def expected_reply(self) -> ReplySpec:
         """Packed trees that rebuild into valid trees; a weight within the bound.
@@ -88,7 +106,7 @@ class ForestRequest(Payload):
         the total sample weight, also within the bound. Not a Byzantine defence.
         """
         n_outputs = max(int(self.classes.shape[0]), 1)
-        weighted = json.loads(self.params).get("class_weight") is None
+        weighted = self.parsed_params().get("class_weight") is None
         fields = packed_fields(
             self.n_estimators,
             n_outputs,
@@ -112,9 +130,7 @@ def fit_forest(request: ForestRequest, data: ClientData) -> ForestReply:
     ``params``' ``n_estimators`` (the trees fitted and sent) is checked within
     the estimator's limit first.
     """
-    params = json.loads(request.params)
-    if not isinstance(params, dict):
-        raise request_error(request.kind, "params", "a JSON object", type(params))
+    params = request.parsed_params()
     check_request_size(
         request.kind,
         "params",

@@ -221,7 +221,8 @@ def _check_some_split(trees: Mapping[str, Tree], owner: str) -> None:
         raise ValidationError(
             f"{owner}: every client's tree is a single leaf (clients "
             f"{sorted(trees)}): each client's rows hold one class, or too few "
-            "samples to split, so there is no path to generate rows from. Give "
-            "the clients rows of more than one class (or a smaller "
-            "min_samples_split / min_samples_leaf).",
+            "samples to split, or values no more than 1e-7 apart (scikit-learn's "
+            "trees do not split them), so there is no path to generate rows "
+            "from. Give the clients rows of more than one class (or a smaller "
+            "min_samples_split / min_samples_leaf), or rescale such columns.",
         )
