@@ -399,8 +399,8 @@ class ClientData:
         Raises
         ------
         ValidationError
-            Naming this client and the agreed classes, not the label it holds
-            outside them (the error travels to the server, see
+            Naming this client, neither the label it holds outside the agreed
+            classes nor any of its labels (the error travels to the server, see
             :meth:`check_declared_classes`).
         """
         agreed = pd.Index(np.asarray(classes, dtype=str))
@@ -409,8 +409,8 @@ class ClientData:
         if np.any(codes < 0):
             raise ValidationError(
                 f"Client {self.client_id!r}: y holds a label that is not among the "
-                f"agreed classes {agreed.tolist()} (the label is not named here, as "
-                "this message travels to the server)."
+                f"{agreed.shape[0]} agreed classes (no label is named here, as this "
+                "message travels to the server)."
             )
         return codes
 
