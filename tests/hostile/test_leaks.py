@@ -20,6 +20,7 @@ import re
 
 import numpy as np
 import pytest
+from sklearn.utils._param_validation import InvalidParameterError
 
 from fedtrees import FedForestClassifier, FedGAClassifier
 from fedtrees.algorithms.toy import ToyCountsRequest, run_toy
@@ -34,6 +35,7 @@ from fedtrees.federation import (
     Envelope,
     Fault,
     Federation,
+    InvalidField,
     Ledger,
     Payload,
     decode,
@@ -181,6 +183,35 @@ def test_a_third_party_error_text_stays_in_the_clients_log(
     assert "Jane Roe" not in reply.error
     assert "n_samples" not in reply.error
     assert SECRET in caplog.text  # the site's operator still sees it
+
+
+@pytest.mark.hostile("clear_error")
+@pytest.mark.parametrize(
+    "error",
+    [
+        InvalidParameterError("The 'max_depth' parameter of X must be >= 1. Got -1."),
+        InvalidField("trees", "a tree of the request is malformed"),
+    ],
+    ids=["scikit-learn's parameter refusal", "a request's invalid field"],
+)
+def test_errors_about_the_request_travel_whole(error: Exception) -> None:
+    # They name what the request set, never the client's data.
+    request = ToyCountsRequest(np.array(["0", "1"]))
+    data = ClientData.build("a", np.zeros((3, 1)), [0, 1, 0])
+    wire = encode(Envelope("request", 1, "a", request.kind, request))
+
+    def handle(request: Payload, data: ClientData, state: object) -> Payload:
+        raise error
+
+    reply = decode(serve(wire, data, handle))  # type: ignore[arg-type]
+    assert reply.error == f"{type(error).__name__}: {error}"
+
+
+@pytest.mark.hostile("clear_error")
+def test_repeated_agreed_classes_are_refused_by_the_client() -> None:
+    data = ClientData.build("a", np.zeros((3, 1)), ["x", "y", "x"])
+    with pytest.raises(ValidationError, match="agreed classes of the request repeat"):
+        data.label_codes(["x", "y", "x"])
 
 
 @pytest.mark.hostile("clear_error")

@@ -7,8 +7,10 @@ handler that raises produces an ``error`` envelope; nothing else leaves the clie
 
 **Decision (what an error envelope says):** it travels to the server, so it
 may state no row count and no data value (:mod:`fedtrees.algorithms._requests`).
-fedtrees' own errors (:class:`~fedtrees.exceptions.FedTreesError`) are written
-that way and travel as they are; any other exception — numpy's, pandas',
+fedtrees' own errors (:class:`~fedtrees.exceptions.FedTreesError`, and the
+``InvalidField`` of a request a client checks) are written that way and travel
+as they are, as does scikit-learn's refusal of a parameter the request set; any
+other exception — numpy's, pandas',
 scikit-learn's, whose messages state shapes, sample counts and values
 (``n_samples=3``, ``index 7 is out of bounds for axis 0 with size 5``) — travels
 as its type and the fedtrees line that raised it only
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 from fedtrees.exceptions import CodecError, FedTreesError, LocalProtocolError
+from fedtrees.federation._checks import InvalidField
 from fedtrees.federation._codec import MAX_MESSAGE_BYTES, Envelope, decode, encode
 from fedtrees.federation._data import ClientData
 from fedtrees.federation._payload import Payload
@@ -183,7 +186,9 @@ def _encode_reply(request: Envelope, client: str, reply: object) -> bytes:
 def describe_error(exc: BaseException) -> str:
     """Say what failed at a client, as the server may read it (module docstring).
 
-    A :class:`~fedtrees.exceptions.FedTreesError` travels as ``"Type: message"``;
+    A :class:`~fedtrees.exceptions.FedTreesError` (or an ``InvalidField`` of a
+    request the client checks, or scikit-learn's ``InvalidParameterError``,
+    which names a parameter the request set) travels as ``"Type: message"``;
     any other exception as its type and the innermost fedtrees line that raised
     it, its message withheld (and logged here, with its traceback).
 
@@ -196,7 +201,7 @@ def describe_error(exc: BaseException) -> str:
     (True, False)
     """
     name = type(exc).__name__
-    if isinstance(exc, FedTreesError):
+    if isinstance(exc, FedTreesError | InvalidField) or _parameter_error(exc):
         try:
             return f"{name}: {exc}"
         except Exception:  # an exception whose message itself fails
@@ -205,6 +210,18 @@ def describe_error(exc: BaseException) -> str:
     return (
         f"{name}{_raised_at(exc)} (its message is withheld: it may state row counts "
         "or data values; the client logs it)"
+    )
+
+
+def _parameter_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is scikit-learn's refusal of a parameter (no data in it).
+
+    Its text names the estimator, the parameter and the value the request gave
+    (``The 'max_depth' parameter of ... Got -1 instead.``).
+    """
+    kind = type(exc)
+    return kind.__name__ == "InvalidParameterError" and kind.__module__.startswith(
+        "sklearn."
     )
 
 

@@ -404,6 +404,11 @@ class ClientData:
             :meth:`check_declared_classes`).
         """
         agreed = pd.Index(np.asarray(classes, dtype=str))
+        if not agreed.is_unique:
+            raise ValidationError(
+                f"Client {self.client_id!r}: the agreed classes of the request "
+                "repeat a label; each class must be listed once."
+            )
         found = agreed.get_indexer(pd.Index(self.y.astype(str)))
         codes: IntArray = np.asarray(found, dtype=np.int64)
         if np.any(codes < 0):
