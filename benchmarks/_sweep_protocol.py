@@ -346,11 +346,10 @@ for _row in LIES:
 
 @case("FedGAClassifier-fedga-noisy-size-minus-1e300", "replies", ("'b'",))
 def noisy_size_negative() -> Verdict:
-    """Documented: a noisy size below 1 weighs as 1 (FedGA's docstring)."""
+    """Documented: a size beyond the noise's reach drops the site (FedGA continues)."""
     from fedtrees.algorithms.fedga._protocol import InitReply
 
-    verdict = _lie("FedGAClassifier", InitReply, _replace(noisy_size=-1e300))
-    return documented(f"weighs as 1 (docstring); {verdict.note}")
+    return _lie("FedGAClassifier", InitReply, _replace(noisy_size=-1e300))
 
 
 # -- bad requests served by a client --------------------------------------------------

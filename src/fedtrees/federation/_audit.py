@@ -37,6 +37,15 @@ it cannot see: rows of fewer than two features or without a non-integer value
 name, and values transformed other than by a cast (scaled, encrypted, split
 across messages). The size audit covers the last.
 
+**Error texts** (in the value audit). A client's error travels to the server,
+so its text may name no row count and no data value (README, "Security and
+privacy model"): the text of every error envelope is searched for its client's
+label and category values (as whole words, of three characters or more and not
+numbers, which ordinary text holds) and, for clients of at least
+:data:`MIN_RUN` rows, for its row count as a whole number. What an error reveals
+by *existing*, whatever its text, cannot be removed: it is declared in
+:data:`ERROR_DISCLOSURES` and listed in the report's notes when it occurs.
+
 Messages that cannot be decoded are findings, listed by round, client, kind and
 direction; the audit goes on with the rest. Failures raise
 :class:`~fedtrees.exceptions.PrivacyAuditError` listing every finding; success
@@ -45,6 +54,7 @@ returns an :class:`AuditReport` saying what was checked.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
@@ -53,6 +63,7 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 from numpy.lib.stride_tricks import sliding_window_view
 
 from fedtrees._typing import FloatArray
@@ -65,6 +76,7 @@ from fedtrees.federation._payload import Payload
 
 __all__ = [
     "AGREEMENT_KINDS",
+    "ERROR_DISCLOSURES",
     "MIN_RUN",
     "AuditReport",
     "Finding",
@@ -82,6 +94,17 @@ MIN_RUN: Final = 8
 
 AGREEMENT_KINDS: Final = ("federation.schema_reply",)
 """Payload kinds in which category values may travel (the opening agreement)."""
+
+ERROR_DISCLOSURES: Final[Mapping[str, str]] = {
+    "federation.schema": "a client holding a value outside the declared categories "
+    "or a label outside the declared classes fails the agreement: its failure "
+    "says such a value exists (not which, nor in how many rows)",
+    "fedga.init": "a site with fewer rows than the cross-validation folds fails "
+    "FedGA's first round: its failure says n < cv_folds (not n)",
+    "fedga.join": "a late joiner with fewer rows than the cross-validation folds "
+    "fails to join: its failure says n < cv_folds (not n)",
+}
+"""What an error reveals by existing, by request kind (its text names nothing)."""
 
 _NAN: Final = -1.2345678901234567e308  # stands for NaN in searches (NaN != NaN)
 _SEPARATOR: Final = np.array([np.nan])  # NaN never survives _canonical: in no run
@@ -248,21 +271,61 @@ def find_client_values(
         ``categories_allowed_in`` and every message that cannot be decoded.
     """
     _check_recorded(ledger, "find_client_values")
-    tally = _Tally(_Needles.build(_client_data(clients)), _declared(per_row))
+    data = _client_data(clients)
+    tally = _Tally(_Needles.build(data), _declared(per_row))
     undecodable: list[Finding] = []
+    errors: list[Finding] = []
+    disclosed: list[str] = []
     for message in ledger.captured:
         envelope = _decoded(message, undecodable)
         if envelope is not None and envelope.payload is not None:
             tally.message(message, envelope.payload, categories_allowed_in)
+        elif envelope is not None and envelope.type == "error":
+            errors += _error_findings(message, envelope, data.get(message.client))
+            disclosed += _disclosure(message)
     return AuditReport(
         messages=tally.messages,
         fields=tally.fields,
         per_row_by_design=tuple(sorted(tally.by_design)),
         category_values={c: frozenset(k) for c, k in sorted(tally.categories.items())},
         undecodable=tuple(undecodable),
-        findings=tuple(_sorted(tally.findings + undecodable)),
-        notes=tally.needles.notes,
+        findings=tuple(_sorted(tally.findings + errors + undecodable)),
+        notes=tuple(dict.fromkeys((*tally.needles.notes, *disclosed))),
     ).raise_if_failed("The value audit")
+
+
+def _error_findings(
+    m: CapturedMessage, envelope: Envelope, data: ClientData | None
+) -> list[Finding]:
+    """Label or category values, or the row count, named by an error's text."""
+    if data is None:
+        return []
+    text = envelope.error
+    words = set(re.findall(r"[^\s'\"(),:;\[\]{}]+", text))
+    values = {str(v) for v in pd.unique(data.y.astype(str))}
+    for names in data.categories:
+        values.update(names or ())
+    named = sorted(v for v in values & words if len(v) >= 3 and not _number(v))
+    found = [f"names the client's value {v!r} in its text" for v in named]
+    if data.n_rows >= MIN_RUN and re.search(rf"(?<![\d.]){data.n_rows}(?![\d.])", text):
+        found.append(f"names the client's row count {data.n_rows} in its text")
+    return [_finding(m, envelope.kind, "error", what) for what in found]
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _disclosure(m: CapturedMessage) -> list[str]:
+    """Return the note of an error whose existence reveals something (by design)."""
+    what = ERROR_DISCLOSURES.get(m.kind)
+    if what is None:
+        return []
+    return [f"round {m.round}, client {m.client!r}, {m.kind!r}: by design, {what}"]
 
 
 def row_scaled_pair(

@@ -105,13 +105,15 @@ def _check_bounds(
     bounds = ([float(row_bound)] if c.rows else []) + (
         [weight_bound] if c.weights else []
     )
-    limit = max(bounds) * (1.0 + RTOL) * c.bound_scale
+    limit = max(bounds) * (1.0 + RTOL) * c.bound_scale + c.bound_slack
     if top > limit:
         scaled = "" if c.bound_scale == 1.0 else f" times {c.bound_scale!r}"
+        noise = "" if not c.bound_slack else f" plus {c.bound_slack:g} of noise"
         raise InvalidField(
             name,
             f"holds {top!r}, more than the {row_bound} rows (weight "
-            f"{weight_bound!r}){scaled} the client declared at the agreement",
+            f"{weight_bound!r}){scaled} the client declared at the agreement"
+            f"{noise}",
         )
 
 

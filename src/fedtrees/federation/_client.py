@@ -5,6 +5,18 @@ on the client's local data, and encodes the reply. It runs inside the in-process
 transport and inside the Flower ClientApp alike, so both behave the same. A
 handler that raises produces an ``error`` envelope; nothing else leaves the client.
 
+**Decision (what an error envelope says):** it travels to the server, so it
+may state no row count and no data value (:mod:`fedtrees.algorithms._requests`).
+fedtrees' own errors (:class:`~fedtrees.exceptions.FedTreesError`, and the
+``InvalidField`` of a request a client checks) are written that way and travel
+as they are, as does scikit-learn's refusal of a parameter the request set; any
+other exception — numpy's, pandas',
+scikit-learn's, whose messages state shapes, sample counts and values
+(``n_samples=3``, ``index 7 is out of bounds for axis 0 with size 5``) — travels
+as its type and the fedtrees line that raised it only
+(:func:`describe_error`); its full text goes to the client's own log
+(``logging`` logger ``fedtrees.client``).
+
 A handler registered with ``stateful=True`` also receives the client's
 :class:`~fedtrees.federation.ClientState` for the run (README, "Per-run client
 state"); the others stay pure functions of (request, local data).
@@ -12,16 +24,22 @@ state"); the others stay pure functions of (request, local data).
 
 from __future__ import annotations
 
+import logging
+import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
-from fedtrees.exceptions import CodecError, LocalProtocolError
+from fedtrees.exceptions import CodecError, FedTreesError, LocalProtocolError
+from fedtrees.federation._checks import InvalidField
 from fedtrees.federation._codec import MAX_MESSAGE_BYTES, Envelope, decode, encode
 from fedtrees.federation._data import ClientData
 from fedtrees.federation._payload import Payload
 from fedtrees.federation._state import ClientState
 
-__all__ = ["Handle", "dispatch", "handler", "refuse", "serve"]
+__all__ = ["Handle", "describe_error", "dispatch", "handler", "refuse", "serve"]
+
+LOGGER: Final = logging.getLogger("fedtrees.client")
+"""Where a client logs the full text of an error whose text it does not send."""
 
 Handle = Callable[[Any, ClientData, ClientState], Payload]
 """How a client answers: (request payload, local data, run state) -> reply."""
@@ -107,7 +125,7 @@ def serve(
             envelope.payload, data, state if state is not None else ClientState()
         )
     except Exception as exc:  # every failure becomes an error reply
-        return _error(envelope.round, client, envelope.kind, _describe(exc))
+        return _error(envelope.round, client, envelope.kind, describe_error(exc))
     return _encode_reply(envelope, client, reply)
 
 
@@ -161,16 +179,60 @@ def _encode_reply(request: Envelope, client: str, reply: object) -> bytes:
     try:
         return encode(Envelope("reply", request.round, client, reply.kind, reply))
     except Exception as exc:  # e.g. an object array: say which field
-        detail = f"the reply could not be encoded: {_describe(exc)}"
+        detail = f"the reply could not be encoded: {describe_error(exc)}"
         return _error(request.round, client, request.kind, detail)
 
 
-def _describe(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except Exception:  # an exception whose message itself fails
-        text = "(its message cannot be shown)"
-    return f"{type(exc).__name__}: {text}"
+def describe_error(exc: BaseException) -> str:
+    """Say what failed at a client, as the server may read it (module docstring).
+
+    A :class:`~fedtrees.exceptions.FedTreesError` (or an ``InvalidField`` of a
+    request the client checks, or scikit-learn's ``InvalidParameterError``,
+    which names a parameter the request set) travels as ``"Type: message"``;
+    any other exception as its type and the innermost fedtrees line that raised
+    it, its message withheld (and logged here, with its traceback).
+
+    Examples
+    --------
+    >>> describe_error(LocalProtocolError("no handler"))
+    'LocalProtocolError: no handler'
+    >>> text = describe_error(ValueError("n_samples=3 should be >= n_splits=5"))
+    >>> text.startswith("ValueError (its message is withheld"), "n_samples" in text
+    (True, False)
+    """
+    name = type(exc).__name__
+    if isinstance(exc, FedTreesError | InvalidField) or _parameter_error(exc):
+        try:
+            return f"{name}: {exc}"
+        except Exception:  # an exception whose message itself fails
+            return f"{name}: (its message cannot be shown)"
+    LOGGER.warning("A client handler failed: %s", name, exc_info=exc)
+    return (
+        f"{name}{_raised_at(exc)} (its message is withheld: it may state row counts "
+        "or data values; the client logs it)"
+    )
+
+
+def _parameter_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is scikit-learn's refusal of a parameter (no data in it).
+
+    Its text names the estimator, the parameter and the value the request gave
+    (``The 'max_depth' parameter of ... Got -1 instead.``).
+    """
+    kind = type(exc)
+    return kind.__name__ == "InvalidParameterError" and kind.__module__.startswith(
+        "sklearn."
+    )
+
+
+def _raised_at(exc: BaseException) -> str:
+    """Return " in <fedtrees module>, line <n>" of the innermost fedtrees frame."""
+    where = ""
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        module = str(frame.f_globals.get("__name__", ""))
+        if module == "fedtrees" or module.startswith("fedtrees."):
+            where = f" in {module}, line {line}"
+    return where
 
 
 def _error(round_: int, client: str, kind: str, detail: str) -> bytes:

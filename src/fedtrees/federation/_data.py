@@ -240,9 +240,10 @@ class ClientData:
                 f"Client {name!r} has no rows; every client needs data."
             )
         if target.shape[0] != frame.shape[0]:
-            raise ValidationError(
-                f"Client {name!r}: y has {target.shape[0]} rows but X has "
-                f"{frame.shape[0]}."
+            more = "y" if target.shape[0] > frame.shape[0] else "X"
+            raise ValidationError(  # a site's error travels: no row count in it
+                f"Client {name!r}: y and X must have one row each per sample; "
+                f"{more} has more rows."
             )
         if target.isna().any():
             raise ValidationError(f"Client {name!r}: y holds missing values.")
@@ -320,8 +321,9 @@ class ClientData:
         ValidationError
             Naming this client and the column. **Decision:** a value outside the
             declaration is not named — the error travels to the server, and
-            naming it would leak the very value the declaration keeps here — only
-            the number of rows holding such values is.
+            naming it would leak the very value the declaration keeps here — nor
+            is the number of rows holding such values (no client error states a
+            row count, :mod:`fedtrees.algorithms._requests`).
         """
         checked = {
             column: self._checked_declaration(column, tuple(names))
@@ -352,8 +354,8 @@ class ClientData:
         if outside:
             raise ValidationError(
                 f"Client {self.client_id!r}: column {column!r} holds a value outside "
-                f"the declared categories in {outside} row(s) (the value is not "
-                "named here, as this message travels to the server)."
+                "the declared categories (neither the value nor its rows are "
+                "counted or named here, as this message travels to the server)."
             )
         return names
 
@@ -392,15 +394,28 @@ class ClientData:
         return self.matrix
 
     def label_codes(self, classes: npt.ArrayLike) -> IntArray:
-        """Index of every row's label in the agreed ``classes`` (strings)."""
+        """Index of every row's label in the agreed ``classes`` (strings).
+
+        Raises
+        ------
+        ValidationError
+            Naming this client, neither the label it holds outside the agreed
+            classes nor any of its labels (the error travels to the server, see
+            :meth:`check_declared_classes`).
+        """
         agreed = pd.Index(np.asarray(classes, dtype=str))
+        if not agreed.is_unique:
+            raise ValidationError(
+                f"Client {self.client_id!r}: the agreed classes of the request "
+                "repeat a label; each class must be listed once."
+            )
         found = agreed.get_indexer(pd.Index(self.y.astype(str)))
         codes: IntArray = np.asarray(found, dtype=np.int64)
         if np.any(codes < 0):
-            unknown = str(self.y[codes < 0].iloc[0])
             raise ValidationError(
-                f"Client {self.client_id!r}: label {unknown!r} is not among the agreed "
-                f"classes {agreed.tolist()}."
+                f"Client {self.client_id!r}: y holds a label that is not among the "
+                f"{agreed.shape[0]} agreed classes (no label is named here, as this "
+                "message travels to the server)."
             )
         return codes
 
@@ -410,16 +425,15 @@ class ClientData:
         Raises
         ------
         ValidationError
-            Naming this client and the number of rows, not the label (the error
-            travels to the server; see :meth:`declare_categories`).
+            Naming this client, neither the label nor its number of rows (the
+            error travels to the server; see :meth:`declare_categories`).
         """
         labels = pd.Series([str(v) for v in np.asarray(self.y, dtype=object)])
-        outside = int((~labels.isin(list(classes))).sum())  # as label_strings
-        if outside:
+        if not labels.isin(list(classes)).all():  # as label_strings
             raise ValidationError(
                 f"Client {self.client_id!r}: y holds a label outside the declared "
-                f"classes in {outside} row(s) (the label is not named here, as this "
-                "message travels to the server)."
+                "classes (the label and its rows are not named or counted here, as "
+                "this message travels to the server)."
             )
 
     def targets(self) -> FloatArray:

@@ -168,7 +168,9 @@ class Field:
     non-negative variance); with ``weights``, only Σw is bounded. With both
     ``rows`` and ``weights`` the larger bound applies (a count that is weighted
     or not); ``bound_scale`` multiplies the bound (e.g. by the largest agreed
-    class weight).
+    class weight) and ``bound_slack`` is added to it: the reach of the noise a
+    differentially private release adds to a count (a noisy count is the count
+    plus noise, so it may pass the bound by that much, never by more).
     """
 
     dtype: str = ""
@@ -184,6 +186,7 @@ class Field:
     weights: bool = False
     moments: bool = False
     bound_scale: float = 1.0
+    bound_slack: float = 0.0
 
     @classmethod
     def array(
@@ -202,6 +205,7 @@ class Field:
         weights: bool = False,
         moments: bool = False,
         bound_scale: float = 1.0,
+        bound_slack: float = 0.0,
     ) -> Field:
         """Constrain an array: dtype kinds (``"f"``, ``"iu"``, ``"U"``...) and shape."""
         exact = None if equals is None else np.asarray(equals)
@@ -219,6 +223,7 @@ class Field:
             weights,
             moments,
             bound_scale,
+            bound_slack,
         )
 
     @classmethod
@@ -231,11 +236,13 @@ class Field:
         finite: bool = True,
         rows: bool = False,
         weights: bool = False,
+        bound_slack: float = 0.0,
     ) -> Field:
         """Constraints on a scalar field (range, exact value, finiteness, bounds)."""
         return cls(
-            "", None, finite, False, False, low, high, equals, False, rows, weights
-        )
+            "", None, finite, False, False, low, high, equals, False, rows, weights,
+            bound_slack=bound_slack,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

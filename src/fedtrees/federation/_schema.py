@@ -33,15 +33,15 @@ and holds only declared values, re-codes it to the declared order
 (:meth:`ClientData.declare_categories`) and replies with no category of it,
 echoing the declared column names (``declared_columns``). No category value of a
 declared column leaves a client; what such a reply still reveals is that the
-client's values are among the declared ones (else it fails, naming itself, the
-column and the number of offending rows — not the value). The agreed
+client's values are among the declared ones (else it fails, naming itself and
+the column — neither the value nor how many rows hold it). The agreed
 :attr:`Schema.categories` of a declared column is the declared list, in its
 order. Undeclared categorical columns behave as above.
 
 **Declared classes** (``run(..., classes=labels)``, classification): the labels
 travel down (``declared_classes``); each client checks that its labels are
-among them (compared as ``str``; else it fails naming itself and the number of
-rows, not the label) and sends an empty label set. The agreed classes are the
+among them (compared as ``str``; else it fails naming itself, neither the label
+nor its number of rows) and sends an empty label set. The agreed classes are the
 declared ones, sorted as the label type orders them. Without it, each client's
 label set travels (needed to agree on the class order); the label type always
 does.

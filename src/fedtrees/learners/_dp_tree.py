@@ -407,7 +407,12 @@ def _inputs(
         or codes.min() < 0
         or codes.max() >= n_classes
     ):
-        raise invalid("y", owner, f"{Xa.shape[0]} class codes in [0, {n_classes})", y)
+        raise invalid(  # it runs at a client: no labels, no row count in it
+            "y",
+            owner,
+            f"one class code in [0, {n_classes}) per row of X",
+            f"an array of dtype {codes.dtype} with other codes or another length",
+        )
     bounds = np.asarray(ranges, dtype=np.float64)
     if bounds.shape != (Xa.shape[1], 2) or not np.all(np.isfinite(bounds)):
         raise invalid(

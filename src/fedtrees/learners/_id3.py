@@ -138,7 +138,12 @@ def _inputs(
         or labels.dtype.kind not in "iu"
         or (labels.size and (labels.min() < 0 or labels.max() >= limit))
     ):
-        raise invalid("y", owner, f"{codes.shape[0]} class codes in [0, {limit})", y)
+        raise invalid(  # it runs at a client: no labels, no row count in it
+            "y",
+            owner,
+            f"one class code in [0, {limit}) per row of X",
+            f"an array of dtype {labels.dtype} with other codes or another length",
+        )
     weights = None
     if sample_weight is not None:
         weights = np.asarray(sample_weight, dtype=np.float64)

@@ -41,6 +41,7 @@ from fedtrees.stats._impurity import (
     entropy,
     gini,
     impurity,
+    max_impurity,
     node_count,
     variance,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "gini",
     "impurity",
     "left_cumulative",
+    "max_impurity",
     "midpoint_candidates",
     "mixture_cdf",
     "mixture_quantiles",

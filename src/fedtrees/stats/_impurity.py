@@ -17,7 +17,15 @@ import numpy.typing as npt
 from fedtrees._typing import FloatArray
 from fedtrees._validation import check_choice
 
-__all__ = ["CRITERIA", "Criterion", "entropy", "gini", "impurity", "variance"]
+__all__ = [
+    "CRITERIA",
+    "Criterion",
+    "entropy",
+    "gini",
+    "impurity",
+    "max_impurity",
+    "variance",
+]
 
 Criterion: TypeAlias = Literal["gini", "entropy", "squared_error"]
 CRITERIA: Final = ("gini", "entropy", "squared_error")
@@ -78,6 +86,27 @@ def impurity(stats: npt.ArrayLike, criterion: Criterion) -> FloatArray:
     if name == "entropy":
         return entropy(stats)
     return variance(stats)
+
+
+def max_impurity(criterion: str, n_classes: int) -> float:
+    """Largest impurity a node can have: ``1 − 1/C`` (Gini), ``log2 C`` (entropy).
+
+    Reached by a uniform class distribution; so every split's impurity decrease
+    lies in ``[0, max_impurity]``. Squared error (variance) has no bound without
+    the target's range: ``inf``.
+
+    Examples
+    --------
+    >>> max_impurity("gini", 4), max_impurity("entropy", 4)
+    (0.75, 2.0)
+    """
+    name = check_choice(criterion, "criterion", "max_impurity", CRITERIA)
+    c = max(int(n_classes), 1)
+    if name == "gini":
+        return 1.0 - 1.0 / c
+    if name == "entropy":
+        return math.log2(c)
+    return math.inf
 
 
 def node_count(stats: FloatArray, criterion: Criterion) -> FloatArray:

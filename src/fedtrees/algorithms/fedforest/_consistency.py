@@ -9,7 +9,10 @@ A client's statistics of a node come from the same rows whenever it reports them
   round add up to them;
 - a node's children never hold more than it: each child's totals, and the sum
   of the children a request asks about, stay within the parent's (class
-  counts; for regression the non-negative moments Σw and Σw·y²).
+  counts; for regression the non-negative moments Σw and Σw·y²);
+- a client's own impurity decrease at a node (AvgImp's gains, the top-k
+  shortlist's) never exceeds the impurity of its own totals there: a split
+  removes at most all of it.
 
 :class:`NodeTotals` keeps, per client, the totals of the nodes of its last
 statistics reply only (its open nodes: small). Its :meth:`NodeTotals.checker`
@@ -29,16 +32,21 @@ from collections.abc import Callable
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms._plausible import GAIN_TOLERANCE
 from fedtrees.algorithms.fedforest._hist_payloads import HistogramReply
 from fedtrees.algorithms.fedforest._payloads import (
+    AvgImpReply,
     EvaluateReply,
     EvaluateRequest,
     LeafStatsReply,
     LevelFields,
     SketchReply,
+    TopKReply,
+    TopKRequest,
 )
 from fedtrees.federation import Payload
 from fedtrees.federation._checks import check_at_most, check_same_stats
+from fedtrees.stats import impurity
 
 __all__ = ["NodeTotals"]
 
@@ -69,6 +77,9 @@ class NodeTotals:
         regression = request.task == "regression"
         if isinstance(reply, EvaluateReply) and isinstance(request, EvaluateRequest):
             self._compare_pairs(client, nodes, request.pair_totals(reply), regression)
+        gains = _gains(request, reply)
+        if gains is not None:
+            self._compare_gains(client, nodes, *gains)
         stats = _node_stats(reply)
         if stats is None or stats.shape[0] != nodes.shape[0]:
             return
@@ -115,6 +126,35 @@ class NodeTotals:
             regression,
         )
 
+    def _compare_gains(
+        self, client: str, nodes: IntArray, at_node: IntArray, gains: FloatArray,
+        criterion: str,
+    ) -> None:  # fmt: skip
+        """Each gain within the impurity of the client's own totals of its node."""
+        hit, at = self._known(client, nodes)
+        if not hit.size:
+            return
+        totals = self.totals[client][at]
+        most = np.full(nodes.shape[0], np.inf)
+        most[hit] = impurity(totals, criterion)  # type: ignore[arg-type]
+        # rounding: relative to the impurity's scale (Σw·y²/Σw for a variance)
+        scale = np.ones(nodes.shape[0])
+        if criterion == "squared_error":
+            scale[hit] = totals[:, 2] / np.maximum(totals[:, 0], 1e-300)
+        slack = GAIN_TOLERANCE * np.maximum(np.where(np.isinf(most), 1.0, most), scale)
+        check_at_most(
+            "gains",
+            gains,
+            (most + slack)[at_node],
+            "an impurity decrease vs the impurity of the client's own node totals",
+        )
+        check_at_most(
+            "gains",
+            -gains,
+            slack[at_node],
+            "a negative impurity decrease (its magnitude)",
+        )
+
     def _compare_parents(
         self,
         client: str,
@@ -146,6 +186,21 @@ class NodeTotals:
             known[parents],
             "the children's totals together",
         )
+
+
+def _gains(
+    request: LevelFields, reply: Payload
+) -> tuple[IntArray, FloatArray, str] | None:
+    """Return a reply's impurity decreases, the open node of each, the criterion."""
+    if isinstance(reply, AvgImpReply) and isinstance(request, EvaluateRequest):
+        per_node = np.asarray(request.thr_count, dtype=np.int64).sum(axis=1)
+        at_node = np.repeat(np.arange(per_node.shape[0]), per_node)
+        return at_node, np.asarray(reply.gains, np.float64), request.criterion
+    if isinstance(reply, TopKReply) and isinstance(request, TopKRequest):
+        gains = np.asarray(reply.gains, np.float64)
+        at_node = np.repeat(np.arange(gains.shape[0]), gains.shape[1])
+        return at_node, gains.ravel(), request.criterion
+    return None
 
 
 def _node_stats(reply: Payload) -> FloatArray | None:

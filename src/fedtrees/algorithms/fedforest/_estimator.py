@@ -152,19 +152,21 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
         scored alike on the heart, synthetic and benchmark workloads.
         ``"exact"``: scikit-learn's midpoints (reference mode: sends distinct
         values); ``"uniform"``: uniform bins (Federated Histogram; not with
-        ``gain="avgimp"``).
+        ``gain="avgimp"``). **Decision:** its range is the extent of the pooled
+        ``"hist"`` grid, not the clients' raw min and max (which would send a
+        one-row site's whole row and put a site's extreme values in the model).
     n_quantiles : int, default 32
         q: sketch size and candidate count per feature (``"quantile"``,
         ``"uniform"``).
     max_bins : int in [2, 255], default 255
-        ``"hist"``: bins per numeric feature (an exact grid, one bin per value,
-        where the pooled distinct values are fewer); one more code is kept for
-        missing values.
+        ``"hist"`` (and the grid ``"uniform"`` spaces over): bins per numeric
+        feature (an exact grid, one bin per value, where the pooled distinct
+        values are fewer); one more code is kept for missing values.
     bin_edges : dict or None, default None
-        ``"hist"``: declared edges per numeric column, by name or index (a bin
-        holds ``edges[i-1] < x <= edges[i]``); a column whose every edge is
-        declared is not summarised by the clients, and when every numeric
-        column is declared the grid round is skipped.
+        ``"hist"``, ``"uniform"``: declared edges per numeric column, by name or
+        index (a bin holds ``edges[i-1] < x <= edges[i]``); a column whose every
+        edge is declared is not summarised by the clients, and when every
+        numeric column is declared the grid round is skipped.
     gain : {"exact", "avgimp", "auto"}, default "exact"
         Exact pooled gain; AvgImp (averaged local gains, for near-i.i.d. clients:
         it fails under covariate shift, §1.3; sketch modes only, not

@@ -170,6 +170,35 @@ class ForestGrowth:
         out: IntArray = parent[nodes]
         return out
 
+    def boxes(
+        self, nodes: IntArray, features: IntArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """Return ``(low, high)``: the interval each node's path allows a feature.
+
+        ``features`` is ``(n, F')`` (-1 padding, categorical features: no
+        bound); a row of node ``nodes[s]`` holds ``low < x_f <= high`` on every
+        feature its numeric splits test (``x <= t`` goes left).
+        """
+        t = self.table
+        low = np.full(features.shape, -np.inf)
+        high = np.full(features.shape, np.inf)
+        parent = self.parents(np.arange(t.tree.shape[0]))
+        node = np.asarray(nodes, dtype=np.int64).copy()
+        for _ in range(self.config.max_depth):
+            up = parent[node]
+            if not np.any(up >= 0):
+                break
+            split = np.maximum(up, 0)
+            f = t.feature[split]
+            numeric = (up >= 0) & (f >= 0) & ~self.is_categorical[np.maximum(f, 0)]
+            tested = numeric[:, None] & (features == f[:, None])
+            left = (t.left[split] == node)[:, None]
+            at = t.threshold[split][:, None]
+            high = np.where(tested & left, np.minimum(high, at), high)
+            low = np.where(tested & ~left, np.maximum(low, at), low)
+            node = np.where(up >= 0, up, node)
+        return low, high
+
     def client_sides(
         self, nodes: IntArray, parents: IntArray
     ) -> tuple[IntArray, np.ndarray]:

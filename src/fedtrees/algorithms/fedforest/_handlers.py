@@ -31,7 +31,7 @@ from fedtrees.algorithms.fedforest._answers import (
     sketch_points,
     sparse_bins,
 )
-from fedtrees.algorithms.fedforest._client import ClientFit, forest_handler, keep_forest
+from fedtrees.algorithms.fedforest._client import ClientFit, forest_handler
 from fedtrees.algorithms.fedforest._layout import compact
 from fedtrees.algorithms.fedforest._payloads import (
     SCORE_BINS,
@@ -41,8 +41,6 @@ from fedtrees.algorithms.fedforest._payloads import (
     ForestState,
     LeafStatsReply,
     LeafStatsRequest,
-    RangesReply,
-    RangesRequest,
     ScoreReply,
     ScoreRequest,
     SketchEvaluateReply,
@@ -54,13 +52,12 @@ from fedtrees.algorithms.fedforest._payloads import (
 )
 from fedtrees.algorithms.fedforest._rows import padded_bins, ragged_thresholds
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import ClientData, ClientState, Payload, handler
+from fedtrees.federation import ClientState, Payload
 
 __all__ = [
     "HANDLERS",
     "evaluate",
     "leaf_stats",
-    "ranges",
     "score",
     "sketch",
     "sketch_evaluate",
@@ -144,14 +141,6 @@ def evaluate(
         else np.zeros((0, request.width))
     )
     return EvaluateReply(index, bins, lean_stats(stats, request))
-
-
-@handler("fedforest.ranges", stateful=True)
-def ranges(request: RangesRequest, data: ClientData, state: ClientState) -> RangesReply:
-    """Each feature's (min, max) over the client's rows (Federated Histogram)."""
-    keep_forest(request, data, state)
-    X = data.finite_matrix()
-    return RangesReply(np.stack([X.min(axis=0), X.max(axis=0)], axis=1))
 
 
 @forest_handler("fedforest.leaf_stats")
@@ -239,7 +228,6 @@ HANDLERS: Final[Mapping[str, Callable[..., Payload]]] = {
     "fedforest.sketch": sketch,
     "fedforest.sketch_evaluate": sketch_evaluate,
     "fedforest.evaluate": evaluate,
-    "fedforest.ranges": ranges,
     "fedforest.leaf_stats": leaf_stats,
     "fedforest.top_k": top_k,
     "fedforest.score": score,

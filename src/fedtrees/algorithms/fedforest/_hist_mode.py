@@ -62,7 +62,76 @@ from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
 from fedtrees.stats._splits import best_client, combine
 
-__all__ = ["GridStep", "HistMode", "HistogramStep"]
+__all__ = ["GridAgreement", "GridStep", "HistMode", "HistogramStep"]
+
+
+class GridAgreement:
+    """The pooled grid of the numeric columns: declared edges, or agreed once.
+
+    One home for step 1 (module docstring) of ``"hist"`` and of ``"uniform"``
+    (whose thresholds are spaced over this grid, :mod:`._uniform`): each client
+    summarises the columns whose edges are not declared, the server agrees the
+    grid from the pooled mixture. No client sends anything when every numeric
+    column is declared.
+    """
+
+    def __init__(self, config: ForestConfig) -> None:
+        self.config = config
+        self.declared: dict[int, FloatArray] = {}
+        self.sketched = np.zeros(0, dtype=bool)
+
+    def begin(self, state: LevelState) -> Grid | None:
+        """Check the declared edges; return the grid if every column is declared."""
+        g = state.growth
+        names = state.info.schema.feature_names
+        self.declared = declared_grid(
+            self.config.bin_edges or {}, names, g.is_categorical,
+            self.config.max_bins, "FedForest",
+        )  # fmt: skip
+        numeric = ~g.is_categorical
+        self.sketched = numeric & ~np.isin(np.arange(g.n_features), list(self.declared))
+        return None if self.needed else self.agree(state, [])
+
+    @property
+    def needed(self) -> bool:
+        """Whether a column must be summarised by the clients (a grid round)."""
+        return bool(self.sketched.any())
+
+    def ask(self, state: LevelState) -> Ask:
+        """Ask for the summary of every column not declared."""
+        g = state.growth
+        return Ask(
+            GridRequest,
+            g.pair_features(),
+            None,
+            fixed(
+                n_features=g.n_features,
+                max_bins=self.config.max_bins,
+                columns=self.sketched.copy(),
+            ),
+        )
+
+    def agree(self, state: LevelState, got: Sequence[Got]) -> Grid:
+        """Agree the sketched columns' edges; the declared ones are as declared."""
+        g = state.growth
+        sketches = [
+            GridSketch(r.points, r.weights, r.counts.astype(np.float64), r.complete)
+            for r in (as_reply(reply, GridReply) for _, _, reply in got)
+        ]
+        agreed = agree_grid(
+            sketches, g.is_categorical | ~self.sketched, g.n_categories,
+            self.config.max_bins,
+        ) if sketches else None  # fmt: skip
+        edges: list[FloatArray | None] = []
+        for j in range(g.n_features):
+            if g.is_categorical[j]:
+                edges.append(None)
+            elif j in self.declared:
+                edges.append(self.declared[j])
+            else:
+                assert agreed is not None
+                edges.append(agreed.feature_edges(j))
+        return Grid.from_lists(edges, list(g.n_categories))
 
 
 class HistMode:
@@ -71,8 +140,7 @@ class HistMode:
     def __init__(self, config: ForestConfig) -> None:
         self.config = config
         self.grid: Grid | None = None
-        self.declared: dict[int, FloatArray] = {}
-        self.sketched = np.zeros(0, dtype=bool)
+        self.agreement = GridAgreement(config)
         self.kept = Kept.none(1)
         self.dropped = False
         self._steps: dict[Phase, Step] = {
@@ -82,22 +150,15 @@ class HistMode:
 
     def begin(self, state: LevelState) -> None:
         """Check the declared edges; agree the grid now if every column is declared."""
-        g = state.growth
-        names = state.info.schema.feature_names
-        self.declared = declared_grid(
-            self.config.bin_edges or {}, names, g.is_categorical,
-            self.config.max_bins, "FedForest",
-        )  # fmt: skip
-        numeric = ~g.is_categorical
-        self.sketched = numeric & ~np.isin(np.arange(g.n_features), list(self.declared))
-        self.kept = Kept.none(g.width)
-        if not self.sketched.any():
-            self.grid = self._grid(state, [])
+        self.kept = Kept.none(state.growth.width)
+        grid = self.agreement.begin(state)
+        if grid is not None:
+            self.grid = self._checked(state, grid)
 
     @property
     def setup(self) -> tuple[Phase, ...]:
         """The grid round, unless every numeric column's edges are declared."""
-        return (Phase.GRID,) if self.sketched.any() else ()
+        return (Phase.GRID,) if self.agreement.needed else ()
 
     @property
     def first(self) -> Phase:
@@ -129,23 +190,9 @@ class HistMode:
             raise LocalProtocolError("FedForest: the hist grid is not agreed yet.")
         return self.grid
 
-    def _grid(self, state: LevelState, sketches: Sequence[GridSketch]) -> Grid:
-        """Agree the sketched columns' edges; the declared ones are as declared."""
-        g = state.growth
-        agreed = agree_grid(
-            sketches, g.is_categorical | ~self.sketched, g.n_categories,
-            self.config.max_bins,
-        ) if sketches else None  # fmt: skip
-        edges: list[FloatArray | None] = []
-        for j in range(g.n_features):
-            if g.is_categorical[j]:
-                edges.append(None)
-            elif j in self.declared:
-                edges.append(self.declared[j])
-            else:
-                assert agreed is not None
-                edges.append(agreed.feature_edges(j))
-        grid = Grid.from_lists(edges, list(g.n_categories))
+    @staticmethod
+    def _checked(state: LevelState, grid: Grid) -> Grid:
+        """Refuse categorical columns the engine cannot code (named)."""
         grid.check_categories("FedForest", state.info.schema.feature_names)
         return grid
 
@@ -158,25 +205,13 @@ class GridStep:
 
     def ask(self, state: LevelState) -> Ask:
         """Ask for the summary of every column not declared."""
-        g = state.growth
-        return Ask(
-            GridRequest,
-            g.pair_features(),
-            None,
-            fixed(
-                n_features=g.n_features,
-                max_bins=self.config.max_bins,
-                columns=self.mode.sketched.copy(),
-            ),
-        )
+        return self.mode.agreement.ask(state)
 
     def absorb(self, state: LevelState, got: Sequence[Got]) -> Phase:
         """Agree the grid from the pooled mixture of the clients' summaries."""
-        sketches = [
-            GridSketch(r.points, r.weights, r.counts.astype(np.float64), r.complete)
-            for r in (as_reply(reply, GridReply) for _, _, reply in got)
-        ]
-        self.mode.grid = self.mode._grid(state, sketches)
+        self.mode.grid = self.mode._checked(
+            state, self.mode.agreement.agree(state, got)
+        )
         return Phase.HISTOGRAM
 
 

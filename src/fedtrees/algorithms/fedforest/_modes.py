@@ -9,7 +9,8 @@ the phase that starts every level, and its steps.
 - ``"exact"`` (:class:`ExactMode`, Appendix C): the midpoints of the pooled
   distinct values, scikit-learn's candidates;
 - ``"uniform"`` (:class:`._uniform.UniformMode`, the Federated Histogram
-  baseline): ``q - 1`` equally spaced thresholds of each feature's global range.
+  baseline): ``q - 1`` equally spaced thresholds over each feature's pooled
+  grid (**Decision** in :mod:`._uniform`: not the clients' raw min and max).
 
 The gain rule (``gain=``) varies the quantile and exact modes: AvgImp evaluates
 with the clients' own gains, and with ``top_k`` a shortlist round starts each

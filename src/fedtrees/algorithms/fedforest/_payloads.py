@@ -20,7 +20,8 @@ Every reply is checked against the invariants of its kind before the strategy
 sees it: statistics within the bounds the client declared at the agreement,
 node weights equal to the sum of the class counts (or the moment Σw), each
 numeric pair's bins adding up to the same node totals, consistent regression
-moments, held-out scores adding up. :mod:`._consistency` adds the checks across
+moments, held-out scores adding up, impurity decreases (AvgImp) within
+``[0, max_impurity]``. :mod:`._consistency` adds the checks across
 rounds (a node's totals never change; children never exceed their parent).
 This bounds what a buggy client can do to the forest; it is not a Byzantine
 defence (consistent lies within the declared bounds pass).
@@ -34,6 +35,7 @@ from typing import Any, Final
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms._plausible import gain_field
 from fedtrees.algorithms.fedforest._candidates import own_candidates
 from fedtrees.algorithms.fedforest._layout import (
     check_bin_index,
@@ -57,8 +59,6 @@ __all__ = [
     "LeafStatsReply",
     "LeafStatsRequest",
     "LevelFields",
-    "RangesReply",
-    "RangesRequest",
     "ScoreReply",
     "ScoreRequest",
     "SketchEvaluateReply",
@@ -267,7 +267,8 @@ class EvaluateRequest(LevelFields):
         """Sparse bins inside the layout; statistics non-negative (classification)."""
         if self.mode == "avgimp":
             n = int(self.thresholds.shape[0])
-            return ReplySpec(AvgImpReply, {"gains": Field.array("f", (n,))})
+            gains = gain_field(self.criterion, self.width, (n,))
+            return ReplySpec(AvgImpReply, {"gains": gains})
         return ReplySpec(
             EvaluateReply,
             {
@@ -355,33 +356,6 @@ class SketchEvaluateRequest(SketchRequest):
         check_pair_sums(totals, reply.node_stats, self.task == "regression")
 
 
-@payload("fedforest.ranges_reply")
-class RangesReply(Payload):
-    """Per-feature (min, max) of the client's rows (Federated Histogram)."""
-
-    ranges: np.ndarray
-
-
-@payload("fedforest.ranges")
-class RangesRequest(LevelFields):
-    """Ask for each feature's range, once at the root (``candidates="uniform"``)."""
-
-    n_features: int
-
-    def expected_reply(self) -> ReplySpec:
-        """Finite (min, max) per feature."""
-        return ReplySpec(
-            RangesReply,
-            {"ranges": Field.array("f", (self.n_features, 2))},
-            check=_check_ranges,
-        )
-
-
-def _check_ranges(reply: Any) -> None:
-    if np.any(reply.ranges[:, 0] > reply.ranges[:, 1]):
-        raise InvalidField("ranges", "holds a minimum above its maximum")
-
-
 @payload("fedforest.leaf_stats_reply")
 class LeafStatsReply(Payload):
     """Statistics of the open nodes (AvgImp learns children's values this way)."""
@@ -418,13 +392,14 @@ class TopKRequest(LevelFields):
     criterion: str
 
     def expected_reply(self) -> ReplySpec:
-        """Slots in [-1, F') (-1: fewer than k usable), finite gains."""
+        """Slots in [-1, F') (-1: fewer than k usable), gains of a split (>= 0)."""
         fp = self.pair_feature.shape[1]
+        gains = gain_field(self.criterion, self.width, (self.n_open, self.k))
         return ReplySpec(
             TopKReply,
             {
                 "slots": Field.array("iu", (self.n_open, self.k), low=-1, high=fp - 1),
-                "gains": Field.array("f", (self.n_open, self.k)),
+                "gains": gains,
             },
         )
 
@@ -447,15 +422,20 @@ class ScoreRequest(LevelFields):
     node_values: np.ndarray
 
     def expected_reply(self) -> ReplySpec:
-        """Histograms of predicted probabilities and five sums."""
-        c = max(self.width if self.task != "regression" else 0, 0)
+        """Histograms of predicted probabilities and five sums.
+
+        Classification's sums are row counts (rows, correct ones, zeros): within
+        the client's declared row bound.
+        """
+        regression = self.task == "regression"
+        c = max(self.width if not regression else 0, 0)
         return ReplySpec(
             ScoreReply,
             {
                 "hist": Field.array(
                     "f", (c, c, SCORE_BINS), nonnegative=True, rows=True
                 ),
-                "sums": Field.array("f", (5,)),
+                "sums": Field.array("f", (5,), rows=not regression),
             },
             check=self._check_score,
         )
@@ -471,6 +451,12 @@ class ScoreRequest(LevelFields):
             if err < 0:
                 raise InvalidField("sums", f"holds a squared error of {err!r}")
             check_moments("sums", np.array([rows, sy, syy]))
+            # Minkowski: ||y - ŷ|| <= ||y|| + ||ŷ||, every ŷ one of node_values
+            top = float(np.abs(self.node_values).max(initial=0.0))
+            most = (np.sqrt(max(syy, 0.0)) + np.sqrt(rows) * top) ** 2
+            check_at_most(
+                "sums", np.array([err]), np.array([most]), "the squared error"
+            )
             return
         per_class = reply.hist.sum(axis=2)  # (true, k): held-out rows of class t
         if per_class.size and (

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedtrees._typing import IntArray
 from fedtrees.algorithms.fedforest._fold import FoldPolicy
+from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._layout import compact_ints
 from fedtrees.algorithms.fedforest._payloads import LevelFields, SketchReply
 from fedtrees.algorithms.fedforest._state import LevelState
@@ -101,7 +103,9 @@ def reply_check(state: LevelState) -> Check:
     A sketch holds points of numeric pairs only; one with points of a
     categorical or unused pair is refused (field ``n_points``) before the
     server derives candidates from it — a folded reply's own candidates
-    would otherwise not match the server's.
+    would otherwise not match the server's. Its points are values of the
+    node's rows, so they lie where the node's path sends rows: ``low < x <=
+    high`` for every split above it on that feature (field ``points``).
     """
     g = state.growth
     totals = state.totals.checker(g.parents)
@@ -115,5 +119,27 @@ def reply_check(state: LevelState) -> Check:
                 raise InvalidField(
                     "n_points", "holds points of a categorical or unused pair"
                 )
+            if request.level:
+                _check_in_boxes(g, request, reply, pairs)
 
     return check
+
+
+def _check_in_boxes(
+    g: ForestGrowth, request: LevelFields, reply: SketchReply, pairs: IntArray
+) -> None:
+    """Refuse a sketch point outside the interval its node's path allows."""
+    low, high = g.boxes(np.asarray(request.open_nodes, np.int64), pairs)
+    counts = np.asarray(reply.n_points, np.int64).ravel()
+    points = np.asarray(reply.points, np.float64)
+    if counts.sum() != points.shape[0]:
+        return  # the spec's ragged check refused it already
+    lo, hi = np.repeat(low.ravel(), counts), np.repeat(high.ravel(), counts)
+    outside = np.flatnonzero((points <= lo) | (points > hi))
+    if outside.size:
+        i = int(outside[0])
+        raise InvalidField(
+            "points",
+            f"holds {float(points[i])!r} at a node whose path allows only "
+            f"({float(lo[i])!r}, {float(hi[i])!r}] on that feature",
+        )

@@ -50,10 +50,8 @@ __all__ = [
 class Phase(enum.Enum):
     """The kind of a round (its request); :attr:`DONE` ends the fit."""
 
-    RANGES = "ranges"
-    """Uniform mode, once: each feature's range on every client."""
     GRID = "grid"
-    """Reserved for the histogram engine's grid agreement (no step yet)."""
+    """Once: the pooled grid of the numeric columns (``"hist"``, ``"uniform"``)."""
     TOP_K = "top_k"
     """AvgImp with ``top_k``: each client shortlists its best features."""
     SKETCH = "sketch"

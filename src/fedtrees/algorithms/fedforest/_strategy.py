@@ -9,8 +9,8 @@ pooled over the clients (README, FedForest). Each round is one
   statistics and derives candidate thresholds, then an evaluation round, which
   pools per-bin statistics and splits (:mod:`._sketching`); AvgImp's
   ``top_k`` adds a shortlist round first;
-- ``"uniform"``: the features' ranges once, then one evaluation round per level
-  (:mod:`._uniform`).
+- ``"uniform"``: the pooled grid once (as ``"hist"``), then one evaluation
+  round per level (:mod:`._uniform`).
 
 A forest of depth D needs about 2·D + 1 round trips whatever ``n_estimators``;
 a level whose every node has one client takes one (:mod:`._fold`). After the

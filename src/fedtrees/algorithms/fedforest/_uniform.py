@@ -1,12 +1,25 @@
 """``candidates="uniform"``: the Federated Histogram baseline (README, FedForest).
 
-Kalloori & Klingler (2022): the server gets each feature's min and max from every
-client once (:class:`RangesStep`, at the roots) and uses ``q - 1`` equally
-spaced interior thresholds of the global range at every node. Each level then
-takes one round (:class:`UniformEvaluateStep`): the clients send their node
-statistics with the bins, since no sketch round precedes it. Categorical
-features are not split (the baseline bins numeric ranges only); client
-splits are, on the evaluation's node statistics.
+Kalloori & Klingler (2022) use ``q - 1`` equally spaced thresholds of each
+feature's global range at every node. Each level takes one round
+(:class:`UniformEvaluateStep`): the clients send their node statistics with the
+bins, since no sketch round precedes it. Categorical features are not split
+(the baseline bins numeric ranges only); client splits are, on the
+evaluation's node statistics.
+
+**Decision (the range; privacy):** the paper's clients send every feature's
+exact minimum and maximum — for a one-row client its whole row, and through the
+spaced thresholds, which every client receives in the model, the extreme values
+of some client. Here the range is the extent of the *pooled grid* instead: the
+same once-per-fit round as ``candidates="hist"`` (:class:`._hist_mode.GridAgreement`,
+:class:`UniformGridStep`; each client summarises its numeric columns, or
+nothing where ``bin_edges`` are declared), and the ``q - 1`` thresholds are
+spaced evenly from the grid's first edge to its last (:func:`spaced_thresholds`):
+pooled quantiles ``1/max_bins`` and ``1 - 1/max_bins`` (or, on an exact grid,
+the midpoints next to the pooled extremes), never one client's extreme value.
+The mode therefore reveals what ``"hist"`` reveals (README, "Security and
+privacy model"), no more than the quantile path's sketches of the root, and
+nothing at all with declared ``bin_edges``.
 """
 
 from __future__ import annotations
@@ -18,6 +31,7 @@ import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._config import ForestConfig
+from fedtrees.algorithms.fedforest._hist_mode import GridAgreement
 from fedtrees.algorithms.fedforest._layout import (
     BinLayout,
     compact,
@@ -27,38 +41,76 @@ from fedtrees.algorithms.fedforest._layout import (
 from fedtrees.algorithms.fedforest._payloads import (
     EvaluateReply,
     EvaluateRequest,
-    RangesReply,
-    RangesRequest,
 )
 from fedtrees.algorithms.fedforest._scoring import node_weights
 from fedtrees.algorithms.fedforest._state import LevelState
-from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, Step, fixed
+from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, Step
+from fedtrees.algorithms.histogram import Grid
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
-from fedtrees.stats import uniform_candidates
 from fedtrees.stats._splits import Best, best_client, best_numeric
 
-__all__ = ["RangesStep", "UniformEvaluateStep", "UniformMode"]
+__all__ = [
+    "UniformEvaluateStep",
+    "UniformGridStep",
+    "UniformMode",
+    "spaced_thresholds",
+]
+
+
+def spaced_thresholds(grid: Grid, q: int) -> FloatArray:
+    """``q - 1`` thresholds per numeric feature, evenly spaced over its grid edges.
+
+    From the first edge to the last, both included (their midpoint when
+    ``q = 2``), de-duplicated and NaN-padded; a feature with no edge (one
+    pooled value) or a categorical one gets none.
+
+    Returns
+    -------
+    array of shape (n_features, q - 1)
+
+    Examples
+    --------
+    >>> g = Grid.from_lists([[0.5, 1.0, 4.5], [2.0], None], [0, 0, 3])
+    >>> spaced_thresholds(g, 4).tolist()
+    [[0.5, 2.5, 4.5], [2.0, nan, nan], [nan, nan, nan]]
+    """
+    out = np.full((grid.n_features, q - 1), np.nan)
+    for j in range(grid.n_features):
+        edges = grid.feature_edges(j) if not grid.is_categorical[j] else np.zeros(0)
+        if not edges.size:
+            continue
+        first, last = float(edges[0]), float(edges[-1])
+        spaced = (
+            np.linspace(first, last, q - 1) if q > 2 else np.array([(first + last) / 2])
+        )
+        unique = np.unique(spaced)
+        out[j, : unique.shape[0]] = unique
+    return out
 
 
 class UniformMode:
-    """The agreed ranges' grid at every node: one round per level."""
+    """The pooled grid's extent, evenly cut, at every node: one round per level."""
 
     def __init__(self, config: ForestConfig) -> None:
         self.config = config
+        self.agreement = GridAgreement(config)
         self.grid: FloatArray | None = None
         self._steps: dict[Phase, Step] = {
-            Phase.RANGES: RangesStep(self, config),
+            Phase.GRID: UniformGridStep(self, config),
             Phase.EVALUATE: UniformEvaluateStep(self, config),
         }
 
     def begin(self, state: LevelState) -> None:
-        """Nothing to prepare: the ranges round agrees the grid."""
+        """Check the declared edges; space the thresholds now if all are declared."""
+        grid = self.agreement.begin(state)
+        if grid is not None:
+            self.grid = spaced_thresholds(grid, self.config.n_quantiles)
 
     @property
     def setup(self) -> tuple[Phase, ...]:
-        """The ranges, once."""
-        return (Phase.RANGES,)
+        """The grid round, unless every numeric column's edges are declared."""
+        return (Phase.GRID,) if self.agreement.needed else ()
 
     @property
     def first(self) -> Phase:
@@ -66,46 +118,43 @@ class UniformMode:
         return Phase.EVALUATE
 
     def steps(self) -> Mapping[Phase, Step]:
-        """Return the ranges' and the evaluation's steps."""
+        """Return the grid's and the evaluation's steps."""
         return self._steps
 
     def reset(self) -> None:
-        """Nothing is cached per level (the grid is agreed once)."""
+        """Nothing is cached per level (the thresholds are agreed once)."""
 
     def expected_rounds(self, n_clients: int) -> int:
-        """Return the ranges' round, then one round per level."""
-        return self.config.max_depth + 1
+        """Return the grid's round (if any), then one round per level."""
+        return self.config.max_depth + len(self.setup)
 
     def agreed_grid(self) -> FloatArray:
-        """Return the grid ``(F, q - 1)`` (the ranges round set it).
+        """Return the thresholds ``(F, q - 1)`` (the grid round set them).
 
         Raises
         ------
         LocalProtocolError
-            Before the ranges round.
+            Before the grid round.
         """
         if self.grid is None:
             raise LocalProtocolError("FedForest: the uniform grid is not agreed yet.")
         return self.grid
 
 
-class RangesStep:
-    """Each feature's range on every client, once, at the roots."""
+class UniformGridStep:
+    """The pooled grid, once, as ``"hist"`` agrees it: its extent sets the range."""
 
     def __init__(self, mode: UniformMode, config: ForestConfig) -> None:
         self.mode, self.config = mode, config
 
     def ask(self, state: LevelState) -> Ask:
-        """Ask every client for its (min, max) of every feature."""
-        g = state.growth
-        return Ask(
-            RangesRequest, g.pair_features(), None, fixed(n_features=g.n_features)
-        )
+        """Ask every client for the summary of its undeclared numeric columns."""
+        return self.mode.agreement.ask(state)
 
     def absorb(self, state: LevelState, got: Sequence[Got]) -> Phase:
-        """Agree the grid: ``q - 1`` interior thresholds of each global range."""
-        ranges = np.stack([as_reply(r, RangesReply).ranges for _, _, r in got])
-        self.mode.grid = uniform_candidates(ranges, self.config.n_quantiles)
+        """Agree the grid; space ``q - 1`` thresholds over each feature's edges."""
+        grid = self.mode.agreement.agree(state, got)
+        self.mode.grid = spaced_thresholds(grid, self.config.n_quantiles)
         return Phase.EVALUATE
 
 

@@ -150,9 +150,10 @@ def cross_validate_depths(
     depths = _check_depth_range(depth_range, owner)
     folds = check_int(folds, "folds", owner, min_value=2)
     if X_arr.shape[0] < folds:
-        raise ValidationError(
-            f"{owner} needs at least folds={folds} rows to make {folds} folds. "
-            f"Got {X_arr.shape[0]} rows: lower 'folds' or give this client more data."
+        raise ValidationError(  # travels to the server: no row count in it
+            f"{owner} needs at least folds={folds} rows to make {folds} folds, and "
+            "this client has fewer: lower 'folds' (cv_folds) or give this client "
+            "more data."
         )
     splits = list(_splitter(y_arr, task, folds, seed).split(X_arr, y_arr))
     scores = np.empty((folds, depths.shape[0]), dtype=np.float64)

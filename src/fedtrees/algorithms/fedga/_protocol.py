@@ -15,9 +15,12 @@ it needs from its rows and keyed generators):
    the best; it replies with the index only.
 
 The server sees structures, fitness scores, depths, votes and noisy sizes —
-never a threshold or a row. Client k splits its rows into training and
-validation parts with ``[seed, 12, crc32(k)]`` (train ratio r; r = 1 uses all
-rows for both).
+never a threshold or a row. A noisy size must lie within the site's declared row
+bound give or take the reach of its noise (``50/ε``,
+:mod:`fedtrees.algorithms._plausible`); beyond it, the site is left out of that
+round as a dropout (a size of 10¹² would weigh its fitness above everyone's).
+Client k splits its rows into training and validation parts with
+``[seed, 12, crc32(k)]`` (train ratio r; r = 1 uses all rows for both).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import check_epsilon
 from fedtrees.algorithms._params import MAX_POPULATION
+from fedtrees.algorithms._plausible import noisy_count_field
 from fedtrees.algorithms._requests import (
     MAX_REPLY_CELLS,
     check_request_size,
@@ -149,15 +153,21 @@ def _size(request: Any, data: ClientData) -> tuple[float, float]:
 
 
 def _fitness_field(task: str, shape: tuple[int, ...] | None) -> Field:
-    """Return the check of fitness values: macro-F1 in [0, 1], or an MSE >= 0.
-
-    The noisy sizes (Laplace, ε-DP) are not checkable beyond finiteness: noise
-    can take them anywhere, including beyond the client's declared row bound.
-    """
+    """Return the check of fitness values: macro-F1 in [0, 1], or an MSE >= 0."""
     high = 1.0 if task == "classification" else None
     if shape is None:
         return Field.scalar(low=0.0, high=high)
     return Field.array("f", shape, nonnegative=True, high=high)
+
+
+def _size_field(epsilon: float) -> Field:
+    """Return the check of a noisy size ``n + Lap(1/ε)``.
+
+    Within the client's declared row bound, give or take the reach of the
+    noise (:func:`fedtrees.algorithms._plausible.noisy_count_field`): a size far
+    beyond the client's rows would weigh its fitness above everyone's.
+    """
+    return noisy_count_field(1.0 / epsilon)
 
 
 def _structure_field(depth: int, n_features: int) -> Field:
@@ -188,12 +198,12 @@ class InitRequest(Payload):
     seed: int
 
     def expected_reply(self) -> ReplySpec:
-        """Expect a depth in range, a finite noisy size, and ε spent equal to ε."""
+        """Expect a depth in range, a plausible noisy size, and ε spent equal to ε."""
         return ReplySpec(
             InitReply,
             {
                 "depth": Field.scalar(low=self.depth_low, high=self.depth_high),
-                "noisy_size": Field.scalar(),
+                "noisy_size": _size_field(self.epsilon),
                 "epsilon_spent": Field.scalar(low=self.epsilon, high=self.epsilon),
             },
         )
@@ -346,7 +356,7 @@ class JoinRequest(Payload):
                 "fitness": _fitness_field(self.task, (n,)),
                 "structure": _structure_field(self.depth, self.n_features),
                 "local_fitness": _fitness_field(self.task, None),
-                "noisy_size": Field.scalar(),
+                "noisy_size": _size_field(self.epsilon),
                 "epsilon_spent": Field.scalar(low=self.epsilon, high=self.epsilon),
             },
         )

@@ -16,20 +16,25 @@
 
 Every reply is checked on arrival: bins in code order and inside the grid,
 finite g, h >= 0 and weights >= 0, and every pair's bins adding up to its
-node's sums.
+node's sums. The objective bounds g and h by the weight of the same rows
+(:data:`HESSIAN_MAX`): for logloss ``|Σg| <= Σw`` and ``Σh <= Σw/4`` (``Σw/2``
+per class for softmax), for squared error ``Σh = Σw``; and a logloss sum by
+``-log(1e-16)`` times its weight (the clipped probabilities). A node's sums
+outside them are no client's rows.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from fedtrees.algorithms.histogram import MAX_BINS, MISSING, Histograms
 from fedtrees.algorithms.histogram._wire import check_grid_reply, grid_reply_fields
 from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
-from fedtrees.federation._checks import RTOL
+from fedtrees.federation._checks import RTOL, check_at_most, check_same_stats
 
 __all__ = [
     "BoostState",
@@ -41,6 +46,10 @@ __all__ = [
 ]
 
 _STATS = 3  # Σg, Σh, Σw
+HESSIAN_MAX: Final = {"binary": 0.25, "softmax": 0.5, "squared_error": 1.0}
+"""Largest h per unit of weight: p(1-p), 2p(1-p), 1 (``_loss``)."""
+LOGLOSS_MAX: Final = -math.log(1e-16)
+"""Largest logloss of one row (probabilities are clipped to [1e-16, 1 - 1e-16])."""
 
 
 @payload("fedgbdt.start_reply")
@@ -204,6 +213,8 @@ class LevelRequest(DecisionFields):
         for name, values in (("node_gh", node), ("bin_stats", stats)):
             if np.any(values[:, 1:] < 0):
                 raise InvalidField(name, "holds a negative hessian or weight sum")
+            check_gradient_sums(name, values, self.objective)
+        check_losses(reply.loss, self.objective)
         count = np.asarray(reply.bin_count, dtype=np.int64)
         bins = Histograms(count.ravel(), reply.bin_code, stats)
         sums = bins.checked_sums(self.pair_feature, self.feature_bins)
@@ -225,6 +236,37 @@ class LevelRequest(DecisionFields):
                 f"is inconsistent at {at}: a pair's bins sum to {float(got[at])!r} "
                 f"but its node's sum is {float(want[at])!r}",
             )
+
+
+def check_gradient_sums(name: str, stats: np.ndarray, objective: str) -> None:
+    """Require ``(Σg, Σh, Σw)`` rows the objective allows (module docstring).
+
+    Raises
+    ------
+    InvalidField
+        Naming ``name`` and the first sum beyond its bound.
+    """
+    g, h, w = stats[:, 0], stats[:, 1], stats[:, 2]
+    if objective == "squared_error":
+        check_same_stats(name, h, w, "a hessian sum (h = w per row) vs Σw", False)
+        return
+    check_at_most(name, np.abs(g), w, "|Σg| (|g| <= w per row) vs Σw")
+    check_at_most(name, h, HESSIAN_MAX[objective] * w, "Σh vs its most, Σw")
+
+
+def check_losses(loss: np.ndarray, objective: str) -> None:
+    """Require logloss sums of at most :data:`LOGLOSS_MAX` per unit of weight.
+
+    Raises
+    ------
+    InvalidField
+        Naming ``loss``.
+    """
+    values = np.asarray(loss, dtype=np.float64)
+    if objective != "squared_error":
+        check_at_most(
+            "loss", values[[0, 2]], LOGLOSS_MAX * values[[1, 3]], "a logloss sum"
+        )
 
 
 @payload("fedgbdt.local_reply")
@@ -292,7 +334,7 @@ class LocalRequest(DecisionFields):
                 "d_value": Field.array("f", (None,)),
                 "d_set_ptr": Field.array("iu", (None,)),
                 "d_set_codes": Field.array("iu", (None,), low=0, high=MISSING),
-                "cover": Field.array("f", (None,), nonnegative=True),
+                "cover": Field.array("f", (None,), nonnegative=True, weights=True),
                 "loss": Field.array("f", (4,), nonnegative=True),
             },
             check=self._check_trees,
@@ -300,6 +342,7 @@ class LocalRequest(DecisionFields):
 
     def _check_trees(self, reply: Any) -> None:
         """Trees of the asked iterations, node ids a tree of ``max_depth`` holds."""
+        check_losses(reply.loss, self.objective)
         n = reply.d_node.shape[0]
         per_decision = (
             "d_iteration", "d_kind", "d_feature", "d_bin", "d_missing_left",
@@ -329,3 +372,23 @@ class LocalRequest(DecisionFields):
             raise InvalidField("d_node", f"holds a node id outside [0, {most})")
         if np.any(feature < 0) or np.any(feature >= self.feature_bins.shape[0]):
             raise InvalidField("d_feature", "names a feature outside the grid")
+        if self.objective != "squared_error":
+            self._check_leaf_weights(reply)
+
+    def _check_leaf_weights(self, reply: Any) -> None:
+        """Bound a logloss leaf weight ``-η·G/(H+λ)``: ``|G| <= cover``, ``H >= mcw``.
+
+        A leaf is weighted only where ``H >= min_child_weight`` and ``H > 0``
+        (and ``H >= 1e-16·cover``, the clipped hessians), so
+        ``|weight| <= η·cover / (max(mcw, 1e-16·cover) + λ)``.
+        """
+        leaf = np.asarray(reply.d_kind) == 0
+        cover = np.asarray(reply.cover, np.float64)[leaf]
+        lowest = np.maximum(self.min_child_weight, 1e-16 * cover) + self.reg_lambda
+        most = self.learning_rate * cover / np.maximum(lowest, 1e-300)
+        check_at_most(
+            "d_value",
+            np.abs(np.asarray(reply.d_value, np.float64)[leaf]),
+            most,
+            "|a leaf weight| (|Σg| <= cover for logloss)",
+        )

@@ -58,6 +58,7 @@ from fedtrees._typing import FloatArray
 from fedtrees._validation import MIN_EPSILON, check_epsilon
 from fedtrees.algorithms._discretize import BinnedFields, Binning, BinningRound
 from fedtrees.algorithms._packed import PackedTrees, class_codes, rebuild_packed
+from fedtrees.algorithms._plausible import noisy_count_field
 from fedtrees.algorithms._requests import request_error
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
@@ -159,11 +160,15 @@ class LevelRequest(PackedTrees, BinnedFields):
 
         Exact counts are row counts: each at most the client's declared row
         bound, and every considered feature's table of a node adds up to the
-        same class counts (each row has one value). Noisy counts (Laplace) are
-        unbounded and need not add up, so only their finiteness is checkable.
+        same class counts (each row has one value). Noisy counts (Laplace of
+        scale 1/ε') need not add up, but each is a count plus noise: within the
+        row bound give or take the noise's reach
+        (:func:`fedtrees.algorithms._plausible.noisy_count_field`).
         """
-        counts = Field.array(
-            "f", (self.layout.size,), nonnegative=self.exact, rows=self.exact
+        counts = (
+            Field.array("f", (self.layout.size,), nonnegative=True, rows=True)
+            if self.exact
+            else noisy_count_field(1.0 / self.query_epsilon, (self.layout.size,))
         )
         spent = Field.scalar(low=0.0, finite=False)
         return ReplySpec(

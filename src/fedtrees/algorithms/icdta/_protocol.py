@@ -48,6 +48,7 @@ from fedtrees.algorithms._packed import (
     packed_fields,
     rebuild_packed,
 )
+from fedtrees.algorithms._plausible import check_cart_thresholds
 from fedtrees.federation import (
     ClientData,
     Field,
@@ -111,7 +112,8 @@ class FitRequest(_Common):
 
         The local tree is fit without sample weights: its node counts are row
         counts, at most the client's declared row bound, and a node's children
-        never hold more than the node (not a Byzantine defence).
+        never hold more than the node; a CART's thresholds are float32 midpoints
+        of the client's values (not a Byzantine defence).
         """
         fields = packed_fields(1, int(self.classes.shape[0]), rows=True)
         return ReplySpec(TreeReply, fields, check=self._check_tree)
@@ -127,6 +129,8 @@ class FitRequest(_Common):
             raise InvalidField("trees", f"a {self.base} tree has {wanted.name} splits")
         if self.base == "id3":
             _check_id3(tree, self.arity)
+        else:
+            check_cart_thresholds(tree)
 
 
 def _check_id3(tree: Tree, arity: IntArray) -> None:

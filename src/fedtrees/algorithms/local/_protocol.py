@@ -27,6 +27,7 @@ from fedtrees.algorithms._packed import (
     rebuild_packed,
 )
 from fedtrees.algorithms._params import MAX_N_ESTIMATORS
+from fedtrees.algorithms._plausible import check_cart_thresholds
 from fedtrees.algorithms._requests import check_request_size, field_error
 from fedtrees.federation import (
     ClientData,
@@ -102,8 +103,10 @@ class ForestRequest(Payload):
         Node counts are weighted (sample weights x bootstrap counts): at most
         the client's declared weight bound, unless ``params`` sets a
         ``class_weight`` (which scales them by an amount the server cannot
-        bound); a node's children never hold more than the node. The weight is
-        the total sample weight, also within the bound. Not a Byzantine defence.
+        bound); a node's children never hold more than the node; thresholds are
+        float32 midpoints (:mod:`fedtrees.algorithms._plausible`). The weight
+        is the total sample weight, also within the bound. Not a Byzantine
+        defence.
         """
         n_outputs = max(int(self.classes.shape[0]), 1)
         weighted = self.parsed_params().get("class_weight") is None
@@ -121,6 +124,7 @@ class ForestRequest(Payload):
             reply, n_features=self.n_features, classes=class_codes(self.classes)
         ):
             check_tree_counts(tree)
+            check_cart_thresholds(tree)
 
 
 @handler("local.forest")

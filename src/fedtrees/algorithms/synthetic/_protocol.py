@@ -11,7 +11,11 @@ columns of the one-hot matrix only, is no deeper than ``max_depth``, and every
 threshold lies within its column's range (``[0, 1]`` for an indicator column,
 the declared range of a numeric one). A threshold outside a declared range is
 refused naming the client, the column and the range: either the declaration is
-wrong or the reply is.
+wrong or the reply is. Without declared ranges a numeric threshold has no agreed
+range to lie in; it must still be one a CART can learn and the generation can
+use: within ``±``:data:`UNDECLARED_LIMIT` (a float32 midpoint, with room for the
+α-intervals and the outside fills around it to stay float32, the global CART's
+dtype). Declare ``feature_ranges`` to bound it by the data's range.
 
 Communication: one round; down per client the request (the F' one-hot column names
 as one JSON string, ``16F'`` range bytes when ranges are declared, the classes), up
@@ -37,6 +41,7 @@ from fedtrees.algorithms._packed import (
     packed_fields,
     rebuild_packed,
 )
+from fedtrees.algorithms._plausible import FLOAT32_MAX
 from fedtrees.algorithms._requests import (
     MAX_ROWS,
     check_category_counts,
@@ -58,6 +63,12 @@ from fedtrees.tree import NodeKind, Tree, pack_trees
 __all__ = ["TreeReply", "TreeRequest", "cart_params"]
 
 CART_STREAM: Final = 9
+UNDECLARED_LIMIT: Final = FLOAT32_MAX / 64
+"""Largest |threshold| of a numeric column without a declared range.
+
+Synthetic rows reach one range width beyond the hull of the thresholds'
+alpha-intervals: within 3 * (1 + alpha) * limit, float32 for every alpha <= 20.
+"""
 
 
 @payload("synthetic.tree_reply")
@@ -75,8 +86,9 @@ class TreeRequest(Payload):
     the column; one string costs an eighth of a string array's fixed-width
     cells). ``ranges`` has one (min, max) row per one-hot column, or no rows when the
     user declared none (thresholds are then checked against ``[0, 1]`` on
-    indicator columns only). ``class_weights`` holds one weight per agreed
-    class when ``class_weight == "given"``.
+    indicator columns and ``±UNDECLARED_LIMIT`` on numeric ones).
+    ``class_weights`` holds one weight per agreed class when
+    ``class_weight == "given"``.
     """
 
     classes: np.ndarray
@@ -147,8 +159,8 @@ class TreeRequest(Payload):
             return self.ranges[:, 0], self.ranges[:, 1]
         indicator = np.repeat(self.n_categories > 0, np.maximum(self.n_categories, 1))
         return (
-            np.where(indicator, 0.0, -np.inf),
-            np.where(indicator, 1.0, np.inf),
+            np.where(indicator, 0.0, -UNDECLARED_LIMIT),
+            np.where(indicator, 1.0, UNDECLARED_LIMIT),
         )
 
 

@@ -30,7 +30,7 @@ import pandas as pd
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation._budget import SiteBudget
 from fedtrees.federation._budget_file import BudgetFile
-from fedtrees.federation._client import refuse, serve
+from fedtrees.federation._client import describe_error, refuse, serve
 from fedtrees.federation._data import ClientData
 from fedtrees.federation.flower._apps import declared_categories, max_message_bytes
 from fedtrees.federation.flower._clientapp import Stopwatch
@@ -89,7 +89,7 @@ def serve_site(
         reply = refuse(
             message.request,
             client,
-            f"cannot load local data: {type(exc).__name__}: {exc}",
+            f"cannot load local data: {describe_error(exc)}",
             max_message_bytes=limit,
         )
         return SiteAnswer(reply, dict(message.state))
