@@ -68,7 +68,13 @@ from fedtrees.federation import (
 )
 from fedtrees.federation._checks import check_same_stats
 from fedtrees.learners import Id3Growth, Layout, default_max_depth, value_class_counts
-from fedtrees.privacy import Laplace, PrivacyAccountant, even_share
+from fedtrees.privacy import (
+    MIN_EPSILON,
+    Laplace,
+    PrivacyAccountant,
+    check_release_epsilon,
+    even_share,
+)
 from fedtrees.tree import Tree, pack_trees
 
 __all__ = [
@@ -344,6 +350,7 @@ class FedID3Strategy:
         if self.phase == "done":
             return None
         self.pending = self._level_request()
+        self._check_noise(self.pending)
         return RoundPlan.broadcast(self.pending, clients)
 
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
@@ -408,6 +415,15 @@ class FedID3Strategy:
             n_levels=self.max_depth,
             epsilon=math.inf if s.epsilon is None else s.epsilon,
             seed=s.seed,
+        )
+
+    def _check_noise(self, request: LevelRequest) -> None:
+        """Refuse an ε whose per-table share leaves the clients' noise infinite."""
+        if request.exact or request.query_epsilon >= MIN_EPSILON:
+            return
+        tables = request.n_levels * request.tables_per_node
+        check_release_epsilon(
+            request.epsilon, self.settings.owner, tables, "noisy count table"
         )
 
     def _absorb_level(self, replies: Mapping[str, LevelReply]) -> None:
