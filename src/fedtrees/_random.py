@@ -11,9 +11,10 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
+import numpy.typing as npt
 
-from fedtrees._typing import RandomState
-from fedtrees._validation import invalid
+from fedtrees._typing import FloatArray, RandomState
+from fedtrees._validation import invalid, is_integral
 
 __all__ = [
     "check_random_state",
@@ -21,6 +22,7 @@ __all__ = [
     "keyed_rng",
     "resolve_seed",
     "sklearn_seed",
+    "uniform",
 ]
 
 _SEED_BOUND = 2**63 - 1
@@ -69,7 +71,7 @@ def resolve_seed(random_state: RandomState, owner: str) -> int:
         return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 1)
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(0, _SEED_BOUND))
-    if isinstance(random_state, bool) or not isinstance(random_state, int | np.integer):
+    if not is_integral(random_state):
         raise invalid(
             "random_state",
             owner,
@@ -110,3 +112,41 @@ def client_key(client_id: str) -> int:
     True
     """
     return zlib.crc32(client_id.encode())
+
+
+def uniform(
+    rng: np.random.Generator,
+    low: npt.ArrayLike,
+    high: npt.ArrayLike,
+    size: int | tuple[int, ...],
+) -> FloatArray:
+    """Draw ``rng.uniform(low, high, size)``, also where ``high - low`` overflows.
+
+    numpy refuses a range whose width is beyond float64 (``OverflowError: Range
+    exceeds valid bounds``), e.g. ``(-1.7e308, 1.7e308)``, though every value
+    in it is a float. Where every width is finite this *is*
+    ``rng.uniform`` (the same values and the same stream); otherwise each draw
+    consumes the same one double, and the overflowing ranges are drawn on their
+    halves, ``2 * (low/2 + (high/2 - low/2) * u)``, clipped into ``[low, high]``.
+
+    Examples
+    --------
+    >>> draws = uniform(np.random.default_rng(0), -1.7e308, 1.7e308, 1000)
+    >>> bool(np.isfinite(draws).all()), bool(draws.min() < 0 < draws.max())
+    (True, True)
+    >>> a = uniform(np.random.default_rng(1), [0.0, 5.0], [1.0, 6.0], (2, 2))
+    >>> bool((a == np.random.default_rng(1).uniform([0, 5], [1, 6], (2, 2))).all())
+    True
+    """
+    lo = np.asarray(low, dtype=np.float64)
+    hi = np.asarray(high, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        width = hi - lo
+    if np.all(np.isfinite(width)):
+        return rng.uniform(lo, hi, size)
+    u = rng.random(size)
+    with np.errstate(over="ignore", invalid="ignore"):
+        direct = lo + width * u
+        halves = np.clip(2.0 * (lo / 2 + (hi / 2 - lo / 2) * u), lo, hi)
+    out: FloatArray = np.where(np.isfinite(width), direct, halves)
+    return out

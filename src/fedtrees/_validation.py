@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,7 @@ from fedtrees.exceptions import ValidationError
 
 __all__ = [
     "MAX_ABS_TARGET",
+    "MAX_GRID",
     "MAX_TOTAL_WEIGHT",
     "MIN_EPSILON",
     "check_choice",
@@ -35,8 +36,11 @@ __all__ = [
     "check_matrix",
     "check_regression_target",
     "check_sample_weight",
+    "check_size",
     "check_total_weight",
     "invalid",
+    "is_integral",
+    "is_real",
 ]
 
 MAX_ABS_TARGET: Final = 1e100
@@ -49,6 +53,10 @@ MIN_EPSILON: Final = 1e-100
 """Smallest ε of a budget and of one release: a Laplace scale ``1/ε`` of at most
 1e100, so noise and noisy counts stay finite. Mechanisms, estimators, plans that
 share a budget (per-query ε) and request checks all refuse less."""
+MAX_GRID: Final = 4096
+"""Most quantiles, bins or shortlisted features per feature or node
+(``n_quantiles``, ``n_bins``, ``top_k``, a sketch's ``q``): every message and
+table has that width."""
 
 
 def invalid(name: str, owner: str, constraint: str, value: object) -> ValidationError:
@@ -65,6 +73,32 @@ def invalid(name: str, owner: str, constraint: str, value: object) -> Validation
     )
 
 
+def is_integral(value: object) -> TypeGuard[int | np.integer[Any]]:
+    """Whether ``value`` is an integer of any type (Python, numpy), not a bool.
+
+    The one test of integrality: every bound on an integer (:func:`check_int`,
+    request fields, tree fields) goes through it, so that a numpy integer meets
+    the same bounds as a Python one.
+
+    Examples
+    --------
+    >>> is_integral(np.int64(3)), is_integral(True), is_integral(3.0)
+    (True, False, False)
+    """
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_real(value: object) -> TypeGuard[float | np.integer[Any] | np.floating[Any]]:
+    """Whether ``value`` is a real number of any type (Python, numpy), not a bool.
+
+    Examples
+    --------
+    >>> is_real(np.float32(0.5)), is_real(np.int8(2)), is_real(False)
+    (True, True, False)
+    """
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def check_int(
     value: object,
     name: str,
@@ -72,22 +106,34 @@ def check_int(
     *,
     min_value: int | None = None,
     max_value: int | None = None,
+    reason: str | None = None,
 ) -> int:
     """Return ``value`` as an ``int`` within ``[min_value, max_value]``.
 
-    Booleans are refused even though Python treats them as integers.
+    Any integer type is accepted (a numpy integer meets the same bounds as an
+    ``int``); booleans are refused even though Python treats them as integers.
+    ``reason`` says why the bounds hold (e.g. "it sizes memory"); the message
+    gives it after the constraint.
 
     Examples
     --------
-    >>> check_int(3, "q", "f", min_value=2)
+    >>> check_int(np.int64(3), "q", "f", min_value=2)
     3
     >>> check_int(True, "q", "f")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     fedtrees.exceptions.ValidationError: The 'q' parameter of f must be an int. Got ...
+    >>> check_int(np.int64(10**9), "n", "f", max_value=100, reason="it sizes memory")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: The 'n' parameter of f must be an int <= \
+100 (it sizes memory). Got np.int64(1000000000) instead.
     """
     constraint = _range_text("an int", min_value, max_value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if reason is not None:
+        constraint = f"{constraint} ({reason})"
+    if not is_integral(value):
         raise invalid(name, owner, constraint, value)
     result = int(value)
     if (min_value is not None and result < min_value) or (
@@ -95,6 +141,32 @@ def check_int(
     ):
         raise invalid(name, owner, constraint, value)
     return result
+
+
+def check_size(value: object, name: str, owner: str, smallest: int, cap: int) -> int:
+    """Return an int in ``[smallest, cap]`` for a parameter that sizes memory.
+
+    :func:`check_int` with the reason in the message: the cap guards against a
+    typo allocating gigabytes before any work.
+
+    Examples
+    --------
+    >>> check_size(np.int64(10**7), "n_quantiles", "f", 2, MAX_GRID)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: The 'n_quantiles' parameter of f must be \
+an int in [2, 4096] (it sizes memory allocated before any work; ...
+    """
+    return check_int(
+        value,
+        name,
+        owner,
+        min_value=smallest,
+        max_value=cap,
+        reason="it sizes memory allocated before any work; the bound guards "
+        "against typos",
+    )
 
 
 def check_float(
@@ -123,7 +195,7 @@ def check_float(
     if max_value is not None:
         parts.append(f"<= {max_value}")
     constraint = " ".join(parts)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise invalid(name, owner, constraint, value)
     result = float(value)
     if math.isnan(result) or (math.isinf(result) and not (allow_inf and result > 0)):
@@ -285,7 +357,7 @@ def check_discrete_labels(y: npt.NDArray[Any], owner: str) -> None:
     ...
     fedtrees.exceptions.ValidationError: f: y holds continuous values ...
     """
-    if y.dtype.kind == "O" and not all(_is_number(v) for v in y.tolist()):
+    if y.dtype.kind == "O" and not all(is_real(v) for v in y.tolist()):
         return  # strings (even "1.5") or mixed labels: not a continuous target
     if y.dtype.kind not in "fO":
         return
@@ -308,8 +380,8 @@ def check_regression_target(y: npt.NDArray[Any], owner: str) -> FloatArray:
     ...
     fedtrees.exceptions.ValidationError: The 'y' parameter of f must be numbers ...
     """
-    if y.dtype.kind in "USO" and not all(_is_number(v) for v in y.tolist()):
-        first = next(v for v in y.tolist() if not _is_number(v))
+    if y.dtype.kind in "USO" and not all(is_real(v) for v in y.tolist()):
+        first = next(v for v in y.tolist() if not is_real(v))
         raise invalid(
             "y", owner, "numbers (a regression target)", f"the non-numeric {first!r}"
         )
@@ -333,10 +405,6 @@ def check_regression_target(y: npt.NDArray[Any], owner: str) -> FloatArray:
             f"max |y| = {largest:g}",
         )
     return values
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _label_kinds(y: npt.NDArray[Any]) -> dict[str, object]:

@@ -359,7 +359,8 @@ def test_bad_parameters_are_named() -> None:
     X, y = np.zeros((4, 1)), [0, 1, 0, 1]
     with pytest.raises(
         ValidationError,
-        match="'n_quantiles' parameter of FedForestClassifier must be an int >= 2",
+        match=r"'n_quantiles' parameter of FedForestClassifier must be an int in "
+        r"\[2, 4096\]",
     ):
         FedForestClassifier(n_quantiles=1).fit(X, y)
     with pytest.raises(

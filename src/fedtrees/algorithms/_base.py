@@ -62,6 +62,7 @@ from fedtrees.federation import (
     RoundCallback,
     RunResult,
     ServerStrategy,
+    check_timeout,
 )
 from fedtrees.federation._data import as_frame
 
@@ -84,6 +85,8 @@ class FederatedEstimator:
     """
 
     _task: Task = "classification"
+    _max_abs_feature: float | None = None
+    """A bound on |x| of numeric features the method's math needs (None: none)."""
     _input_names: list[str] | None = None
     _names_agreed: bool = False  # fit_federation: the agreed schema names the columns
 
@@ -155,9 +158,6 @@ class FederatedEstimator:
             f"({', '.join(ACCEPTS_MISSING)})"
         )
 
-    def _check_frame(self, frame: pd.DataFrame) -> None:
-        """Refuse values this estimator cannot learn from, before any round."""
-
     def _federation(
         self,
         X: object,
@@ -175,8 +175,7 @@ class FederatedEstimator:
         (``fit_federation`` declares only what its federation declares).
         """
         owner = type(self).__name__
-        frame = _checked_frame(X, owner, self._missing_hint())
-        self._check_frame(frame)
+        frame = _checked_frame(X, owner, self._missing_hint(), self._max_abs_feature)
         target = _checked_target(y, frame.shape[0], self._task, owner)
         if groups is None:
             _warn_centralized(owner)
@@ -219,11 +218,12 @@ class FederatedEstimator:
     ) -> RunResult:
         """Run ``strategy`` with a fresh ledger, the progress bar and ``callbacks``."""
         verbose = bool(getattr(self, "verbose", False))
+        timeout = check_timeout(getattr(self, "timeout", 60.0), type(self).__name__)
         with round_progress(type(self).__name__, verbose) as progress:
             return federation.run(
                 strategy,
                 task=self._task,
-                timeout=getattr(self, "timeout", 60.0),
+                timeout=timeout,
                 callbacks=[*progress, *callbacks],
                 ledger=Ledger(),
             )
@@ -430,7 +430,9 @@ def _missing_message(owner: str, column: str, row: int, hint: str) -> str:
     )
 
 
-def _checked_frame(X: object, owner: str, missing_hint: str | None) -> pd.DataFrame:
+def _checked_frame(
+    X: object, owner: str, missing_hint: str | None, bound: float | None = None
+) -> pd.DataFrame:
     frame = estimator_frame(X, f"{owner}.fit")
     if frame.shape[0] == 0:
         raise ValidationError(
@@ -443,14 +445,34 @@ def _checked_frame(X: object, owner: str, missing_hint: str | None) -> pd.DataFr
             "while a minimum of 1 is required."
         )
     for column in frame.columns:
-        _check_column(frame[column], str(column), owner, missing_hint)
+        _check_column(frame[column], str(column), owner, missing_hint, bound)
     return frame
 
 
+def _check_bound(values: FloatArray, column: str, owner: str, bound: float) -> None:
+    with np.errstate(invalid="ignore"):
+        beyond = np.abs(values) > bound
+    if beyond.any():
+        raise ValidationError(
+            f"{owner}.fit: column {column!r} holds values beyond |x| <= {bound:g} "
+            f"(first at row {int(np.flatnonzero(beyond)[0])}); the method's "
+            "statistics (sums of x and x^2) must stay finite float64. Rescale "
+            "the column."
+        )
+
+
 def _check_column(
-    series: pd.Series, column: str, owner: str, missing_hint: str | None
+    series: pd.Series,
+    column: str,
+    owner: str,
+    missing_hint: str | None,
+    bound: float | None = None,
 ) -> None:
-    """Refuse inf (and NaN, unless the estimator accepts missing values)."""
+    """Refuse inf (and NaN, unless the estimator accepts missing values).
+
+    With ``bound``, also |x| above it in a numeric column (the method's math
+    needs it: e.g. FedAvg's moments of x^2).
+    """
     missing = series.isna().to_numpy()
     if isinstance(series.dtype, pd.CategoricalDtype):
         infinite = np.zeros_like(missing)
@@ -459,6 +481,8 @@ def _check_column(
             np.float64, na_value=np.nan
         )
         infinite = np.isinf(values)
+        if bound is not None and not infinite.any():
+            _check_bound(values, column, owner, bound)
     if infinite.any():
         raise ValidationError(
             f"{owner}.fit: column {column!r} holds infinite values (first at row "

@@ -28,7 +28,7 @@ from typing import Final
 import numpy as np
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
-from fedtrees._validation import check_int, invalid
+from fedtrees._validation import check_size, invalid, is_integral
 from fedtrees.algorithms._params import MAX_GRID
 from fedtrees.algorithms._requests import (
     check_column_sizes,
@@ -340,7 +340,7 @@ class BinningRound:
     def __init__(
         self, declared: object, n_bins: int, allow_sketch: bool, owner: str
     ) -> None:
-        self.n_bins = check_int(n_bins, "n_bins", owner, min_value=2)
+        self.n_bins = check_size(n_bins, "n_bins", owner, 2, MAX_GRID)
         self.declared, self.allow_sketch, self.owner = declared, allow_sketch, owner
         self.schema: Schema | None = None
         self.edges: dict[int, FloatArray] = {}
@@ -419,7 +419,7 @@ def _declared_edges(
 def _column(key: object, names: list[str], owner: str) -> int:
     if isinstance(key, str) and key in names:
         return names.index(key)
-    if isinstance(key, int | np.integer) and not isinstance(key, bool):
+    if is_integral(key):
         position = int(key)
         if 0 <= position < len(names):
             return position

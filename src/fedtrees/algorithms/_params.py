@@ -8,20 +8,29 @@ count, a fraction or None.
 useful work (a table per tree, a grid per feature, a population, a layer) has an
 upper bound, checked at ``fit`` before any round, so a typo such as
 ``n_quantiles=10**7`` is refused by name instead of ending in a memory error
-minutes later. The bounds are far above any setting of the papers.
+minutes later. The bounds are far above any setting of the papers. Every bound
+goes through one check, :func:`fedtrees._validation.check_int` (``check_size``
+adds the reason), which takes an integer of any type — a numpy integer meets
+the same bound as an ``int`` — and ``MAX_GRID`` and ``check_size`` live there
+so that the statistics bound their ``q`` alike.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Final
 
-import numpy as np
-
-from fedtrees._validation import check_float, check_int, invalid
+from fedtrees._validation import (
+    MAX_GRID,
+    check_float,
+    check_int,
+    check_size,
+    invalid,
+    is_integral,
+    is_real,
+)
 
 __all__ = [
     "MAX_GRID",
@@ -30,6 +39,7 @@ __all__ = [
     "MAX_N_ESTIMATORS",
     "MAX_POPULATION",
     "MAX_SAMPLES_PER_PATH",
+    "MAX_TREE_DEPTH",
     "Amount",
     "check_bool",
     "check_hidden_sizes",
@@ -43,9 +53,6 @@ __all__ = [
 
 MAX_N_ESTIMATORS: Final = 100_000
 """Most trees of a forest (per-tree seeds and tables are allocated up front)."""
-MAX_GRID: Final = 4096
-"""Most quantiles, bins or shortlisted features per feature or node
-(``n_quantiles``, ``n_bins``, ``top_k``): every message and table has that width."""
 MAX_POPULATION: Final = 10_000
 """Most trees of a genetic population (allocated at initialisation)."""
 MAX_SAMPLES_PER_PATH: Final = 100_000
@@ -54,32 +61,13 @@ MAX_HIDDEN_UNITS: Final = 4096
 """Most units of one hidden layer."""
 MAX_HIDDEN_WEIGHTS: Final = 2**24
 """Most weights between consecutive hidden layers, summed over the network."""
-
-
-def check_size(value: object, name: str, owner: str, smallest: int, cap: int) -> int:
-    """Return an int in ``[smallest, cap]`` for a parameter that sizes memory.
-
-    Examples
-    --------
-    >>> check_size(10**7, "n_quantiles", "f", 2, MAX_GRID)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    fedtrees.exceptions.ValidationError: The 'n_quantiles' parameter of f must be \
-an int in [2, 4096] ...
-    """
-    if (
-        isinstance(value, numbers.Integral)
-        and not isinstance(value, bool | np.bool_)
-        and int(value) > cap
-    ):
-        raise invalid(
-            name,
-            owner,
-            f"an int in [{smallest}, {cap}] (it sizes memory allocated before any "
-            "work; the bound guards against typos)",
-            value,
-        )
-    return check_int(value, name, owner, min_value=smallest)
+MAX_TREE_DEPTH: Final = 2**31 - 1
+"""Deepest tree (and largest row count such as ``min_samples_split``) a setting
+may ask for: scikit-learn's trees hold depths and counts in C ints, and every
+count travels in a request."""
+_DEPTH_REASON: Final = (
+    "a tree of at most 2**31 - 1 rows is never deeper; None grows fully"
+)
 
 
 def check_hidden_sizes(value: object, owner: str) -> tuple[int, ...]:
@@ -91,7 +79,7 @@ def check_hidden_sizes(value: object, owner: str) -> tuple[int, ...]:
     (8, 4)
     """
     if not isinstance(value, tuple | list) or not all(
-        isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in value
+        is_integral(h) and h >= 1 for h in value
     ):
         raise invalid("hidden_layer_sizes", owner, "a tuple of ints >= 1", value)
     sizes = tuple(int(h) for h in value)
@@ -131,16 +119,28 @@ def check_bool(value: object, name: str, owner: str) -> bool:
     return value
 
 
-def check_max_depth(value: object, owner: str, cap: int | None = None) -> int | None:
-    """Return None (grow fully) or an int in [1, cap]."""
+def check_max_depth(
+    value: object, owner: str, cap: int = MAX_TREE_DEPTH, name: str = "max_depth"
+) -> int | None:
+    """Return None (grow fully) or an int in [1, cap].
+
+    Examples
+    --------
+    >>> check_max_depth(2**70, "f")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: The 'max_depth' parameter of f must be an \
+int in [1, 2147483647] ...
+    """
     if value is None:
         return None
-    return check_int(value, "max_depth", owner, min_value=1, max_value=cap)
+    reason = None if cap != MAX_TREE_DEPTH else _DEPTH_REASON
+    return check_int(value, name, owner, min_value=1, max_value=cap, reason=reason)
 
 
 def count_or_fraction(value: object, name: str, owner: str, smallest: int) -> Amount:
     """Check an int >= ``smallest`` (rows) or a float in (0, 1] (a fraction)."""
-    if isinstance(value, float):
+    if is_real(value) and not is_integral(value):
         fraction = check_float(
             value, name, owner, min_value=0.0, min_inclusive=False, max_value=1.0
         )
@@ -152,9 +152,9 @@ def check_max_features(value: object, owner: str) -> object:
     """Check scikit-learn's ``max_features``: a name, an int, a fraction or None."""
     if value is None or value in ("sqrt", "log2"):
         return value
-    if isinstance(value, int) and not isinstance(value, bool):
+    if is_integral(value):
         return check_int(value, "max_features", owner, min_value=1)
-    if isinstance(value, float):
+    if is_real(value):
         return check_float(
             value,
             "max_features",

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from fedtrees._typing import FloatArray
+from fedtrees._validation import is_integral
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import FederationInfo
 
@@ -57,7 +58,7 @@ def resolve_ranges(declared: object, info: FederationInfo, owner: str) -> FloatA
 
 
 def _position(key: object, names: list[str]) -> int | None:
-    if isinstance(key, int | np.integer) and not isinstance(key, bool):
+    if is_integral(key):
         return int(key) if 0 <= int(key) < len(names) else None
     return names.index(str(key)) if str(key) in names else None
 

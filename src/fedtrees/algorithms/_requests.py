@@ -25,6 +25,7 @@ from typing import Final
 import numpy as np
 
 from fedtrees._typing import IntArray
+from fedtrees._validation import is_integral
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import MAX_MESSAGE_BYTES, ClientData
 
@@ -94,7 +95,7 @@ def check_request_size(
     >>> check_request_size("t.k", "q", 256, 4096, "the server's grid limit")
     256
     """
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+    if not is_integral(value):
         raise request_error(kind, name, f"an int ({what})", repr(value))
     number = int(value)
     if not low <= number <= limit:

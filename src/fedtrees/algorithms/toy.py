@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 
 from fedtrees._typing import FloatArray
-from fedtrees._validation import check_int
+from fedtrees._validation import MAX_GRID, check_int, check_size
 from fedtrees.algorithms._requests import check_reply_cells, check_request_size
 from fedtrees.federation import (
+    MAX_ROUNDS,
     ClientData,
     Federation,
     FederationInfo,
@@ -270,8 +271,10 @@ def run_toy(
     ledger: Ledger | None = None,
 ) -> RunResult:
     """Run the toy protocol on ``federation`` (``initial``: first thresholds)."""
-    n_bins = check_int(n_bins, "n_bins", "run_toy", min_value=2)
-    n_rounds = check_int(n_rounds, "n_rounds", "run_toy", min_value=0)
+    n_bins = check_size(n_bins, "n_bins", "run_toy", 2, MAX_GRID)
+    n_rounds = check_int(
+        n_rounds, "n_rounds", "run_toy", min_value=0, max_value=MAX_ROUNDS - 1
+    )
     start = np.linspace(-2.0, 2.0, n_bins - 1) if initial is None else initial
     strategy = ToyStrategy(
         check_int(feature, "feature", "run_toy", min_value=0), n_bins, n_rounds, start

@@ -26,6 +26,8 @@ from sklearn.ensemble import RandomForestClassifier
 
 from fedtrees._validation import check_int
 from fedtrees.algorithms import FedForestClassifier, LocalModelsClassifier
+from fedtrees.algorithms._params import MAX_N_ESTIMATORS, check_size
+from fedtrees.algorithms.fedforest._config import MAX_DEPTH_CAP
 from fedtrees.datasets import Dataset, load
 from fedtrees.federation import Ledger
 
@@ -74,8 +76,10 @@ def run_demo(
     (6, 3)
     """
     owner = "run_demo"
-    trees = check_int(n_estimators, "n_estimators", owner, min_value=1)
-    depth = check_int(max_depth, "max_depth", owner, min_value=1)
+    trees = check_size(n_estimators, "n_estimators", owner, 1, MAX_N_ESTIMATORS)
+    depth = check_int(
+        max_depth, "max_depth", owner, min_value=1, max_value=MAX_DEPTH_CAP
+    )
     seed = check_int(random_state, "random_state", owner, min_value=0)
     data = load("heart_disease", flamby=True)
     train, test = data.train(), data.test()

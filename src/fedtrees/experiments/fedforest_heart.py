@@ -33,6 +33,7 @@ from fedtrees.algorithms import (
     LocalEnsembleClassifier,
     LocalModelsClassifier,
 )
+from fedtrees.algorithms._params import MAX_GRID, MAX_N_ESTIMATORS, check_size
 from fedtrees.datasets import Dataset, load
 from fedtrees.experiments._report import (
     Plot,
@@ -96,8 +97,10 @@ class HeartConfig:
         """Return self if every field is in range (errors name the field)."""
         check_int(self.n_repeats, "n_repeats", "HeartConfig", min_value=1)
         check_int(self.seed, "seed", "HeartConfig", min_value=0)
-        check_int(self.n_estimators, "n_estimators", "HeartConfig", min_value=1)
-        check_int(self.n_quantiles, "n_quantiles", "HeartConfig", min_value=2)
+        check_size(
+            self.n_estimators, "n_estimators", "HeartConfig", 1, MAX_N_ESTIMATORS
+        )
+        check_size(self.n_quantiles, "n_quantiles", "HeartConfig", 2, MAX_GRID)
         unknown = sorted(set(self.methods) - set(METHODS))
         if unknown or not self.methods:
             raise invalid(

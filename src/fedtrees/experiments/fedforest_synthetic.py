@@ -31,6 +31,8 @@ from fedtrees.algorithms import (
     LocalEnsembleRegressor,
     LocalModelsRegressor,
 )
+from fedtrees.algorithms._params import MAX_GRID, MAX_N_ESTIMATORS, check_size
+from fedtrees.algorithms.fedforest._config import MAX_DEPTH_CAP
 from fedtrees.datasets.synthetic import (
     SyntheticFederation,
     make_disjoint_supports,
@@ -75,11 +77,13 @@ class SyntheticConfig:
         owner = "SyntheticConfig"
         check_int(self.n_draws, "n_draws", owner, min_value=1)
         check_int(self.seed, "seed", owner, min_value=0)
-        check_int(self.n_estimators, "n_estimators", owner, min_value=1)
-        check_int(self.max_depth, "max_depth", owner, min_value=1)
+        check_size(self.n_estimators, "n_estimators", owner, 1, MAX_N_ESTIMATORS)
+        check_int(
+            self.max_depth, "max_depth", owner, min_value=1, max_value=MAX_DEPTH_CAP
+        )
         check_int(self.min_samples_leaf, "min_samples_leaf", owner, min_value=1)
         check_float(self.max_features, "max_features", owner, min_value=0.0)
-        check_int(self.n_quantiles, "n_quantiles", owner, min_value=2)
+        check_size(self.n_quantiles, "n_quantiles", owner, 2, MAX_GRID)
         for delta in self.deltas:
             check_float(delta, "deltas", owner, min_value=0.0)
         unknown = set(self.settings) - set(MAIN_SETTINGS)

@@ -44,6 +44,7 @@ import pandas as pd
 
 from fedtrees._random import keyed_rng
 from fedtrees._validation import check_float, check_int, invalid
+from fedtrees.algorithms._params import MAX_GRID, check_size
 from fedtrees.exceptions import DataNotFoundError
 from fedtrees.experiments._fedga_data import (
     CLASSIFICATION,
@@ -55,6 +56,7 @@ from fedtrees.experiments._fedga_data import (
 from fedtrees.experiments._fedga_fits import RunSettings, fit_run
 from fedtrees.experiments._fedga_report import PAPER, build_report
 from fedtrees.experiments._report import Progress, Report
+from fedtrees.federation import MAX_ROUNDS
 
 __all__ = [
     "CLASSIFICATION",
@@ -124,9 +126,15 @@ class FedGAConfig:
         check_int(self.n_clients, "n_clients", owner, min_value=2)
         check_int(self.n_splits, "n_splits", owner, min_value=1)
         check_int(self.sweep_splits, "sweep_splits", owner, min_value=1)
-        check_int(self.n_generations, "n_generations", owner, min_value=1)
+        check_int(
+            self.n_generations,
+            "n_generations",
+            owner,
+            min_value=1,
+            max_value=MAX_ROUNDS - 3,
+        )
         check_int(self.cv_folds, "cv_folds", owner, min_value=2)
-        check_int(self.n_bins, "n_bins", owner, min_value=2)
+        check_size(self.n_bins, "n_bins", owner, 2, MAX_GRID)
         for n in self.sweep_clients:
             check_int(n, "sweep_clients", owner, min_value=2)
         for c in (self.client_fraction, *self.sweep_fractions):

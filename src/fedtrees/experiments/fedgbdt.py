@@ -38,7 +38,9 @@ from sklearn.model_selection import train_test_split
 
 from fedtrees._random import keyed_rng
 from fedtrees._validation import check_float, check_int, invalid
+from fedtrees.algorithms._params import check_size
 from fedtrees.algorithms.fedgbdt import FedGBDTClassifier
+from fedtrees.algorithms.fedgbdt._config import MAX_BOOSTING_DEPTH, MAX_BOOSTING_ROUNDS
 from fedtrees.datasets import Dataset, load, partition
 from fedtrees.exceptions import ValidationError
 from fedtrees.experiments._report import Plot, Progress, Report, pivot_mean, pivot_sd
@@ -91,10 +93,16 @@ class FedGBDTConfig:
     def validated(self) -> FedGBDTConfig:
         """Return self if every field is in range (errors name the field)."""
         where = "FedGBDTConfig"
-        for name in ("n_repeats", "n_estimators", "max_depth", "seed"):
-            check_int(
-                getattr(self, name), name, where, min_value=0 if name == "seed" else 1
-            )
+        check_int(self.n_repeats, "n_repeats", where, min_value=1)
+        check_int(self.seed, "seed", where, min_value=0)
+        check_size(self.n_estimators, "n_estimators", where, 1, MAX_BOOSTING_ROUNDS)
+        check_int(
+            self.max_depth,
+            "max_depth",
+            where,
+            min_value=1,
+            max_value=MAX_BOOSTING_DEPTH,
+        )
         check_int(self.n_clients, "n_clients", where, min_value=2)
         check_int(self.max_bins, "max_bins", where, min_value=2, max_value=255)
         check_float(self.learning_rate, "learning_rate", where, min_value=0.0,

@@ -66,6 +66,12 @@ import pandas as pd
 
 from fedtrees._random import keyed_rng
 from fedtrees._validation import check_choice, check_float, check_int, invalid
+from fedtrees.algorithms._params import (
+    MAX_SAMPLES_PER_PATH,
+    MAX_TREE_DEPTH,
+    check_size,
+)
+from fedtrees.algorithms.fedavg._limits import MAX_BATCH_SIZE
 from fedtrees.experiments._report import Progress, Report
 from fedtrees.experiments._synthetic_data import (
     DATASETS,
@@ -83,6 +89,7 @@ from fedtrees.experiments._synthetic_fits import (
     fedavg_to_target,
 )
 from fedtrees.experiments._synthetic_report import synthetic_report
+from fedtrees.federation import MAX_ROUNDS
 
 __all__ = [
     "DATASETS",
@@ -156,17 +163,35 @@ class SyntheticDataConfig:
         _check_subset(self.ablation_fill, "ablation_fill", tuple(FILLS))
         check_int(self.n_clients, "n_clients", _OWNER, min_value=2)
         check_int(self.n_repeats, "n_repeats", _OWNER, min_value=1)
-        check_int(self.fedavg_max_rounds, "fedavg_max_rounds", _OWNER, min_value=1)
-        check_int(self.fedavg_batch_size, "fedavg_batch_size", _OWNER, min_value=1)
+        check_int(
+            self.fedavg_max_rounds,
+            "fedavg_max_rounds",
+            _OWNER,
+            min_value=1,
+            max_value=MAX_ROUNDS - 1,
+        )
+        check_int(
+            self.fedavg_batch_size,
+            "fedavg_batch_size",
+            _OWNER,
+            min_value=1,
+            max_value=MAX_BATCH_SIZE,
+        )
         check_int(self.seed, "seed", _OWNER, min_value=0)
         if self.max_rows is not None:
             check_int(self.max_rows, "max_rows", _OWNER, min_value=2 * self.n_clients)
         for p in self.ablation_p_max:
             check_float(p, "ablation_p_max", _OWNER, min_value=0.0, max_value=1.0)
         for m in self.ablation_samples_per_path:
-            check_int(m, "ablation_samples_per_path", _OWNER, min_value=1)
+            check_size(m, "ablation_samples_per_path", _OWNER, 1, MAX_SAMPLES_PER_PATH)
         for d in self.ablation_client_max_depth:
-            check_int(d, "ablation_client_max_depth", _OWNER, min_value=1)
+            check_int(
+                d,
+                "ablation_client_max_depth",
+                _OWNER,
+                min_value=1,
+                max_value=MAX_TREE_DEPTH,
+            )
         return self
 
 

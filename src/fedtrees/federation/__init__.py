@@ -52,6 +52,8 @@ _HOMES: Final[dict[str, str]] = {
     "Ledger": "fedtrees.federation._ledger",
     "LedgerEntry": "fedtrees.federation._ledger",
     "MAX_MESSAGE_BYTES": "fedtrees.federation._codec",
+    "MAX_ROUNDS": "fedtrees.federation._driver",
+    "MAX_TIMEOUT": "fedtrees.federation._driver",
     "MeteredTransport": "fedtrees.federation._ledger",
     "Outgoing": "fedtrees.federation._transport",
     "Payload": "fedtrees.federation._payload",
@@ -85,12 +87,15 @@ _HOMES: Final[dict[str, str]] = {
     "refuse": "fedtrees.federation._client",
     "row_scaled_pair": "fedtrees.federation._audit",
     "run": "fedtrees.federation._driver",
+    "check_timeout": "fedtrees.federation._driver",
     "serve": "fedtrees.federation._client",
 }
 """Every public name and the module it loads from."""
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
+    "MAX_ROUNDS",
+    "MAX_TIMEOUT",
     "AuditReport",
     "BudgetCharge",
     "BudgetFile",
@@ -129,6 +134,7 @@ __all__ = [
     "as_reply",
     "audit_row_scaling",
     "check_reply",
+    "check_timeout",
     "compare_message_sizes",
     "decode",
     "dispatch",
@@ -167,12 +173,15 @@ if TYPE_CHECKING:
     )
     from fedtrees.federation._data import ClientData
     from fedtrees.federation._driver import (
+        MAX_ROUNDS,
+        MAX_TIMEOUT,
         FederationInfo,
         RoundCallback,
         RoundEnv,
         RoundPlan,
         RunResult,
         ServerStrategy,
+        check_timeout,
         receive,
         run,
     )

@@ -20,6 +20,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from fedtrees._validation import is_real
 from fedtrees.federation._payload import Field, Payload, ReplySpec
 
 P = TypeVar("P", bound=Payload)
@@ -265,7 +266,7 @@ def _falls(x: np.ndarray) -> bool:
 def _check_scalar(name: str, value: object, c: Field) -> None:
     if c.equals is not None and value != c.equals:
         raise InvalidField(name, f"is {value!r}; {c.equals!r} expected")
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_real(value):
         return
     if c.finite and not np.isfinite(value):
         raise InvalidField(name, f"is {value!r}; a finite value was expected")

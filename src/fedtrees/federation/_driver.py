@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from fedtrees._validation import check_float, check_int
 from fedtrees.exceptions import (
@@ -37,16 +37,46 @@ from fedtrees.federation._transport import (
 )
 
 __all__ = [
+    "MAX_ROUNDS",
+    "MAX_TIMEOUT",
     "FederationInfo",
     "RoundCallback",
     "RoundEnv",
     "RoundPlan",
     "RunResult",
     "ServerStrategy",
+    "check_timeout",
     "run",
 ]
 
 OnDropout = Literal["fail", "continue"]
+MAX_ROUNDS: Final = 100_000
+"""Most rounds of one run (after the agreement): the loop's default ``max_rounds``.
+A setting that asks for more rounds (``n_rounds``, ``n_generations``) is refused
+at ``fit``: the loop would stop the run there, short of what was asked."""
+MAX_TIMEOUT: Final = 1e9
+"""Longest ``timeout`` in seconds (about 31 years): the platform's waits take no
+longer (Python's ``threading.TIMEOUT_MAX``, about 9.2e9 s on 64-bit Linux)."""
+
+
+def check_timeout(value: object, owner: str) -> float:
+    """Return ``timeout`` as a float in (0, :data:`MAX_TIMEOUT`] seconds.
+
+    Examples
+    --------
+    >>> check_timeout(1e308, "f")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: The 'timeout' parameter of f must be ...
+    """
+    return check_float(
+        value,
+        "timeout",
+        owner,
+        min_value=0.0,
+        min_inclusive=False,
+        max_value=MAX_TIMEOUT,
+    )
 
 
 @dataclass(frozen=True)
@@ -159,7 +189,7 @@ def run(
     min_clients: int = 1,
     callbacks: Sequence[RoundCallback] = (),
     ledger: Ledger | None = None,
-    max_rounds: int = 100_000,
+    max_rounds: int = MAX_ROUNDS,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     categories: Mapping[str, Sequence[str]] | None = None,
     classes: Sequence[object] | None = None,
@@ -203,7 +233,7 @@ def run(
     SchemaMismatchError
         The clients disagree on the schema (round 0).
     """
-    timeout = check_float(timeout, "timeout", "run", min_value=0.0, min_inclusive=False)
+    timeout = check_timeout(timeout, "run")
     min_clients = check_int(min_clients, "min_clients", "run", min_value=1)
     max_message_bytes = check_int(
         max_message_bytes, "max_message_bytes", "run", min_value=1

@@ -15,7 +15,13 @@ from fedtrees.learners._dp_tree import (
     random_thresholds,
     split_scores,
 )
-from fedtrees.learners._forest import FOREST_PARAMS, fit_cart, fit_local_forest
+from fedtrees.learners._forest import (
+    FOREST_PARAMS,
+    fit_cart,
+    fit_local_forest,
+    float32_scaled,
+    float32_unscaled,
+)
 from fedtrees.learners._id3 import default_max_depth, fit_id3
 from fedtrees.learners._id3_counts import Layout, value_class_counts
 from fedtrees.learners._id3_growth import TIE_TOLERANCE, Id3Growth
@@ -33,6 +39,8 @@ __all__ = [
     "fit_dp_tree",
     "fit_id3",
     "fit_local_forest",
+    "float32_scaled",
+    "float32_unscaled",
     "gini_of_counts",
     "planned_queries",
     "query_epsilon",

@@ -63,6 +63,7 @@ from typing import Final, Literal
 import numpy as np
 import numpy.typing as npt
 
+from fedtrees._random import uniform
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import (
     MIN_EPSILON,
@@ -191,7 +192,7 @@ def random_thresholds(
     """
     F = ranges.shape[0]
     if positions is None:
-        return rng.uniform(ranges[:, 0], ranges[:, 1], size=(2**depth, F))
+        return uniform(rng, ranges[:, 0], ranges[:, 1], (2**depth, F))
     wanted = np.asarray(positions, dtype=np.int64)
     if not isinstance(rng.bit_generator, _JUMPING_BIT_GENERATORS):
         if 2**depth * F > _WHOLE_BLOCK_LIMIT:
@@ -202,7 +203,7 @@ def random_thresholds(
                 f"more than {_WHOLE_BLOCK_LIMIT} thresholds",
                 rng.bit_generator,
             )
-        block: FloatArray = rng.uniform(ranges[:, 0], ranges[:, 1], size=(2**depth, F))
+        block = uniform(rng, ranges[:, 0], ranges[:, 1], (2**depth, F))
         return block[wanted]
     out = np.empty((wanted.shape[0], F))
     start_state = rng.bit_generator.state
@@ -210,8 +211,8 @@ def random_thresholds(
         jumper = type(rng.bit_generator)()
         jumper.state = start_state
         jumper.advance(int(wanted[first]) * F)
-        out[first:stop] = np.random.Generator(jumper).uniform(
-            ranges[:, 0], ranges[:, 1], size=(stop - first, F)
+        out[first:stop] = uniform(
+            np.random.Generator(jumper), ranges[:, 0], ranges[:, 1], (stop - first, F)
         )
     rng.bit_generator.advance(2**depth * F)
     return out

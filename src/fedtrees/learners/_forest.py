@@ -15,6 +15,16 @@ as :func:`fedtrees.tree.pack_trees` arrays, which carry none. scikit-learn would
 send NaN to the child with more *rows*, which a bootstrap, ``sample_weight`` or
 ``class_weight`` can make the lighter one; :meth:`Tree.from_sklearn` keeps that
 rule as explicit directions, which are dropped here.
+
+**Columns beyond float32.** scikit-learn's trees cast X to float32 and refuse a
+value beyond its range (|x| > 3.4e38: "Input X contains infinity or a value too
+large for dtype('float32')"), though float64 holds it. A column whose largest
+|x| reaches 2^126 is therefore fitted as ``x · 2^-k`` (:func:`float32_scaled`:
+an exact power of two that brings it below 2^126) and the tree's thresholds on
+it are multiplied back by ``2^k`` (:func:`float32_unscaled`): since scaling by a
+power of two is exact and commutes with float32 rounding, the tree routes every
+row as the tree fitted on unscaled float32 values would, if float32 reached that
+far. Other columns are untouched (the same trees as before).
 """
 
 from __future__ import annotations
@@ -32,7 +42,13 @@ from fedtrees._typing import FloatArray, IntArray
 from fedtrees.exceptions import ValidationError
 from fedtrees.tree import Missing, Tree
 
-__all__ = ["FOREST_PARAMS", "fit_cart", "fit_local_forest"]
+__all__ = [
+    "FOREST_PARAMS",
+    "fit_cart",
+    "fit_local_forest",
+    "float32_scaled",
+    "float32_unscaled",
+]
 
 FOREST_PARAMS: Final = frozenset(
     {
@@ -47,6 +63,45 @@ FOREST_PARAMS: Final = frozenset(
     }
 )
 """The scikit-learn forest parameters a request may set (nothing else)."""
+_FLOAT32_EXPONENT: Final = 126
+"""Columns are brought below ``2^126`` (float32 reaches just under ``2^128``)."""
+_LARGEST: Final = float(np.finfo(np.float64).max)
+
+
+def float32_scaled(X: FloatArray) -> tuple[FloatArray, IntArray]:
+    """Return ``X`` with every column beyond float32's range scaled into it.
+
+    Returns ``(X · 2^-k, k)`` with one exponent ``k >= 0`` per column: 0 for a
+    column whose largest |x| is below ``2^126`` (left as it is), else the
+    smallest that brings it below. Exact: a power of two.
+
+    Examples
+    --------
+    >>> scaled, k = float32_scaled(np.array([[1.0, 1e300], [2.0, -3e299]]))
+    >>> k.tolist(), bool(np.isfinite(scaled.astype(np.float32)).all())
+    ([0, 871], True)
+    """
+    largest = np.max(np.abs(X), axis=0, initial=0.0)
+    _, exponent = np.frexp(largest)  # largest < 2**exponent
+    k: IntArray = np.maximum(exponent - _FLOAT32_EXPONENT, 0).astype(np.int64)
+    if not k.any():
+        return X, k
+    return np.ldexp(X, -k[None, :]), k
+
+
+def float32_unscaled(tree: Tree, k: IntArray) -> Tree:
+    """Return ``tree`` with its thresholds on scaled columns multiplied by ``2^k``.
+
+    The inverse of :func:`float32_scaled` for a tree fitted on the scaled X.
+    """
+    if not k.any():
+        return tree
+    split = tree.feature >= 0
+    threshold = tree.threshold.copy()
+    with np.errstate(over="ignore"):
+        back = np.ldexp(threshold[split], k[tree.feature[split]])
+    threshold[split] = np.minimum(back, _LARGEST)  # "x <= largest": every x
+    return dataclasses.replace(tree, threshold=threshold)
 
 
 def fit_local_forest(
@@ -89,12 +144,17 @@ def fit_local_forest(
             f"{sorted(FOREST_PARAMS)}."
         )
     kwargs = {**params, "random_state": seed, "n_jobs": 1}
+    scaled, k = float32_scaled(X)
     if n_classes is None:
-        regressor = RandomForestRegressor(**kwargs).fit(X, y, sample_weight)
-        return [_from_sklearn(est) for est in regressor.estimators_]
-    classifier = RandomForestClassifier(**kwargs).fit(X, y, sample_weight)
-    present = np.asarray(classifier.classes_, dtype=np.int64)
-    return [_agreed_columns(est, present, n_classes) for est in classifier.estimators_]
+        regressor = RandomForestRegressor(**kwargs).fit(scaled, y, sample_weight)
+        trees = [_from_sklearn(est) for est in regressor.estimators_]
+    else:
+        classifier = RandomForestClassifier(**kwargs).fit(scaled, y, sample_weight)
+        present = np.asarray(classifier.classes_, dtype=np.int64)
+        trees = [
+            _agreed_columns(est, present, n_classes) for est in classifier.estimators_
+        ]
+    return [float32_unscaled(tree, k) for tree in trees]
 
 
 def fit_cart(
@@ -128,14 +188,15 @@ def fit_cart(
     >>> tree.classes.tolist(), round(float(tree.threshold[0]), 3)
     ([0, 1, 2], 1.5)
     """
+    scaled, k = float32_scaled(X)
     estimator = DecisionTreeClassifier(
         criterion=criterion,
         max_depth=max_depth,
         random_state=sklearn_seed(seed),
         **params,
-    ).fit(X, y)
+    ).fit(scaled, y)
     present = np.asarray(estimator.classes_, dtype=np.int64)
-    return _agreed_columns(estimator, present, n_classes)
+    return float32_unscaled(_agreed_columns(estimator, present, n_classes), k)
 
 
 def _agreed_columns(estimator: Any, present: IntArray, n_classes: int) -> Tree:

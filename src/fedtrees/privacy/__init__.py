@@ -12,14 +12,23 @@ Examples
 """
 
 from fedtrees.privacy._accountant import PrivacyAccountant, Spend, even_share
-from fedtrees.privacy._mechanisms import SAMPLERS, ClippedLaplace, Laplace, Sampler
+from fedtrees.privacy._mechanisms import (
+    MIN_EPSILON,
+    SAMPLERS,
+    ClippedLaplace,
+    Laplace,
+    Sampler,
+    check_release_epsilon,
+)
 
 __all__ = [
+    "MIN_EPSILON",
     "SAMPLERS",
     "ClippedLaplace",
     "Laplace",
     "PrivacyAccountant",
     "Sampler",
     "Spend",
+    "check_release_epsilon",
     "even_share",
 ]

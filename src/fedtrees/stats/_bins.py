@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees._validation import check_int, invalid
+from fedtrees._validation import MAX_GRID, check_size, invalid
 from fedtrees.stats._quantile import mixtures_by_client, quantile_sketches
 
 __all__ = [
@@ -98,7 +98,7 @@ def quantile_bin_edges(
     >>> edges[0].round(6).tolist()  # the pooled rows' quartiles
     [24.0, 49.0, 74.0]
     """
-    n_bins = check_int(n_bins, "n_bins", "quantile_bin_edges", min_value=2)
+    n_bins = check_size(n_bins, "n_bins", "quantile_bin_edges", 2, MAX_GRID)
     pts = np.asarray(points, dtype=np.float64)
     weights = np.asarray(counts, dtype=np.float64)
     if pts.ndim != 3 or weights.shape != pts.shape[:2]:

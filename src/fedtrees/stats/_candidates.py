@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import FloatArray
-from fedtrees._validation import check_int, check_matrix, invalid
+from fedtrees._validation import MAX_GRID, check_matrix, check_size, invalid
 
 __all__ = [
     "distinct_values",
@@ -60,11 +60,18 @@ def exact_candidates(client_values: Sequence[npt.ArrayLike]) -> FloatArray:
     [1.5, 2.5]
     >>> exact_candidates([[1e-9, 2e-9]]).tolist()
     []
+    >>> exact_candidates([[1e300, 3e300]]).tolist()  # beyond float32: still split
+    [2e+300]
     """
     merged = _pooled(client_values, "exact_candidates")
     a, b = merged[:-1], merged[1:]
     # sklearn skips gaps <= FEATURE_THRESHOLD, compared in float32 arithmetic.
-    keep = b.astype(np.float32) > a.astype(np.float32) + FEATURE_THRESHOLD
+    with np.errstate(over="ignore"):  # beyond float32: ±inf, handled below
+        a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    # Two values beyond float32 on the same side are both ±inf there, but
+    # distinct: no gap of theirs is small, so their midpoint stays a candidate
+    # (scikit-learn refuses such values; float32-representable data is unchanged).
+    keep = (b32 > a32 + FEATURE_THRESHOLD) | (np.isinf(a32) & (a32 == b32))
     return _midpoints(a[keep], b[keep])
 
 
@@ -129,8 +136,13 @@ def uniform_candidates(ranges: npt.ArrayLike, q: int) -> FloatArray:
     --------
     >>> uniform_candidates([[[0.0, 1.0]], [[2.0, 4.0]]], q=4).tolist()
     [[1.0, 2.0, 3.0]]
+
+    A range whose width is beyond float64 still gives finite thresholds:
+
+    >>> uniform_candidates([[[-1.5e308, 1.5e308]]], q=4).tolist()
+    [[-7.5e+307, 0.0, 7.5e+307]]
     """
-    q = check_int(q, "q", "uniform_candidates", min_value=2)
+    q = check_size(q, "q", "uniform_candidates", 2, MAX_GRID)
     r = np.asarray(ranges, dtype=np.float64)
     if r.ndim != 3 or r.shape[2] != 2 or r.shape[0] == 0:
         raise invalid(
@@ -139,8 +151,12 @@ def uniform_candidates(ranges: npt.ArrayLike, q: int) -> FloatArray:
             "shape (n_clients >= 1, n_features, 2)",
             r.shape,
         )
-    lo = np.fmin.reduce(r[..., 0], axis=0)
-    hi = np.fmax.reduce(r[..., 1], axis=0)
-    steps = np.arange(1, q) / q
-    result: FloatArray = lo[:, None] + (hi - lo)[:, None] * steps[None, :]
-    return result
+    lo = np.fmin.reduce(r[..., 0], axis=0)[:, None]
+    hi = np.fmax.reduce(r[..., 1], axis=0)[:, None]
+    steps = np.arange(1, q)[None, :] / q
+    with np.errstate(over="ignore", invalid="ignore"):
+        width = hi - lo
+        result: FloatArray = lo + width * steps
+        # A range wider than float64 (e.g. -1.7e308 to 1.7e308): on its halves.
+        halves = np.clip(2.0 * (lo / 2 + (hi / 2 - lo / 2) * steps), lo, hi)
+    return np.where(np.isfinite(width), result, halves)

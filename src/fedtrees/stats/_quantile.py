@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees._validation import check_int, invalid
+from fedtrees._validation import MAX_GRID, check_int, check_size, invalid
 from fedtrees.stats._mixture_kernel import (
     NAN_INSIDE,
     NOT_SORTED,
@@ -99,7 +99,7 @@ def quantile_sketches(
     points : array of shape (n_groups, q + 1)
         Quantile points, NaN-padded after the first ``min(q, rows) + 1``.
     """
-    q = check_int(q, "q", "quantile_sketches", min_value=2)
+    q = check_size(q, "q", "quantile_sketches", 2, MAX_GRID)
     n_groups = check_int(n_groups, "n_groups", "quantile_sketches", min_value=1)
     v, g, w = _sketch_inputs(values, group, n_groups, sample_weight)
     order = np.lexsort((v, g))
@@ -163,7 +163,7 @@ def mixture_quantiles(
         the same arithmetic, so its result does not depend on the other problems
         of the batch (bit for bit).
     """
-    q = check_int(q, "q", "mixture_quantiles", min_value=2)
+    q = check_size(q, "q", "mixture_quantiles", 2, MAX_GRID)
     pts = np.asarray(points, dtype=np.float64)
     c = np.asarray(counts, dtype=np.float64)
     if pts.ndim != 3 or pts.shape[2] < 2 or c.shape != pts.shape[:2]:
@@ -183,7 +183,7 @@ def mixtures_by_client(points: FloatArray, counts: FloatArray, q: int) -> FloatA
     are inverted without reordering hundreds of MB first.
     """
     owner = "mixture_quantiles"
-    q = check_int(q, "q", owner, min_value=2)
+    q = check_size(q, "q", owner, 2, MAX_GRID)
     if not np.all(np.isfinite(counts)) or np.any(counts < 0):
         raise invalid("counts", owner, "finite counts >= 0", "other values")
     out, status = invert_mixtures(  # the kernel reads C-ordered arrays (no copy if so)
@@ -214,7 +214,7 @@ def mixtures_ragged(
     dense computation bit for bit.
     """
     owner = "mixture_quantiles"
-    q = check_int(q, "q", owner, min_value=2)
+    q = check_size(q, "q", owner, 2, MAX_GRID)
     if not np.all(np.isfinite(counts)) or np.any(counts < 0):
         raise invalid("counts", owner, "finite counts >= 0", "other values")
     if np.any(np.diff(problem) < 0) or np.any(start + length > points.shape[0]):
@@ -256,7 +256,7 @@ def quantile_candidates(sketches: Sequence[QuantileSketch], q: int) -> FloatArra
     >>> quantile_candidates([a, b], q=4).tolist()
     [1.0, 3.0, 11.0]
     """
-    q = check_int(q, "q", "quantile_candidates", min_value=2)
+    q = check_size(q, "q", "quantile_candidates", 2, MAX_GRID)
     if len(sketches) == 0:
         raise invalid("sketches", "quantile_candidates", "at least one client", [])
     points, counts = _stack_sketches(sketches, q)

@@ -115,6 +115,7 @@ class Tree:
         for name, array in _structure.coerce_arrays(self).items():
             object.__setattr__(self, name, array)
         _structure.validate(self)
+        object.__setattr__(self, "n_features", int(self.n_features))  # numpy ints
 
     # -- shape ------------------------------------------------------------------
     @property

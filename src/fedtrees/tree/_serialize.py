@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from fedtrees._validation import is_integral
 from fedtrees.exceptions import SerializationError, ValidationError
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def _check_header(doc: dict[str, Any]) -> int:
             f"expected {FORMAT!r}."
         )
     version = doc.get("version")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+    if not is_integral(version) or version < 1:
         raise SerializationError(
             f"Unknown tree document version {version!r}; expected an int >= 1."
         )
@@ -133,7 +134,7 @@ def _check_header(doc: dict[str, Any]) -> int:
             f"This tree document has format version {version}, newer than the "
             f"version {VERSION} this fedtrees reads; upgrade fedtrees to load it."
         )
-    return version
+    return int(version)
 
 
 def decode_array(field: object, name: str, kinds: str) -> npt.NDArray[Any]:
@@ -149,9 +150,7 @@ def decode_array(field: object, name: str, kinds: str) -> npt.NDArray[Any]:
         raise SerializationError(
             f"Field {name!r} has dtype {dtype}, not one of kind {kinds!r}."
         )
-    if not isinstance(shape, list) or not all(
-        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
-    ):
+    if not isinstance(shape, list) or not all(is_integral(s) and s >= 0 for s in shape):
         raise SerializationError(
             f"Field {name!r} needs 'shape' as a list of ints >= 0."
         )
@@ -194,9 +193,9 @@ def _require_mapping(value: object, name: str) -> dict[str, Any]:
 
 
 def _require_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_integral(value):
         raise SerializationError(f"Field {name!r} must be an int, got {value!r}.")
-    return value
+    return int(value)
 
 
 def _optional_strings(value: object, name: str) -> tuple[str, ...] | None:

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, IntArray
+from fedtrees._validation import is_integral
 from fedtrees.exceptions import ValidationError
 from fedtrees.tree._kinds import LEAF, Missing, NodeKind
 
@@ -110,7 +111,7 @@ def _check_lengths(tree: Tree) -> None:
         raise error(
             "fields 'branch_code' and 'branch_child' must be 1-D of equal length"
         )
-    if isinstance(tree.n_features, bool) or not isinstance(tree.n_features, int):
+    if not is_integral(tree.n_features):
         raise error(f"n_features must be an int, got {tree.n_features!r}")
     if tree.n_features < 1:
         raise error(f"n_features must be >= 1, got {tree.n_features}")

@@ -25,6 +25,12 @@ from fedtrees._validation import check_choice, check_float, check_int, invalid
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms._onehot import expand_features
 from fedtrees.algorithms._params import check_hidden_sizes
+from fedtrees.algorithms.fedavg._limits import (
+    MAX_ABS_FEATURE,
+    MAX_BATCH_SIZE,
+    MAX_LOCAL_EPOCHS,
+    MAX_LOCAL_STEPS,
+)
 from fedtrees.algorithms.fedavg._protocol import (
     AvgConfig,
     Evaluate,
@@ -34,7 +40,13 @@ from fedtrees.algorithms.fedavg._protocol import (
     TrainRequest,
 )
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import Federation, FederationInfo, Ledger, RoundCallback
+from fedtrees.federation import (
+    MAX_ROUNDS,
+    Federation,
+    FederationInfo,
+    Ledger,
+    RoundCallback,
+)
 from fedtrees.federation._data import as_frame
 from fedtrees.tree import client_codes
 
@@ -55,6 +67,11 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
     ``learning_rate=0.01``: FLamby's tuned 1e-4 barely moves the model from its
     initialisation in 15 rounds; the heart experiment passes 1e-4 explicitly.
 
+    **Decision:** a client needs at least 3 rows of non-zero weight to take
+    part (the moments of fewer would reveal them), and every feature value
+    ``|x| <= 1e100`` (the moments carry ``Σw·x²``); see
+    :mod:`fedtrees.algorithms.fedavg._limits`.
+
     **Decision:** evaluated on a server-held test set after each round, as the
     paper (which stops FedAvg when it beats the tree's test accuracy); the set never
     travels. ``fit(..., eval_set=(X_eval, y_eval))`` scores every new global model
@@ -67,11 +84,12 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
     hidden_layer_sizes : tuple of int, default ()
         () is logistic regression; (12, 12) a two-hidden-layer ReLU MLP.
     n_rounds : int, default 15
-        FedAvg rounds (after the moments round).
+        FedAvg rounds (after the moments round), at most 99,999.
     local_steps : int, default 100
-        SGD steps per client and round.
+        SGD steps per client and round, at most 2^24.
     local_epochs : int or None, default None
-        If set, each client runs this many passes over its rows instead.
+        If set, each client runs this many passes over its rows instead (at
+        most 2^16).
     batch_size : int, default 4
     learning_rate : float, default 0.01
     standardize : {"client", "global", "none"}, default "client"
@@ -134,6 +152,7 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
     """
 
     _task = "classification"
+    _max_abs_feature = MAX_ABS_FEATURE
 
     def __init__(
         self,
@@ -172,12 +191,40 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
         epochs = self.local_epochs
         return AvgConfig(
             hidden=tuple(hidden),
-            n_rounds=check_int(self.n_rounds, "n_rounds", owner, min_value=1),
-            local_steps=check_int(self.local_steps, "local_steps", owner, min_value=1),
+            n_rounds=check_int(
+                self.n_rounds,
+                "n_rounds",
+                owner,
+                min_value=1,
+                max_value=MAX_ROUNDS - 1,
+                reason=f"a run has at most {MAX_ROUNDS} rounds, the moments one "
+                "included",
+            ),
+            local_steps=check_int(
+                self.local_steps,
+                "local_steps",
+                owner,
+                min_value=1,
+                max_value=MAX_LOCAL_STEPS,
+                reason="every client runs them each round",
+            ),
             local_epochs=0
             if epochs is None
-            else check_int(epochs, "local_epochs", owner, min_value=1),
-            batch_size=check_int(self.batch_size, "batch_size", owner, min_value=1),
+            else check_int(
+                epochs,
+                "local_epochs",
+                owner,
+                min_value=1,
+                max_value=MAX_LOCAL_EPOCHS,
+                reason="every client runs them each round",
+            ),
+            batch_size=check_int(
+                self.batch_size,
+                "batch_size",
+                owner,
+                min_value=1,
+                max_value=MAX_BATCH_SIZE,
+            ),
             learning_rate=check_float(
                 self.learning_rate,
                 "learning_rate",

@@ -12,6 +12,9 @@ Optionally the server scores every new θ on a set it holds itself (an ``evaluat
 callable built at :meth:`FedAvgStrategy.start`) and stops once the score reaches
 ``stop_at_score`` (README, synthetic data: FedAvg runs until it beats the tree). The set
 never enters a message.
+
+The bounds every client and the estimator check (small clients, value bounds,
+steps and epochs) live in :mod:`._limits`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,12 @@ from fedtrees.algorithms._requests import (
     check_request_size,
     field_error,
     request_error,
+)
+from fedtrees.algorithms.fedavg._limits import (
+    MAX_BATCH_SIZE,
+    MAX_LOCAL_EPOCHS,
+    MAX_LOCAL_STEPS,
+    check_client,
 )
 from fedtrees.algorithms.fedavg._network import Layout, standardize
 from fedtrees.exceptions import ValidationError
@@ -62,15 +71,6 @@ __all__ = [
 ]
 
 INIT_STREAM, BATCH_STREAM = 5, 6
-MAX_LOCAL_STEPS: Final = 2**24
-"""Most SGD steps a client runs in one round (``local_steps``)."""
-MAX_LOCAL_EPOCHS: Final = 2**16
-"""Most local epochs a client runs in one round (``local_epochs``).
-
-**Decision (resource bounds):** a client refuses a training request above these
-(a damaged count would keep it busy for days); they are far above any setting
-of the papers (FLamby: 10 epochs, 100 steps).
-"""
 Standardize = Literal["client", "global", "none"]
 
 
@@ -178,6 +178,7 @@ def _row_weights(data: ClientData) -> FloatArray:
 def moments(request: MomentsRequest, data: ClientData) -> MomentsReply:
     """Client: weighted feature sums and sums of squares."""
     check_category_counts(request.kind, "n_categories", request.n_categories, data)
+    check_client(data)
     X, w = _expanded(data, request.n_categories), _row_weights(data)
     return MomentsReply(w @ X, w @ (X * X), float(w.sum()))
 
@@ -185,6 +186,7 @@ def moments(request: MomentsRequest, data: ClientData) -> MomentsReply:
 @handler("fedavg.train")
 def train(request: TrainRequest, data: ClientData) -> TrainReply:
     """Client: minibatch SGD from the server's parameters on the local rows."""
+    check_client(data)
     layout = _checked_layout(request, data)
     X = standardize(_expanded(data, request.n_categories), request.mean, request.scale)
     y = data.label_codes(request.classes)
@@ -194,11 +196,21 @@ def train(request: TrainRequest, data: ClientData) -> TrainReply:
     )
     theta = request.theta.copy()
     losses = []
-    for batch in _batches(rng, data.n_rows, request):
-        loss, gradient = layout.loss_and_gradient(theta, X[batch], y[batch], w[batch])
-        theta -= request.learning_rate * gradient
-        losses.append(loss)
-    return TrainReply(theta, float(np.mean(losses)))
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence: refused below
+        for batch in _batches(rng, data.n_rows, request):
+            loss, gradient = layout.loss_and_gradient(
+                theta, X[batch], y[batch], w[batch]
+            )
+            theta -= request.learning_rate * gradient
+            losses.append(loss)
+        mean_loss = float(np.mean(losses))
+    if not (np.isfinite(mean_loss) and np.all(np.isfinite(theta))):
+        raise ValidationError(
+            "FedAvg: local training diverged on this client (its parameters or "
+            f"loss overflowed with learning_rate={request.learning_rate!r}); "
+            "lower learning_rate, or standardize the features."
+        )
+    return TrainReply(theta, mean_loss)
 
 
 def _checked_layout(request: TrainRequest, data: ClientData) -> Layout:
@@ -255,7 +267,9 @@ def _check_values(request: TrainRequest) -> None:
 def _check_steps(request: TrainRequest) -> None:
     """Check the batch (>= 1 row) and the steps or epochs against the limits."""
     kind = request.kind
-    check_request_size(kind, "batch_size", request.batch_size, 2**62, "rows", low=1)
+    check_request_size(
+        kind, "batch_size", request.batch_size, MAX_BATCH_SIZE, "rows", low=1
+    )
     check_request_size(
         kind,
         "local_steps",

@@ -16,56 +16,23 @@ computes each problem from its own segments only, and :func:`exact_thresholds`
 each pair from its own values.
 
 **Decision (``"exact"`` beyond float32):** scikit-learn reads X as float32 and
-refuses values beyond its range (``|x| > 3.4e38``); where they would become
-infinite, its gap rule sees no gap and the mode would silently learn nothing.
-So :func:`check_exact_range` refuses them, naming the column: at ``fit``
-before any round, and at every client's sketch (``fit_federation``). Values
-closer than 1e-7 (data scaled that small, subnormals) stay unsplit, as in
-scikit-learn (README); ``candidates="hist"`` splits any finite scale.
+refuses values beyond its range (``|x| > 3.4e38``). Here a gap between two
+values beyond it is never small (:func:`fedtrees.stats.exact_candidates`), so
+such a column is split at the midpoints as any other; float32-representable
+data gets scikit-learn's candidates unchanged. Values closer than 1e-7 (data
+scaled that small, subnormals) stay unsplit, as in scikit-learn (README);
+``candidates="hist"`` splits any finite scale.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Final
-
 import numpy as np
 
-from fedtrees._typing import BoolArray, FloatArray, IntArray
-from fedtrees.exceptions import ValidationError
+from fedtrees._typing import FloatArray, IntArray
 from fedtrees.stats import exact_candidates
 from fedtrees.stats._quantile import mixtures_ragged
 
-__all__ = ["FLOAT32_MAX", "check_exact_range", "exact_thresholds", "own_candidates"]
-
-FLOAT32_MAX: Final = float(np.finfo(np.float32).max)
-"""The largest float32: scikit-learn refuses values beyond it."""
-
-
-def check_exact_range(
-    matrix: FloatArray, numeric: BoolArray, names: Sequence[str], owner: str
-) -> None:
-    """Refuse a numeric column with values beyond float32's range (``"exact"``).
-
-    Raises
-    ------
-    ValidationError
-        Naming the first such column (not its values) and the fix.
-
-    Examples
-    --------
-    >>> check_exact_range(np.array([[1.0, 1e39]]), np.array([True, False]),
-    ...                   ["a", "b"], "f")
-    """
-    beyond = np.any(np.abs(matrix) > FLOAT32_MAX, axis=0) & numeric
-    if beyond.any():
-        column = names[int(np.flatnonzero(beyond)[0])]
-        raise ValidationError(
-            f"{owner}: column {column!r} holds values beyond float32's range "
-            "(|x| > 3.4e38). candidates='exact' reproduces scikit-learn, which "
-            "reads X as float32 and refuses such values; rescale the column, or "
-            "use candidates='hist', which splits values of any finite scale."
-        )
+__all__ = ["exact_thresholds", "own_candidates"]
 
 
 def exact_thresholds(

@@ -35,7 +35,6 @@ from fedtrees.algorithms._requests import (
     local_category_counts,
     request_error,
 )
-from fedtrees.algorithms.fedforest._candidates import check_exact_range
 from fedtrees.algorithms.fedforest._forest import (
     SplitBatch,
     apply_batch,
@@ -222,13 +221,6 @@ def prepare(
 ) -> tuple[ClientFit, ForestState] | Resync:
     """Return the client's fit state routed to the request's forest, or a resync."""
     check_sizes(request, data)
-    if getattr(request, "candidates", None) == "exact":
-        check_exact_range(
-            data.matrix,
-            np.array([k == "numeric" for k in data.feature_kinds]),
-            [str(c) for c in data.X.columns],
-            f"Client {data.client_id!r}",
-        )
     n_features = len(data.feature_kinds)
     forest = kept_forest(request, state, n_features)
     if forest is None:

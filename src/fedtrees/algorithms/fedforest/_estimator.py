@@ -14,14 +14,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
 from fedtrees.algorithms._base import FederatedEstimator
-from fedtrees.algorithms.fedforest._candidates import check_exact_range
 from fedtrees.algorithms.fedforest._config import ForestConfig, make_config
 from fedtrees.algorithms.fedforest._diagnose import diagnose
 from fedtrees.algorithms.fedforest._hist_mode import HistMode
@@ -63,21 +61,6 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         return (
             f"fill or drop them, or use candidates='hist', which learns where "
             f"missing values go (candidates={self.candidates!r} needs finite values)"
-        )
-
-    def _check_frame(self, frame: pd.DataFrame) -> None:
-        """``candidates="exact"``: refuse values beyond float32 before any round."""
-        if self.candidates != "exact":
-            return
-        numeric = [
-            str(c)
-            for c in frame.columns
-            if not isinstance(frame[c].dtype, pd.CategoricalDtype)
-        ]
-        values = frame[numeric].apply(pd.to_numeric, errors="coerce")
-        matrix = values.to_numpy(np.float64, na_value=np.nan)
-        check_exact_range(
-            matrix, np.ones(len(numeric), bool), numeric, f"{type(self).__name__}.fit"
         )
 
     def _config(self) -> ForestConfig:

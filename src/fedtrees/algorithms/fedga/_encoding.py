@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import IntArray
+from fedtrees._validation import is_integral
 from fedtrees.exceptions import ValidationError
 from fedtrees.tree import NodeKind, Tree
 
@@ -386,7 +387,7 @@ def as_structure(structure: npt.ArrayLike) -> IntArray:
 
 
 def _check_depth(depth: int) -> None:
-    if not isinstance(depth, int | np.integer) or not 1 <= depth <= MAX_DEPTH:
+    if not is_integral(depth) or not 1 <= depth <= MAX_DEPTH:
         raise ValidationError(
             f"The depth of a FedGA structure must be an integer in [1, {MAX_DEPTH}]. "
             f"Got {depth!r} instead."

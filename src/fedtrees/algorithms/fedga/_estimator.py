@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
-from fedtrees._validation import check_epsilon, check_float, check_int, invalid
+from fedtrees._validation import check_float, check_int, invalid, is_integral
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms._params import MAX_POPULATION, check_size
 from fedtrees.algorithms.fedga._protocol import personal_tree
@@ -25,7 +25,8 @@ from fedtrees.algorithms.fedga._strategy import (
     FedGAStrategy,
 )
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import ClientData, Federation, RoundCallback
+from fedtrees.federation import MAX_ROUNDS, ClientData, Federation, RoundCallback
+from fedtrees.privacy import check_release_epsilon
 from fedtrees.tree import Tree, client_codes
 
 __all__ = ["FedGAClassifier", "FedGARegressor"]
@@ -222,8 +223,19 @@ class _FedGA(FederatedEstimator):
     ) -> FedGASettings:
         owner = type(self).__name__
         low, high = _depth_range(self.depth_range, owner)
-        size = self.population_size or self._default_population
-        generations = check_int(self.n_generations, "n_generations", owner, min_value=1)
+        size = (
+            self._default_population
+            if self.population_size is None
+            else self.population_size
+        )
+        generations = check_int(
+            self.n_generations,
+            "n_generations",
+            owner,
+            min_value=1,
+            max_value=MAX_ROUNDS - 3,
+            reason=f"a run has at most {MAX_ROUNDS} rounds: 3 besides the generations",
+        )
         joins = {str(k): int(v) for k, v in (join_at or {}).items()}
         unknown = sorted(set(joins) - set(federation.clients))
         if unknown or any(not 1 <= g <= generations for g in joins.values()):
@@ -238,7 +250,7 @@ class _FedGA(FederatedEstimator):
                 size, "population_size", owner, 2, MAX_POPULATION
             ),
             n_generations=generations,
-            epsilon=check_epsilon(self.epsilon, owner),
+            epsilon=check_release_epsilon(self.epsilon, owner),
             train_ratio=check_float(
                 self.train_ratio,
                 "train_ratio",
@@ -419,12 +431,12 @@ class FedGARegressor(RegressorMixin, _FedGA, BaseEstimator):  # type: ignore[mis
 
 def _depth_range(value: object, owner: str) -> tuple[int, int]:
     try:
-        low, high = (int(v) for v in value)  # type: ignore[attr-defined]
+        low, high = cast("tuple[object, object]", value)
     except (TypeError, ValueError):
         raise invalid("depth_range", owner, "a pair (d_min, d_max)", value) from None
-    if not 1 <= low <= high <= 20:
-        raise invalid("depth_range", owner, "1 <= d_min <= d_max <= 20", value)
-    return low, high
+    if not (is_integral(low) and is_integral(high) and 1 <= low <= high <= 20):
+        raise invalid("depth_range", owner, "ints 1 <= d_min <= d_max <= 20", value)
+    return int(low), int(high)
 
 
 def _rate(value: object, name: str, owner: str) -> float:

@@ -42,7 +42,7 @@ from fedtrees._validation import check_int, check_matrix, invalid
 from fedtrees.algorithms.fedga._encoding import MAX_DEPTH, encode
 from fedtrees.algorithms.fedga._evaluate import Task
 from fedtrees.exceptions import ValidationError
-from fedtrees.learners import fit_cart
+from fedtrees.learners import fit_cart, float32_scaled
 from fedtrees.privacy import Laplace, PrivacyAccountant
 from fedtrees.tree import Tree
 
@@ -293,7 +293,13 @@ def local_structure(
 def _check_xy(
     X: npt.ArrayLike, y: npt.ArrayLike, owner: str
 ) -> tuple[FloatArray, npt.NDArray[np.generic]]:
-    X_arr = check_matrix(X, "X", owner, allow_empty=True)
+    """Return finite X (columns beyond float32 scaled into it) and y of its rows.
+
+    scikit-learn's trees compute in float32; a column beyond its range is
+    scaled by a power of two (:func:`fedtrees.learners.float32_scaled`), which
+    changes no split's rows, and the structures keep no thresholds.
+    """
+    X_arr, _ = float32_scaled(check_matrix(X, "X", owner, allow_empty=True))
     y_arr = np.asarray(y)
     if y_arr.shape != (X_arr.shape[0],):
         raise invalid("y", owner, f"an array of shape ({X_arr.shape[0]},)", y_arr.shape)

@@ -27,6 +27,7 @@ import numpy as np
 
 from fedtrees._random import keyed_rng
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees._validation import invalid
 from fedtrees.algorithms.fedga._encoding import random_structure, structure_length
 from fedtrees.algorithms.fedga._evaluate import Task
 from fedtrees.algorithms.fedga._operators import (
@@ -117,6 +118,24 @@ class FedGAStrategy:
         self.classes = np.asarray(schema.classes or (), dtype=str)
         self.n_features = schema.n_features
         self.starters = [c for c in self.clients if c not in self.s.join_at]
+        self._check_folds(info)
+
+    def _check_folds(self, info: FederationInfo) -> None:
+        """Refuse ``cv_folds`` above every client's declared row bound.
+
+        K-fold CV needs ``cv_folds`` rows per client; the agreement bounds each
+        client's rows from above, so no client could make that many folds.
+        """
+        bounds = [info.row_bounds[c] for c in self.clients if c in info.row_bounds]
+        if bounds and self.s.cv_folds > max(bounds):
+            raise invalid(
+                "cv_folds",
+                "FedGA",
+                "at most the rows of a client (K-fold cross-validation makes "
+                "cv_folds folds of every client's rows, and no client holds that "
+                "many)",
+                self.s.cv_folds,
+            )
 
     def expected_rounds(self) -> int:
         """Return init, local, G generations and the final round."""

@@ -11,13 +11,20 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 from fedtrees._typing import FloatArray
-from fedtrees._validation import check_choice, check_float, check_int, invalid
+from fedtrees._validation import (
+    MAX_ABS_TARGET,
+    check_choice,
+    check_float,
+    check_int,
+    invalid,
+)
 from fedtrees.algorithms._params import check_size
 from fedtrees.algorithms.histogram import check_declared_edges, check_max_bins
 
 __all__ = [
     "MAX_BOOSTING_DEPTH",
     "MAX_BOOSTING_ROUNDS",
+    "MAX_OUTPUTS",
     "BoostConfig",
     "Objective",
     "Protocol",
@@ -29,6 +36,8 @@ MAX_BOOSTING_ROUNDS: Final = 10_000
 """Most boosting iterations: each costs ``max_depth`` rounds of every client."""
 MAX_BOOSTING_DEPTH: Final = 16
 """Deepest tree: a level of ``2**depth`` nodes is asked in one round."""
+MAX_OUTPUTS: Final = 1024
+"""Most classes (one tree per class and iteration; every client allocates them)."""
 
 Objective = Literal["binary", "softmax", "squared_error"]
 Protocol = Literal["histogram", "bagging", "cyclic"]
@@ -97,7 +106,14 @@ def make_config(
             min_value=1,
             max_value=MAX_BOOSTING_DEPTH,
         ),
-        learning_rate=_positive(params["learning_rate"], "learning_rate", owner),
+        learning_rate=check_float(
+            params["learning_rate"],
+            "learning_rate",
+            owner,
+            min_value=0.0,
+            min_inclusive=False,
+            max_value=1.0,
+        ),
         reg_lambda=_nonnegative(params["reg_lambda"], "reg_lambda", owner),
         gamma=_nonnegative(params["gamma"], "gamma", owner),
         min_child_weight=_nonnegative(
@@ -151,8 +167,14 @@ def _holdout(value: object, owner: str) -> float:
 
 
 def _base_score(value: object, objective: Objective, owner: str) -> float:
-    """Return a finite number (a probability for two classes: checked later)."""
-    return check_float(value, "base_score", owner)
+    """Return a finite number (a probability for two classes: checked later).
+
+    A raw score is bounded as a target is (|base_score| <= 1e100): the clients'
+    gradients ``raw - y`` and their squares must stay finite.
+    """
+    return check_float(
+        value, "base_score", owner, min_value=-MAX_ABS_TARGET, max_value=MAX_ABS_TARGET
+    )
 
 
 def with_classes(config: BoostConfig, n_classes: int, owner: str) -> BoostConfig:
@@ -165,6 +187,14 @@ def with_classes(config: BoostConfig, n_classes: int, owner: str) -> BoostConfig
     """
     if config.objective == "squared_error":
         return config
+    if n_classes > MAX_OUTPUTS:
+        raise invalid(
+            "y",
+            owner,
+            f"labels of at most {MAX_OUTPUTS} classes (every iteration grows one "
+            "tree per class on every client)",
+            f"{n_classes} classes",
+        )
     objective: Objective = "binary" if n_classes <= 2 else "softmax"
     base = config.base_score
     if objective == "binary" and base is not None and not 0.0 < base < 1.0:

@@ -159,8 +159,9 @@ class FedGBDTClassifier(ClassifierMixin, _FedGBDT):  # type: ignore[misc]
         Boosting iterations (one tree per class per iteration for more than
         two classes), at most 10,000.
     max_depth : int in [1, 16], default 6
-    learning_rate : float > 0, default 0.3
-        Shrinkage η of every leaf weight ``−η·G/(H+λ)``.
+    learning_rate : float in (0, 1], default 0.3
+        Shrinkage η of every leaf weight ``−η·G/(H+λ)`` (XGBoost's range for
+        ``eta``: a larger step overshoots, and the raw scores can overflow).
     reg_lambda : float >= 0, default 1.0
         L2 regularisation λ of the leaf weights.
     gamma : float >= 0, default 0.0
@@ -177,7 +178,8 @@ class FedGBDTClassifier(ClassifierMixin, _FedGBDT):  # type: ignore[misc]
         Bins per numeric feature of the grid agreed at the start.
     base_score : float or None, default None
         The starting prediction: a probability for two classes, a margin for
-        more; None: the pooled prior (log-odds of the pooled class shares).
+        more (|base_score| <= 1e100, as a target); None: the pooled prior
+        (log-odds of the pooled class shares).
     early_stopping_rounds : int or None, default None
         Stop when the pooled validation loss has not improved for this many
         iterations; the model keeps the best iteration's trees.

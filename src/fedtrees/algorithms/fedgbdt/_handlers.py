@@ -25,6 +25,7 @@ from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees.algorithms._requests import check_request_size, request_error
 from fedtrees.algorithms.fedgbdt._config import (
     MAX_BOOSTING_DEPTH,
+    MAX_OUTPUTS,
     BoostConfig,
     Objective,
 )
@@ -73,7 +74,6 @@ STATE_KEY: Final = "fedgbdt.state"
 MEMO_KEY: Final = "fedgbdt.fit"
 LOG_KEY: Final = "fedgbdt.log"
 _HOLDOUT, _SUBSAMPLE = 1, 2  # generator keys
-MAX_OUTPUTS: Final = 1024
 MAX_LOCAL_TREES: Final = 1000
 R = TypeVar("R", LevelRequest, LocalRequest)
 T = TypeVar("T")

@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
-from fedtrees._validation import check_int, invalid
+from fedtrees._validation import check_int, invalid, is_integral
 from fedtrees.algorithms.histogram._client_kernels import bin_column, edges_below
 from fedtrees.exceptions import ValidationError
 from fedtrees.stats import check_edges, midpoint_candidates, mixtures_by_client
@@ -411,7 +411,7 @@ def declared_grid(
 
 
 def _position(key: object, names: Sequence[str]) -> int | None:
-    if isinstance(key, int | np.integer) and not isinstance(key, bool):
+    if is_integral(key):
         return int(key) if 0 <= int(key) < len(names) else None
     return list(names).index(str(key)) if str(key) in names else None
 

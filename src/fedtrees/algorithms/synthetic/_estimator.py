@@ -13,7 +13,12 @@ from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
 from fedtrees._validation import check_float, check_int, invalid
 from fedtrees.algorithms._onehot import expand_features
-from fedtrees.algorithms._params import MAX_SAMPLES_PER_PATH, check_size
+from fedtrees.algorithms._params import (
+    MAX_SAMPLES_PER_PATH,
+    MAX_TREE_DEPTH,
+    check_max_depth,
+    check_size,
+)
 from fedtrees.algorithms._tree_estimator import SingleTreeClassifier
 from fedtrees.algorithms.synthetic._generate import FillSpec, GenerationSpec
 from fedtrees.algorithms.synthetic._strategy import (
@@ -49,11 +54,12 @@ class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimat
         Rows per sub-path (the paper's m = 100).
     alpha : float, default 0.1
         Width of the sampling interval next to a threshold t: ``α·|t|`` (α when
-        t = 0).
+        t = 0); an interval reaching beyond float64 stops at the largest float.
     fill : {"outside", "uniform"} or sequence of float, default "outside"
         What the features a sub-path does not test hold. **Decision:**
         ``"outside"`` is the column's minimum minus one range width (below
-        every value, as the paper's out-of-range constant); ``"uniform"`` draws
+        every value, as the paper's out-of-range constant; the lowest float
+        where that is beyond float64); ``"uniform"`` draws
         uniformly in the range (beyond the paper); a sequence of numbers picks
         one of them at random per cell (the authors' ``(-100000, 500000)``).
     p_max : float in [0, 1], default 0.5
@@ -77,7 +83,8 @@ class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimat
         two adjacent values of a client's column.
     class_weight : None, "balanced" or dict, default None
         Class weights of the client trees and of the global tree (scikit-learn's
-        meaning; a dict maps labels to weights). The authors used "balanced".
+        meaning; a dict maps labels to weights, each in (0, 1e50]). The authors
+        used "balanced".
     random_state : int, Generator or None
         Client k's CART uses ``[seed, 9, crc32(k)]``; the rows made from client
         k's tree (values and flips) ``[seed, 10, crc32(k)]``; the global tree
@@ -202,18 +209,12 @@ class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimat
             seed=resolve_seed(self.random_state, owner),
         )
         return SyntheticSettings(
-            client_max_depth=check_int(
-                self.client_max_depth, "client_max_depth", owner, min_value=1
-            ),
+            client_max_depth=_depth(self.client_max_depth, "client_max_depth", owner),
             global_max_depth=None
             if depth is None
-            else check_int(depth, "global_max_depth", owner, min_value=1),
-            min_samples_split=check_int(
-                self.min_samples_split, "min_samples_split", owner, min_value=2
-            ),
-            min_samples_leaf=check_int(
-                self.min_samples_leaf, "min_samples_leaf", owner, min_value=1
-            ),
+            else _depth(depth, "global_max_depth", owner),
+            min_samples_split=_rows(self.min_samples_split, "min_samples_split", owner),
+            min_samples_leaf=_rows(self.min_samples_leaf, "min_samples_leaf", owner),
             class_weight=self.class_weight,
             declared_ranges=self.feature_ranges,
             generation=generation,
@@ -263,6 +264,19 @@ class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimat
         """X one-hot encoded with the agreed categories (what ``tree_`` routes)."""
         matrix = self._encode(X)
         return expand_features(matrix, self.n_categories_)
+
+
+def _depth(value: object, name: str, owner: str) -> int:
+    depth = check_max_depth(value, owner, name=name)
+    if depth is None:
+        raise invalid(name, owner, "an int >= 1", value)
+    return depth
+
+
+def _rows(value: object, name: str, owner: str) -> int:
+    """Return a row count the clients' requests carry (at most 2**31 - 1)."""
+    smallest = 2 if name == "min_samples_split" else 1
+    return check_int(value, name, owner, min_value=smallest, max_value=MAX_TREE_DEPTH)
 
 
 def _fill_spec(fill: object, owner: str) -> FillSpec:

@@ -34,7 +34,7 @@ from typing import Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from fedtrees._random import client_key, keyed_rng
+from fedtrees._random import client_key, keyed_rng, uniform
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees.tree import Condition, Tree, vote_shares
 
@@ -42,14 +42,19 @@ __all__ = [
     "Boxes",
     "FillSpec",
     "Synthetic",
+    "alpha_bounds",
     "alpha_width",
     "flip_probability",
     "generate",
     "majority_vote",
+    "outside_value",
     "sub_path_boxes",
 ]
 
 GENERATE_STREAM: Final = 10
+_LARGEST: Final = float(np.finfo(np.float64).max)
+"""Intervals and fill values are clipped to ``±_LARGEST``: the synthetic rows
+must be finite whatever the thresholds and ``alpha``."""
 FillMode = Literal["outside", "uniform", "values"]
 
 
@@ -137,17 +142,37 @@ def alpha_width(threshold: npt.ArrayLike, alpha: float) -> FloatArray:
     [1.0, 0.2, 0.1]
     """
     t = np.asarray(threshold, dtype=np.float64)
-    out: FloatArray = np.where(t != 0, alpha * np.abs(t), alpha)
+    with np.errstate(over="ignore"):  # inf beyond float64: alpha_bounds clips it
+        out: FloatArray = np.where(t != 0, alpha * np.abs(t), alpha)
     return out
+
+
+def alpha_bounds(threshold: FloatArray, alpha: float) -> tuple[FloatArray, FloatArray]:
+    """``t − w`` and ``t + w`` (w: :func:`alpha_width`), clipped to finite floats.
+
+    Near ±1.8e308 (or with a large ``alpha``) the interval would reach beyond
+    float64; it stops at the largest float instead, so every drawn row is finite.
+
+    Examples
+    --------
+    >>> below, above = alpha_bounds(np.array([10.0, 1.7e308]), 0.5)
+    >>> below.tolist(), above.tolist()
+    ([5.0, 8.5e+307], [15.0, 1.7976931348623157e+308])
+    """
+    width = alpha_width(threshold, alpha)
+    with np.errstate(over="ignore"):
+        below = np.maximum(threshold - width, -_LARGEST)
+        above = np.minimum(threshold + width, _LARGEST)
+    return below, above
 
 
 def _alpha_interval(condition: Condition, alpha: float) -> tuple[float, float, bool]:
     """``[t − w, t]`` for ``≤ t``, ``(t, t + w]`` for ``> t``; w = α·|t| or α."""
     t = condition.threshold
-    width = float(alpha_width(t, alpha))
+    below, above = alpha_bounds(np.array([t]), alpha)
     if condition.op == "<=":
-        return t - width, t, False
-    return t, t + width, True
+        return float(below[0]), t, False
+    return t, float(above[0]), True
 
 
 def _box(
@@ -226,6 +251,23 @@ def sub_path_boxes(tree: Tree, alpha: float) -> Boxes:
 
 
 # -- rows --------------------------------------------------------------------------
+def outside_value(low: FloatArray, high: FloatArray) -> FloatArray:
+    """``low − (high − low)`` per column: one range width below the range.
+
+    Where that is beyond float64 (a range of width near 1e308), the lowest float
+    instead: it is still at or below every value of the range, so it reaches the
+    same side of every split.
+
+    Examples
+    --------
+    >>> outside_value(np.array([0.0, -1e308]), np.array([2.0, 1e308])).tolist()
+    [-2.0, -1.7976931348623157e+308]
+    """
+    with np.errstate(over="ignore"):
+        out: FloatArray = np.maximum(low - (high - low), -_LARGEST)
+    return out
+
+
 def fill_rows(
     n_rows: int,
     ranges: FloatArray,
@@ -243,10 +285,10 @@ def fill_rows(
     """
     low, high = ranges[:, 0], ranges[:, 1]
     if fill.mode == "outside":
-        return np.tile(low - (high - low), (n_rows, 1))
+        return np.tile(outside_value(low, high), (n_rows, 1))
     if fill.mode == "values":
         return rng.choice(np.asarray(fill.values), size=(n_rows, ranges.shape[0]))
-    X = rng.uniform(low, high, size=(n_rows, ranges.shape[0]))
+    X = uniform(rng, low, high, (n_rows, ranges.shape[0]))
     counts = np.zeros(0, np.int64) if n_categories is None else n_categories
     start = 0
     for k in counts.tolist():
@@ -260,7 +302,7 @@ def fill_rows(
 def _draw_boxes(X: FloatArray, boxes: Boxes, m: int, rng: np.random.Generator) -> None:
     """Overwrite each sub-path's tested features in its ``m`` rows by box draws."""
     low, high = boxes.low[:, None], boxes.high[:, None]
-    values = rng.uniform(low, high, size=(boxes.feature.shape[0], m))
+    values = uniform(rng, low, high, (boxes.feature.shape[0], m))
     above_low = np.where(boxes.low_open, np.nextafter(boxes.low, np.inf), boxes.low)
     values = np.minimum(np.maximum(values, above_low[:, None]), high)
     rows = boxes.path[:, None] * m + np.arange(m)[None, :]

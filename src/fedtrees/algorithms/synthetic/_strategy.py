@@ -21,13 +21,14 @@ import numpy as np
 
 from fedtrees._random import keyed_rng
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees._validation import MAX_TOTAL_WEIGHT, is_real
 from fedtrees.algorithms._one_round import OneRoundStrategy
 from fedtrees.algorithms._onehot import category_counts, expanded_names
 from fedtrees.algorithms._ranges import resolve_ranges
 from fedtrees.algorithms.synthetic._generate import (
     GenerationSpec,
     Synthetic,
-    alpha_width,
+    alpha_bounds,
     generate,
 )
 from fedtrees.algorithms.synthetic._protocol import TreeReply, TreeRequest, cart_params
@@ -45,6 +46,8 @@ __all__ = [
 ]
 
 GLOBAL_STREAM: Final = 11
+MAX_CLASS_WEIGHT: Final = MAX_TOTAL_WEIGHT
+"""Largest weight of a class in ``class_weight`` (see the error's reason)."""
 
 
 @dataclass(frozen=True)
@@ -91,9 +94,9 @@ def threshold_ranges(
     for tree in trees.values():
         split = tree.kind == NodeKind.NUMERIC
         f, t = tree.feature[split], tree.threshold[split]
-        width = alpha_width(t, alpha)
-        np.minimum.at(low, f, t - width)
-        np.maximum.at(high, f, t + width)
+        below, above = alpha_bounds(t, alpha)
+        np.minimum.at(low, f, below)
+        np.maximum.at(high, f, above)
     unseen = indicator | ~np.isfinite(low)
     out: FloatArray = np.column_stack(
         [np.where(unseen, 0.0, low), np.where(unseen, 1.0, high)]
@@ -137,10 +140,12 @@ def class_weight_codes(
                 f"{owner}: class_weight names the label {label!r}; the agreed "
                 f"classes are {list(classes)}."
             )
-        if not (isinstance(weight, int | float) and np.isfinite(weight) and weight > 0):
+        if not (is_real(weight) and 0 < float(weight) <= MAX_CLASS_WEIGHT):
             raise ValidationError(
                 f"{owner}: class_weight[{label!r}] is {weight!r}; expected a "
-                "positive number."
+                f"positive number <= {MAX_CLASS_WEIGHT:g} (a client's weighted "
+                "counts, up to its total weight times the class weight, and "
+                "their squares must stay finite float64)."
             )
         weights[classes.index(str(label))] = float(weight)
     return "given", weights
