@@ -332,7 +332,7 @@ def test_fedgbdt_honest_local_trees_pass(protocol: str) -> None:
     assert model.fit_federation(_federation()).score(*_data()[:2]) > 0.9
 
 
-# -- CART thresholds beyond float32 (synthetic data, ICDTA-CART, local forests) -----
+# -- CART thresholds no tree learns (synthetic data, ICDTA-CART, local forests) -----
 def _far_threshold(value: float) -> Mutation:
     def change(r: Any) -> Any:
         threshold = np.asarray(r.threshold, np.float64).copy()
@@ -348,30 +348,30 @@ def _trees(change: Mutation) -> Callable[[Payload], Payload]:
 
 
 THRESHOLD_CASES: dict[str, tuple[Callable[[], Any], str, float, str]] = {
-    # no declared range: the synthetic rows around 1e300 crashed scikit-learn
+    # no declared range: synthetic rows around 1e308 would overflow
     "synthetic": (
         lambda: SyntheticDataClassifier(samples_per_path=10, random_state=0),
-        "synthetic.tree", 1e300, r"outside its range \[-5.3\d*e\+36, 5.3\d*e\+36\]",
+        "synthetic.tree", 1e308, r"field 'threshold' .*outside its range \[-2.8\d*e\+306, 2.8\d*e\+306\]",
     ),
     "icdta-cart": (
         lambda: ICDTAClassifier(base="cart", max_depth=2, random_state=0),
-        "icdta.fit", -1e300, r"beyond ±3.40282e\+38",
+        "icdta.fit", -np.inf, r"field 'trees' .*finite threshold",
     ),
     "local": (
         lambda: LocalEnsembleClassifier(n_estimators=2, max_depth=2, random_state=0),
-        "local.forest", 1e39, r"beyond ±3.40282e\+38",
+        "local.forest", np.nan, r"field 'trees' .*finite threshold",
     ),
 }  # fmt: skip
 
 
 @pytest.mark.hostile("clear_error")
 @pytest.mark.parametrize("method", list(THRESHOLD_CASES))
-def test_a_cart_threshold_no_float32_tree_learns_is_refused(method: str) -> None:
+def test_a_cart_threshold_no_tree_learns_is_refused(method: str) -> None:
     make, kind, value, reason = THRESHOLD_CASES[method]
     fault = Fault("a", "mutate", mutate=_trees(_far_threshold(value)))
     with pytest.raises(
         RemoteProtocolError,
-        match=rf"Client 'a', round \d+, '{kind}': field 'threshold' .*{reason}",
+        match=rf"Client 'a', round \d+, '{kind}': .*{reason}",
     ):
         make().fit_federation(_federation(fault))
 

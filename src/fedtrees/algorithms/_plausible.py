@@ -14,9 +14,12 @@ that bound before the strategy sees it (README, "Security and privacy model"):
 - **an impurity decrease** lies in ``[0, I(node)]`` and so in
   ``[0, max_impurity]`` (``1 − 1/C`` for Gini, ``log2 C`` for entropy;
   :func:`fedtrees.stats.max_impurity`);
-- **a CART threshold** a client's scikit-learn tree learned is the midpoint of
-  two of its values as float32 (scikit-learn's dtype for X), so its magnitude
-  is at most :data:`FLOAT32_MAX` (:func:`check_cart_thresholds`).
+- **a CART threshold** a client's tree learned is the midpoint of two of its
+  finite values (a column beyond float32 is scaled for scikit-learn and its
+  thresholds scaled back, :mod:`fedtrees.learners`), so it is finite (every
+  rebuilt :class:`~fedtrees.tree.Tree` checks that); only a declared range
+  bounds it further (synthetic data's ``feature_ranges``), and
+  :data:`LARGEST_FLOAT` keeps room for what is generated around it.
 
 They bound what a buggy or lying client can do; a lie *within* them (a size
 of 2n, a gain of half the true one) still passes — this is not a Byzantine
@@ -29,15 +32,13 @@ from typing import Final
 
 import numpy as np
 
-from fedtrees.federation import Field, InvalidField
+from fedtrees.federation import Field
 from fedtrees.stats import max_impurity
-from fedtrees.tree import NodeKind, Tree
 
 __all__ = [
-    "FLOAT32_MAX",
     "GAIN_TOLERANCE",
+    "LARGEST_FLOAT",
     "NOISE_TAILS",
-    "check_cart_thresholds",
     "gain_field",
     "noise_reach",
     "noisy_count_field",
@@ -45,8 +46,8 @@ __all__ = [
 
 NOISE_TAILS: Final = 50.0
 """Laplace scales beyond which no honest noise reaches (probability e^-50)."""
-FLOAT32_MAX: Final = float(np.finfo(np.float32).max)
-"""Largest magnitude of a threshold scikit-learn's CART learns (float32 X)."""
+LARGEST_FLOAT: Final = float(np.finfo(np.float64).max)
+"""Largest magnitude of a threshold a client's CART learns (a finite midpoint)."""
 GAIN_TOLERANCE: Final = 1e-9
 """Rounding allowed around an impurity decrease's bounds (relative to them)."""
 
@@ -87,23 +88,3 @@ def gain_field(criterion: str, n_classes: int, shape: tuple[int | None, ...]) ->
     low = None if criterion == "squared_error" else -slack
     high = None if not np.isfinite(top) else top + slack
     return Field.array("f", shape, low=low, high=high)
-
-
-def check_cart_thresholds(tree: Tree, limit: float = FLOAT32_MAX) -> None:
-    """Refuse a numeric threshold of magnitude above ``limit`` (module docstring).
-
-    Raises
-    ------
-    InvalidField
-        Naming ``threshold`` and the first threshold out of bounds.
-    """
-    numeric = tree.kind == NodeKind.NUMERIC
-    thresholds = tree.threshold[numeric]
-    far = np.flatnonzero(np.abs(thresholds) > limit)
-    if far.size:
-        raise InvalidField(
-            "threshold",
-            f"holds {float(thresholds[far[0]])!r}, beyond ±{limit:g}: a CART "
-            "threshold is the midpoint of two values of the client's float32 "
-            "features",
-        )

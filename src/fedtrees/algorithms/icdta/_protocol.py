@@ -48,7 +48,6 @@ from fedtrees.algorithms._packed import (
     packed_fields,
     rebuild_packed,
 )
-from fedtrees.algorithms._plausible import check_cart_thresholds
 from fedtrees.federation import (
     ClientData,
     Field,
@@ -129,8 +128,6 @@ class FitRequest(_Common):
             raise InvalidField("trees", f"a {self.base} tree has {wanted.name} splits")
         if self.base == "id3":
             _check_id3(tree, self.arity)
-        else:
-            check_cart_thresholds(tree)
 
 
 def _check_id3(tree: Tree, arity: IntArray) -> None:

@@ -27,7 +27,6 @@ from fedtrees.algorithms._packed import (
     rebuild_packed,
 )
 from fedtrees.algorithms._params import MAX_N_ESTIMATORS
-from fedtrees.algorithms._plausible import check_cart_thresholds
 from fedtrees.algorithms._requests import check_request_size, field_error
 from fedtrees.federation import (
     ClientData,
@@ -124,7 +123,6 @@ class ForestRequest(Payload):
             reply, n_features=self.n_features, classes=class_codes(self.classes)
         ):
             check_tree_counts(tree)
-            check_cart_thresholds(tree)
 
 
 @handler("local.forest")

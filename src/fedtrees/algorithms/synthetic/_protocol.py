@@ -13,9 +13,9 @@ the declared range of a numeric one). A threshold outside a declared range is
 refused naming the client, the column and the range: either the declaration is
 wrong or the reply is. Without declared ranges a numeric threshold has no agreed
 range to lie in; it must still be one a CART can learn and the generation can
-use: within ``±``:data:`UNDECLARED_LIMIT` (a float32 midpoint, with room for the
-α-intervals and the outside fills around it to stay float32, the global CART's
-dtype). Declare ``feature_ranges`` to bound it by the data's range.
+use: within ``±``:data:`UNDECLARED_LIMIT` (a finite midpoint, with room for the
+α-intervals and the outside fills around it to stay finite). Declare
+``feature_ranges`` to bound it by the data's range.
 
 Communication: one round; down per client the request (the F' one-hot column names
 as one JSON string, ``16F'`` range bytes when ranges are declared, the classes), up
@@ -41,7 +41,7 @@ from fedtrees.algorithms._packed import (
     packed_fields,
     rebuild_packed,
 )
-from fedtrees.algorithms._plausible import FLOAT32_MAX
+from fedtrees.algorithms._plausible import LARGEST_FLOAT
 from fedtrees.algorithms._requests import (
     MAX_ROWS,
     check_category_counts,
@@ -63,11 +63,11 @@ from fedtrees.tree import NodeKind, Tree, pack_trees
 __all__ = ["TreeReply", "TreeRequest", "cart_params"]
 
 CART_STREAM: Final = 9
-UNDECLARED_LIMIT: Final = FLOAT32_MAX / 64
+UNDECLARED_LIMIT: Final = LARGEST_FLOAT / 64
 """Largest |threshold| of a numeric column without a declared range.
 
 Synthetic rows reach one range width beyond the hull of the thresholds'
-alpha-intervals: within 3 * (1 + alpha) * limit, float32 for every alpha <= 20.
+alpha-intervals: within 3 * (1 + alpha) * limit, finite for every alpha <= 20.
 """
 
 
