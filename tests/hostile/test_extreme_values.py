@@ -23,6 +23,8 @@ import pytest
 import fedtrees
 from fedtrees import Federation
 from fedtrees.algorithms.fedforest._strategy import FedForestStrategy
+from fedtrees.algorithms.fedforest._uniform import spaced_thresholds
+from fedtrees.algorithms.histogram import Grid
 from fedtrees.exceptions import RemoteProtocolError, ValidationError
 from fedtrees.federation import RoundEnv
 from fedtrees.learners import random_thresholds
@@ -90,6 +92,20 @@ def test_uniform_candidates_split_a_column_spanning_all_floats(name: str) -> Non
     model = _quiet_fit(model, X, target, groups)
     np.testing.assert_array_equal(model.predict(X), target)
     assert all(np.isfinite(t.threshold[t.feature >= 0]).all() for t in model.trees_)
+
+
+@pytest.mark.hostile("correct")
+@pytest.mark.parametrize("q", [2, 3, 8])
+def test_uniform_thresholds_over_a_grid_wider_than_float64_are_finite(q: int) -> None:
+    # The pooled grid of a column holding -1.7e308 and 1.7e308: linspace over its
+    # extent was inf, so every client was blamed ("thresholds must be finite").
+    grid = Grid.from_lists([[-BIG, -1.0, 1.0, BIG]], [0])
+    got = spaced_thresholds(grid, q)[0]
+    assert np.isfinite(got).all()
+    assert np.all(np.diff(got) > 0)
+    assert got[0] >= -BIG and got[-1] <= BIG
+    if q > 2:
+        assert got[0] == -BIG and got[-1] == BIG
 
 
 @pytest.mark.hostile("correct")

@@ -31,6 +31,7 @@ from fedtrees.stats._candidates import (
     exact_candidates,
     feature_ranges,
     midpoint_candidates,
+    spaced_points,
     uniform_candidates,
 )
 from fedtrees.stats._fisher import fisher_order, fisher_sort, fisher_splits
@@ -96,6 +97,7 @@ __all__ = [
     "quantile_candidates",
     "quantile_sketch",
     "quantile_sketches",
+    "spaced_points",
     "split_gains",
     "sum_stats",
     "uniform_candidates",

@@ -29,6 +29,7 @@ __all__ = [
     "exact_candidates",
     "feature_ranges",
     "midpoint_candidates",
+    "spaced_points",
     "uniform_candidates",
 ]
 
@@ -153,10 +154,29 @@ def uniform_candidates(ranges: npt.ArrayLike, q: int) -> FloatArray:
         )
     lo = np.fmin.reduce(r[..., 0], axis=0)[:, None]
     hi = np.fmax.reduce(r[..., 1], axis=0)[:, None]
-    steps = np.arange(1, q)[None, :] / q
+    return spaced_points(lo, hi, np.arange(1, q)[None, :] / q)
+
+
+def spaced_points(
+    low: npt.ArrayLike, high: npt.ArrayLike, steps: npt.ArrayLike
+) -> FloatArray:
+    """``low + (high - low) * steps``, finite even where ``high - low`` is not.
+
+    A range wider than float64 (e.g. -1.7e308 to 1.7e308) is cut on its
+    halves, clipped to ``[low, high]``; any other range as written.
+
+    Examples
+    --------
+    >>> spaced_points(0.0, 4.0, [0.0, 0.5, 1.0]).tolist()
+    [0.0, 2.0, 4.0]
+    >>> spaced_points(-1.5e308, 1.5e308, [0.25, 0.5]).tolist()
+    [-7.5e+307, 0.0]
+    """
+    lo, hi = np.asarray(low, np.float64), np.asarray(high, np.float64)
+    t = np.asarray(steps, np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         width = hi - lo
-        result: FloatArray = lo + width * steps
-        # A range wider than float64 (e.g. -1.7e308 to 1.7e308): on its halves.
-        halves = np.clip(2.0 * (lo / 2 + (hi / 2 - lo / 2) * steps), lo, hi)
-    return np.where(np.isfinite(width), result, halves)
+        result = lo + width * t
+        halves = np.clip(2.0 * (lo / 2 + (hi / 2 - lo / 2) * t), lo, hi)
+    out: FloatArray = np.where(np.isfinite(width), result, halves)
+    return out

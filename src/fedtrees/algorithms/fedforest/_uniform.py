@@ -48,6 +48,7 @@ from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, Step
 from fedtrees.algorithms.histogram import Grid
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
+from fedtrees.stats import spaced_points
 from fedtrees.stats._splits import Best, best_client, best_numeric
 
 __all__ = [
@@ -80,11 +81,8 @@ def spaced_thresholds(grid: Grid, q: int) -> FloatArray:
         edges = grid.feature_edges(j) if not grid.is_categorical[j] else np.zeros(0)
         if not edges.size:
             continue
-        first, last = float(edges[0]), float(edges[-1])
-        spaced = (
-            np.linspace(first, last, q - 1) if q > 2 else np.array([(first + last) / 2])
-        )
-        unique = np.unique(spaced)
+        steps = np.linspace(0.0, 1.0, q - 1) if q > 2 else np.array([0.5])
+        unique = np.unique(spaced_points(edges[0], edges[-1], steps))
         out[j, : unique.shape[0]] = unique
     return out
 
