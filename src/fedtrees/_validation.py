@@ -23,6 +23,7 @@ from fedtrees._typing import FloatArray
 from fedtrees.exceptions import ValidationError
 
 __all__ = [
+    "LARGEST_FLOAT",
     "MAX_ABS_TARGET",
     "MAX_GRID",
     "MAX_TOTAL_WEIGHT",
@@ -47,6 +48,8 @@ MAX_ABS_TARGET: Final = 1e100
 """Largest |y| of a regression target. With the total weight at most
 :data:`MAX_TOTAL_WEIGHT`, every node's moments stay finite in float64:
 ``Σw·y² <= 1e200`` and ``(Σw·y)² <= 1e300``."""
+LARGEST_FLOAT: Final = float(np.finfo(np.float64).max)
+"""The largest finite float64: where a computed value is clipped to stay finite."""
 MAX_TOTAL_WEIGHT: Final = 1e50
 """Largest sum of sample weights (weighted counts and their squares stay finite)."""
 MIN_EPSILON: Final = 1e-100

@@ -18,8 +18,8 @@ that bound before the strategy sees it (README, "Security and privacy model"):
   finite values (a column beyond float32 is scaled for scikit-learn and its
   thresholds scaled back, :mod:`fedtrees.learners`), so it is finite (every
   rebuilt :class:`~fedtrees.tree.Tree` checks that); only a declared range
-  bounds it further (synthetic data's ``feature_ranges``), and
-  :data:`LARGEST_FLOAT` keeps room for what is generated around it.
+  bounds it further (synthetic data's ``feature_ranges``; without them, a
+  limit that keeps room for the rows generated around it).
 
 They bound what a buggy or lying client can do; a lie *within* them (a size
 of 2n, a gain of half the true one) still passes — this is not a Byzantine
@@ -37,7 +37,6 @@ from fedtrees.stats import max_impurity
 
 __all__ = [
     "GAIN_TOLERANCE",
-    "LARGEST_FLOAT",
     "NOISE_TAILS",
     "gain_field",
     "noise_reach",
@@ -46,8 +45,6 @@ __all__ = [
 
 NOISE_TAILS: Final = 50.0
 """Laplace scales beyond which no honest noise reaches (probability e^-50)."""
-LARGEST_FLOAT: Final = float(np.finfo(np.float64).max)
-"""Largest magnitude of a threshold a client's CART learns (a finite midpoint)."""
 GAIN_TOLERANCE: Final = 1e-9
 """Rounding allowed around an impurity decrease's bounds (relative to them)."""
 

@@ -39,6 +39,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from fedtrees._random import sklearn_seed
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees._validation import LARGEST_FLOAT
 from fedtrees.exceptions import ValidationError
 from fedtrees.tree import Missing, Tree
 
@@ -65,7 +66,6 @@ FOREST_PARAMS: Final = frozenset(
 """The scikit-learn forest parameters a request may set (nothing else)."""
 _FLOAT32_EXPONENT: Final = 126
 """Columns are brought below ``2^126`` (float32 reaches just under ``2^128``)."""
-_LARGEST: Final = float(np.finfo(np.float64).max)
 
 
 def float32_scaled(X: FloatArray) -> tuple[FloatArray, IntArray]:
@@ -100,7 +100,7 @@ def float32_unscaled(tree: Tree, k: IntArray) -> Tree:
     threshold = tree.threshold.copy()
     with np.errstate(over="ignore"):
         back = np.ldexp(threshold[split], k[tree.feature[split]])
-    threshold[split] = np.minimum(back, _LARGEST)  # "x <= largest": every x
+    threshold[split] = np.minimum(back, LARGEST_FLOAT)  # "x <= largest": every x
     return dataclasses.replace(tree, threshold=threshold)
 
 

@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from fedtrees._random import client_key, keyed_rng, uniform
 from fedtrees._typing import BoolArray, FloatArray, IntArray
+from fedtrees._validation import LARGEST_FLOAT
 from fedtrees.tree import Condition, Tree, vote_shares
 
 __all__ = [
@@ -52,9 +53,6 @@ __all__ = [
 ]
 
 GENERATE_STREAM: Final = 10
-_LARGEST: Final = float(np.finfo(np.float64).max)
-"""Intervals and fill values are clipped to ``±_LARGEST``: the synthetic rows
-must be finite whatever the thresholds and ``alpha``."""
 FillMode = Literal["outside", "uniform", "values"]
 
 
@@ -161,8 +159,8 @@ def alpha_bounds(threshold: FloatArray, alpha: float) -> tuple[FloatArray, Float
     """
     width = alpha_width(threshold, alpha)
     with np.errstate(over="ignore"):
-        below = np.maximum(threshold - width, -_LARGEST)
-        above = np.minimum(threshold + width, _LARGEST)
+        below = np.maximum(threshold - width, -LARGEST_FLOAT)
+        above = np.minimum(threshold + width, LARGEST_FLOAT)
     return below, above
 
 
@@ -264,7 +262,7 @@ def outside_value(low: FloatArray, high: FloatArray) -> FloatArray:
     [-2.0, -1.7976931348623157e+308]
     """
     with np.errstate(over="ignore"):
-        out: FloatArray = np.maximum(low - (high - low), -_LARGEST)
+        out: FloatArray = np.maximum(low - (high - low), -LARGEST_FLOAT)
     return out
 
 

@@ -32,6 +32,7 @@ from typing import Any, Final
 import numpy as np
 
 from fedtrees._random import client_key, keyed_rng
+from fedtrees._validation import LARGEST_FLOAT
 from fedtrees.algorithms._onehot import expand_features
 from fedtrees.algorithms._packed import (
     PackedTrees,
@@ -41,7 +42,6 @@ from fedtrees.algorithms._packed import (
     packed_fields,
     rebuild_packed,
 )
-from fedtrees.algorithms._plausible import LARGEST_FLOAT
 from fedtrees.algorithms._requests import (
     MAX_ROWS,
     check_category_counts,
