@@ -146,7 +146,11 @@ class HistMode:
                 assert agreed is not None
                 edges.append(agreed.feature_edges(j))
         grid = Grid.from_lists(edges, list(g.n_categories))
-        grid.check_categories("FedForest", state.info.schema.feature_names)
+        grid.check_categories(
+            "FedForest",
+            state.info.schema.feature_names,
+            "use candidates='quantile', which has no such limit",
+        )
         return grid
 
 
