@@ -32,7 +32,7 @@ def test_from_clients_names_and_dataframes() -> None:
         ),
         (
             lambda: Federation.from_groups(np.zeros((2, 1)), [0, 1], [1, "1"]),
-            "distinct group values print the same",
+            "the groups values 1 and .1. are distinct but both become client .1.",
         ),
         (
             lambda: Federation.from_groups(np.zeros((2, 1)), [0, 1], [None, "a"]),

@@ -22,6 +22,12 @@ the column and the fix (``X[c] = X[c].astype("category")``) — never guessed. A
 predict time every column must keep the kind it had at fit (a category column
 stays ``category``, a numeric one numeric), or the error names the column.
 
+**Decision (category values):** a predict value is the fitted category whose
+name it prints, or, for a number, the category that prints the same number:
+``1.0`` at predict is the category ``1`` of the fit, as in pandas and
+scikit-learn's encoders (:mod:`fedtrees.federation._values`). Text is matched
+as text (``"01234"`` is not ``1234``).
+
 **Decision (unseen categories):** a category the fit did not agree on is not an
 error — as in scikit-learn's ``HistGradientBoosting*`` it is routed: it gets a
 code no category has (``K``, the number of categories), so it follows a set
@@ -65,6 +71,7 @@ from fedtrees.federation import (
     check_timeout,
 )
 from fedtrees.federation._data import as_frame
+from fedtrees.federation._values import category_positions
 
 __all__ = ["ACCEPTS_MISSING", "FederatedEstimator", "estimator_frame"]
 
@@ -311,12 +318,11 @@ class FederatedEstimator:
         if categories is None:
             values = pd.to_numeric(column, errors="coerce")
             return np.asarray(values, dtype=np.float64)
-        text = column.astype("object")
-        missing = text.isna().to_numpy()
-        codes = pd.Index(categories, dtype=object).get_indexer(
-            pd.Index(text.astype(str))
-        )
+        local = column.cat.codes.to_numpy()  # -1: missing
+        position = category_positions(list(column.cat.categories), categories)
+        codes = np.append(position, -1)[local]
         known: FloatArray = np.where(codes < 0, len(categories), codes).astype(float)
+        missing = local < 0
         return known if self._accepts_missing() else np.where(missing, np.nan, known)
 
 

@@ -17,11 +17,21 @@ the payload class, and raises :class:`CodecError` naming what is wrong — and
 nothing else, whatever the bytes: the header must be a JSON object of at most
 16 MiB with exactly the codec's keys (no NaN, no repeated key, no deep nesting);
 array dtypes must be written as :func:`encode` writes them (byte order, a kind in
-``"biufcUS"``, an item size: ``"<f8"``); a shape has at most 32 dimensions, and
-neither a dimension nor the element count exceeds the message's length in bytes;
-the byte count must match the shape and fit in the body; bool arrays hold only
-0 and 1, string arrays only Unicode characters. All of it is checked before any
-array is built, and arrays stay zero-copy views of the message.
+``"biufcUS"``, an item size: ``"<f8"``); a shape has at most 32 dimensions and
+its element count does not exceed the message's length in bytes; the byte count
+must match the shape and fit in the body; bool arrays hold only 0 and 1, string
+arrays only Unicode characters. All of it is checked before any array is built,
+and arrays stay zero-copy views of the message.
+
+**Empty arrays.** The rule bounds *element counts*, not dimensions: an empty
+array (a zero in its shape) holds nothing, so its other dimensions may exceed
+the message's length — ``(0, K, 2)`` statistics of a column with K = 450 zip
+codes travel in a reply of a few hundred bytes. Its shape must still be one
+numpy can build (the product of its non-zero dimensions times the item size
+fits in a signed 64-bit size), as every array :func:`encode` is given is.
+:func:`encode` applies the same rules to what it writes (:func:`_shape_problem`
+is their one home), so ``decode(encode(p)) == p`` for every payload ``encode``
+accepts.
 
 The codec bounds what one message may *say*; how long a message may be is the
 receiver's setting, ``max_message_bytes`` (default :data:`MAX_MESSAGE_BYTES`,
@@ -63,6 +73,7 @@ MAX_MESSAGE_BYTES: Final = 128 * 2**20
 """Default longest message a party accepts, in bytes (``max_message_bytes``)."""
 _MAX_HEADER_BYTES: Final = 16 * 2**20
 _MAX_DIMS: Final = 32
+_MAX_EXTENT: Final = np.iinfo(np.intp).max  # numpy's largest array, in bytes
 _MAX_FLOAT_TEXT: Final = 64
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
@@ -96,10 +107,13 @@ def encode(envelope: Envelope) -> bytes:
     Raises
     ------
     LocalProtocolError
-        If the payload holds an object or structured array (our own bug).
+        If the payload holds an object or structured array, or an array that
+        :func:`decode` would refuse (more than 32 dimensions): our own bug.
     """
     header, buffers = _encode_body(envelope)
-    return _frame(header, buffers)
+    data = _frame(header, buffers)
+    _check_shapes(header, len(data))
+    return data
 
 
 def encode_broadcast(
@@ -115,6 +129,8 @@ def encode_broadcast(
     for client in clients:
         header["client"] = client
         out[client] = _frame(header, buffers)
+    if out:  # the shortest message bounds the element counts of them all
+        _check_shapes(header, min(len(data) for data in out.values()))
     return out
 
 
@@ -140,6 +156,15 @@ def _encode_body(envelope: Envelope) -> tuple[dict[str, Any], list[memoryview]]:
 def _frame(header: dict[str, Any], buffers: list[memoryview]) -> bytes:
     text = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
     return b"".join([_PREFIX.pack(MAGIC, VERSION, len(text)), text, *buffers])
+
+
+def _check_shapes(header: dict[str, Any], size: int) -> None:
+    """Refuse to send an array that :func:`decode` would refuse (our own bug)."""
+    for name, spec in header["fields"]:
+        if spec["t"] == "a":
+            problem = _shape_problem(spec["s"], np.dtype(spec["d"]).itemsize, size)
+            if problem is not None:
+                raise LocalProtocolError(f"Field {name!r} cannot be sent: {problem}.")
 
 
 def _encode_value(name: str, value: object) -> tuple[dict[str, Any], memoryview | None]:
@@ -410,7 +435,7 @@ def _decode_array(
     name: str, spec: dict[str, Any], body: memoryview, offset: int, size: int
 ) -> tuple[np.ndarray, int]:
     dtype = _array_dtype(name, spec["d"])
-    shape = _array_shape(name, spec["s"], size)
+    shape = _array_shape(name, spec["s"], dtype.itemsize, size)
     nbytes = spec["n"]
     expected = math.prod(shape) * dtype.itemsize  # exact: Python ints
     if isinstance(nbytes, bool) or nbytes != expected:
@@ -453,8 +478,8 @@ def _array_dtype(name: str, text: object) -> np.dtype[Any]:
     return dtype
 
 
-def _array_shape(name: str, shape: object, size: int) -> list[int]:
-    """Check a shape: at most 32 dimensions, none longer than the message."""
+def _array_shape(name: str, shape: object, itemsize: int, size: int) -> list[int]:
+    """Check a received shape (:func:`_shape_problem`); return it."""
     if (
         not isinstance(shape, list)
         or len(shape) > _MAX_DIMS
@@ -467,13 +492,36 @@ def _array_shape(name: str, shape: object, size: int) -> list[int]:
         )
     if any(d < 0 for d in shape):
         raise CodecError(f"shape must be a list of ints >= 0, got {_show(shape)}", name)
-    if any(d > size for d in shape) or math.prod(shape) > size:
-        raise CodecError(
-            f"shape {_show(shape)} has more elements than a {size}-byte message "
-            "can hold",
-            name,
-        )
+    problem = _shape_problem(shape, itemsize, size)
+    if problem is not None:
+        raise CodecError(problem, name)
     return shape
+
+
+def _shape_problem(shape: Sequence[int], itemsize: int, size: int) -> str | None:
+    """Say what is wrong with a shape of ints >= 0 in a ``size``-byte message.
+
+    The one home of the shape rules of both directions: at most 32 dimensions;
+    no more elements than the message has bytes; and, for an empty array, a
+    shape numpy can build — its non-zero dimensions are not bounded by the
+    message (it holds no element), only by numpy's largest array. None if
+    nothing is.
+    """
+    if len(shape) > _MAX_DIMS:
+        return f"its shape has {len(shape)} dimensions; at most {_MAX_DIMS} travel"
+    elements = math.prod(shape)  # exact: Python ints
+    if elements > size:
+        return (
+            f"shape {_show(shape)} has more elements than a {size}-byte message "
+            "can hold"
+        )
+    extent = math.prod(d for d in shape if d) * max(itemsize, 1)
+    if elements == 0 and extent > _MAX_EXTENT:
+        return (
+            f"empty shape {_show(shape)} is larger than numpy can build "
+            "(its non-zero dimensions times the item size exceed 2**63 - 1 bytes)"
+        )
+    return None
 
 
 def _check_items(name: str, dtype: np.dtype[Any], buffer: memoryview) -> None:

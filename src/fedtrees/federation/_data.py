@@ -33,6 +33,12 @@ from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import check_sample_weight
 from fedtrees.exceptions import UnsupportedInputError, ValidationError
 from fedtrees.federation._budget import SiteBudget
+from fedtrees.federation._values import (
+    DeclaredCategories,
+    category_positions,
+    check_categories,
+    check_classes,
+)
 
 __all__ = [
     "ClientData",
@@ -41,78 +47,10 @@ __all__ = [
     "as_frame",
     "check_categories",
     "check_classes",
-    "label_strings",
 ]
 
 FeatureKind = Literal["numeric", "categorical"]
 _CATEGORICAL_KINDS: Final = "OSUb"
-DeclaredCategories = dict[str, tuple[str, ...]]
-"""Declared categories: column name -> its category names, in code order."""
-_CATEGORY_SCALARS: Final = (str, int, float, bool, np.generic)
-
-
-def check_categories(categories: object, owner: str) -> DeclaredCategories:
-    """Validate a declaration of categories; return it as column -> names (``str``).
-
-    ``categories`` maps column names to sequences of category names; a name may
-    be given as any scalar and is compared as ``str(value)`` (as category values
-    travel). None declares nothing.
-
-    Raises
-    ------
-    ValidationError
-        Naming ``owner`` and the column: not a mapping, a column given no or
-        duplicate categories, or a category that is not a scalar.
-    """
-    if categories is None:
-        return {}
-    if not isinstance(categories, Mapping):
-        raise ValidationError(
-            f"{owner}: categories must map column names to their category names; "
-            f"got {type(categories).__name__}."
-        )
-    return {
-        str(column): _declared_list(f"categories[{str(column)!r}]", values, owner)
-        for column, values in categories.items()
-    }
-
-
-def check_classes(classes: object, owner: str) -> tuple[str, ...] | None:
-    """Validate a declaration of the class labels; return them as ``str`` (or None).
-
-    Labels are compared as ``str(label)``, as they travel (``1`` and ``"1"`` are
-    the same label, ``1.0`` is another).
-
-    Raises
-    ------
-    ValidationError
-        Naming ``owner``: not a sequence, empty, repeated or non-scalar labels.
-    """
-    if classes is None:
-        return None
-    return _declared_list("classes", classes, owner)
-
-
-def _declared_list(what: str, values: object, owner: str) -> tuple[str, ...]:
-    """Check one declared list (``what`` names it, e.g. ``categories['ward']``)."""
-    if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray):
-        raise ValidationError(
-            f"{owner}: {what} must be a sequence of names; got {type(values).__name__}."
-        )
-    items = list(values)
-    if not items:
-        raise ValidationError(f"{owner}: {what} is empty.")
-    bad = [v for v in items if not isinstance(v, _CATEGORY_SCALARS)]
-    if bad:
-        raise ValidationError(
-            f"{owner}: {what} holds a {type(bad[0]).__name__}; names must be strings "
-            "or numbers."
-        )
-    names = tuple(str(v) for v in items)
-    if len(set(names)) != len(names):
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        raise ValidationError(f"{owner}: {what} repeats {repeated} (compared as str).")
-    return names
 
 
 def as_frame(
@@ -188,17 +126,11 @@ def _check_cell_types(series: pd.Series, column: str, owner: str) -> None:
 
 
 def _declared_codes(series: pd.Series, names: tuple[str, ...]) -> IntArray:
-    """Each row's index in ``names`` (by ``str`` of its category); -1 if absent."""
-    local = pd.Index([str(v) for v in series.cat.categories], dtype=object)
-    position = pd.Index(names, dtype=object).get_indexer(local)
+    """Each row's index in ``names`` (:func:`category_positions`); -1 if absent."""
+    position = category_positions(list(series.cat.categories), names)
     table = np.append(position, -1).astype(np.int64)  # code -1 (missing) -> -1
     codes: IntArray = table[series.cat.codes.to_numpy()]
     return codes
-
-
-def label_strings(values: npt.ArrayLike) -> npt.NDArray[np.str_]:
-    """Labels as the strings that travel (``str`` of each value)."""
-    return np.asarray([str(v) for v in pd.unique(np.asarray(values, dtype=object))])
 
 
 @dataclass(frozen=True, eq=False)
@@ -234,7 +166,14 @@ class ClientData:
         """
         name = str(client_id)
         frame = as_frame(X, f"client {name!r}")
-        target = pd.Series(np.asarray(y)).reset_index(drop=True)
+        values = np.asarray(y)
+        if values.ndim != 1:
+            raise ValidationError(
+                f"Client {name!r}: y must be 1-D (one label or target per row); got "
+                f"shape {values.shape}."
+            )
+        # An object column of numbers is numbers: [1, 1.0] is one label "1.0".
+        target = pd.Series(values).infer_objects()
         if frame.shape[0] == 0:
             raise ValidationError(
                 f"Client {name!r} has no rows; every client needs data."
@@ -399,17 +338,23 @@ class ClientData:
         Raises
         ------
         ValidationError
-            Naming this client, neither the label it holds outside the agreed
-            classes nor any of its labels (the error travels to the server, see
-            :meth:`check_declared_classes`).
+            Naming this client: ``classes`` (from a request) is not a list of
+            distinct labels, or a row's label is not among them.
         """
-        agreed = pd.Index(np.asarray(classes, dtype=str))
-        if not agreed.is_unique:
-            raise ValidationError(
-                f"Client {self.client_id!r}: the agreed classes of the request "
-                "repeat a label; each class must be listed once."
+        names = np.asarray(classes, dtype=str)
+        unique, counts = np.unique(names, return_counts=True)
+        if names.ndim != 1 or unique.shape[0] != names.shape[0]:
+            got = (
+                f"shape {names.shape}"
+                if names.ndim != 1
+                else f"{unique[counts > 1].tolist()[:5]!r} repeated"
             )
-        found = agreed.get_indexer(pd.Index(self.y.astype(str)))
+            raise ValidationError(
+                f"Client {self.client_id!r}: the request's classes must be one list "
+                f"of distinct labels; got {got} (a malformed request)."
+            )
+        agreed = pd.Index(names)
+        found = agreed.get_indexer(pd.Index(self.label_texts))
         codes: IntArray = np.asarray(found, dtype=np.int64)
         if np.any(codes < 0):
             raise ValidationError(
@@ -418,6 +363,32 @@ class ClientData:
                 "message travels to the server)."
             )
         return codes
+
+    @cached_property
+    def label_texts(self) -> pd.Series:
+        """Every row's label as the text that travels (``str`` of the value).
+
+        The one text of a label: the label set of the agreement, the declared
+        classes and every request's agreed classes are compared with it.
+        """
+        return pd.Series([str(v) for v in self.y.to_numpy(dtype=object)], dtype=object)
+
+    def label_set(self) -> npt.NDArray[np.str_]:
+        """Return the distinct label texts, in order of appearance (the agreement).
+
+        Raises
+        ------
+        ValidationError
+            Naming this client, if distinct labels print alike (``1`` and
+            ``"1"``): they would be one class (no label is named).
+        """
+        texts = pd.unique(self.label_texts)
+        if len(texts) != len(pd.unique(self.y.to_numpy(dtype=object))):
+            raise ValidationError(
+                f"Client {self.client_id!r}: y holds distinct labels that print "
+                "alike (such as 1 and '1'); give y one type."
+            )
+        return np.asarray(texts, dtype=str).reshape(-1)
 
     def check_declared_classes(self, classes: Sequence[str]) -> None:
         """Refuse labels outside the declared ``classes`` (compared as ``str``).
@@ -428,8 +399,7 @@ class ClientData:
             Naming this client, neither the label nor its number of rows (the
             error travels to the server; see :meth:`declare_categories`).
         """
-        labels = pd.Series([str(v) for v in np.asarray(self.y, dtype=object)])
-        if not labels.isin(list(classes)).all():  # as label_strings
+        if not self.label_texts.isin(list(classes)).all():
             raise ValidationError(
                 f"Client {self.client_id!r}: y holds a label outside the declared "
                 "classes (the label and its rows are not named or counted here, as "

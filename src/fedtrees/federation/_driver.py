@@ -202,7 +202,9 @@ def run(
         What the clients agree on in round 0 (labels for classification).
     timeout : float
         Seconds each round may take, resyncs included; a client that does not
-        answer by then is a dropout.
+        answer by then is a dropout. In process, where the clients are served
+        in turn, each client's handler has this long from its own start (its
+        resync too), so the number of clients does not eat into it.
     min_clients : int
         Clients that must be available, and answer validly in every round.
     callbacks : sequence of callables
@@ -241,6 +243,7 @@ def run(
     ledger = ledger if ledger is not None else Ledger()
     workers = transport.workers if isinstance(transport, InProcessTransport) else 1
     loop = _Loop(MeteredTransport(transport, ledger), timeout, min_clients, workers)
+    loop.per_message = isinstance(transport, InProcessTransport)
     loop.max_message_bytes = max_message_bytes
     clients = transport.client_ids()
     if len(clients) < min_clients:
@@ -304,6 +307,9 @@ class _Loop:
         # Each client's declared (row, weight) bounds, learnt after round 0.
         self.bounds: tuple[dict[str, int], dict[str, float]] = ({}, {})
         self.max_message_bytes: int = MAX_MESSAGE_BYTES
+        # In process every handler has its own deadline (the transport serves the
+        # clients in turn), so a resync gets a whole timeout, not the rest of one.
+        self.per_message = False
 
     def round(self, round_: int, plan: RoundPlan) -> _Outcome:
         start = time.perf_counter()
@@ -314,7 +320,8 @@ class _Loop:
         )
         if resync:  # in the same round: the resync gets what is left of its time
             again = {c: self._full_request(round_, plan, c) for c in resync}
-            left = max(self.timeout - (time.perf_counter() - start), 1e-3)
+            spent = 0.0 if self.per_message else time.perf_counter() - start
+            left = max(self.timeout - spent, 1e-3)
             more, more_failed, still = self._exchange(round_, again, left, plan.check)
             replies.update(more)
             failed.extend(more_failed)
@@ -518,6 +525,8 @@ def receive(
     if delivery is None or delivery.status == "unreachable":
         detail = delivery.detail if delivery is not None else "no delivery"
         raise fail("reply", f"is missing: the client is unreachable ({detail})")
+    if delivery.status == "malformed":
+        raise fail("reply", f"is malformed: {delivery.detail}")
     if delivery.status == "timeout" or delivery.data is None:
         raise fail("reply", f"did not arrive in time ({delivery.detail})")
     size = len(delivery.data)

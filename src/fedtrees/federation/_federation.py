@@ -133,7 +133,9 @@ class Federation:
 
         ``max_message_bytes``: as in :class:`Federation`.
 
-        Client ids are ``str`` of the group values. ``categories`` is the
+        Client ids are ``str`` of the group values; values that collide once
+        written as strings (``1`` and ``"1"``, or ``1`` and ``1.0``) are refused.
+        ``categories`` is the
         declaration its runs send (its columns must be columns of ``X``).
 
         ``privacy_budget`` is every site's total ε over all its DP releases (a
@@ -166,12 +168,8 @@ class Federation:
             raise ValidationError(
                 "Federation.from_groups: groups holds missing values."
             )
-        codes, names = pd.factorize(keys.astype(str), sort=True)
-        if names.shape[0] != keys.nunique():
-            raise ValidationError(
-                "Federation.from_groups: distinct group values print the same "
-                f"(e.g. 1 and '1'): {list(names)}."
-            )
+        ids = _client_ids(keys, "Federation.from_groups", "groups values")
+        codes, names = pd.factorize(ids, sort=True)
         weights = (
             None if sample_weight is None else np.asarray(sample_weight, np.float64)
         )
@@ -217,17 +215,20 @@ class Federation:
         ``max_message_bytes``: as in :class:`Federation`; ``privacy_budget`` and
         ``privacy_ledger``: as in :meth:`from_groups`.
 
-        Client ids are ``"0", "1", ...`` for a sequence, or the mapping's keys.
+        Client ids are ``"0", "1", ...`` for a sequence, or ``str`` of the
+        mapping's keys; keys that collide once written as strings (``1`` and
+        ``"1"``) are refused, as in :meth:`from_groups`.
         ``categories`` is the declaration its runs send (its columns must be
         columns of some client; each client checks its own at the agreement).
         """
-        items: list[tuple[str, tuple[object, npt.ArrayLike]]] = (
-            [(str(k), v) for k, v in clients.items()]
-            if isinstance(clients, Mapping)
-            else [(str(i), v) for i, v in enumerate(clients)]
-        )
-        if not items:
+        keys = list(clients) if isinstance(clients, Mapping) else range(len(clients))
+        values = list(clients.values() if isinstance(clients, Mapping) else clients)
+        if not values:
             raise ValidationError("Federation.from_clients needs at least one client.")
+        ids = _client_ids(
+            pd.Series(list(keys), dtype=object), "Federation.from_clients", "keys"
+        )
+        items = list(zip(ids.tolist(), values, strict=True))
         budgets = _site_budgets(
             [name for name, _ in items],
             privacy_budget,
@@ -308,6 +309,41 @@ class Federation:
             )
         result: dict[str, int] = counts()
         return result
+
+
+def _client_ids(keys: pd.Series, owner: str, what: str) -> pd.Series:
+    """Return every key as its client id (``str``); refuse ids that collide.
+
+    The one rule of both constructors: distinct keys that print alike (``1`` and
+    ``"1"``) would merge two clients into one, and equal keys that print
+    differently (``1`` and ``1.0``, one group to pandas) would split one; either
+    is a :class:`ValidationError` naming ``owner`` and the two keys.
+    """
+    ids = keys.astype(str)
+    n_values = len(pd.unique(keys.to_numpy(dtype=object)))
+    if n_values != len(pd.unique(ids.to_numpy(dtype=object))):
+        raise ValidationError(
+            f"{owner}: the {what} {_collision(keys.tolist(), ids.tolist())}; give "
+            "every client one id that no other key prints as."
+        )
+    return ids
+
+
+def _collision(keys: list[object], ids: list[str]) -> str:
+    """Describe two keys whose ids collide (:func:`_client_ids` found some)."""
+    by_id: dict[str, object] = {}
+    by_value: dict[object, object] = {}
+    for key, name in zip(keys, ids, strict=True):
+        other = by_id.setdefault(name, key)
+        if other != key or type(other) is not type(key):
+            return f"{other!r} and {key!r} are distinct but both become client {name!r}"
+        other = by_value.setdefault(key, key)
+        if str(other) != name:
+            return (
+                f"{other!r} and {key!r} are equal but become two clients, "
+                f"{str(other)!r} and {name!r}"
+            )
+    raise AssertionError("no colliding client ids")  # pragma: no cover
 
 
 def _declared_columns_of(

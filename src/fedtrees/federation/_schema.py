@@ -44,7 +44,10 @@ among them (compared as ``str``; else it fails naming itself, neither the label
 nor its number of rows) and sends an empty label set. The agreed classes are the
 declared ones, sorted as the label type orders them. Without it, each client's
 label set travels (needed to agree on the class order); the label type always
-does.
+does. A label set its type cannot hold — text or ``"1.0"`` under ``"int"``,
+``"nan"`` or ``"inf"`` under ``"float"``, a repeated label — is that client's
+malformed reply (field ``labels``), refused before any class is agreed
+(:func:`fedtrees.federation._values.label_text_problem`).
 """
 
 from __future__ import annotations
@@ -66,9 +69,9 @@ from fedtrees.federation._data import (
     DeclaredCategories,
     check_categories,
     check_classes,
-    label_strings,
 )
 from fedtrees.federation._payload import Field, Payload, ReplySpec, payload
+from fedtrees.federation._values import label_text_problem
 
 __all__ = ["Schema", "SchemaReply", "SchemaRequest", "Task", "agree"]
 
@@ -159,10 +162,16 @@ class SchemaRequest(Payload):
         )
 
     def declared_class_labels(self) -> tuple[str, ...] | None:
-        """Return the declared class labels, or None when none are declared."""
+        """Return the declared class labels, or None when none are declared.
+
+        Raises
+        ------
+        ValidationError
+            If they are empty or repeat a label (a malformed request).
+        """
         if not self.classes_declared:
             return None
-        return tuple(str(v) for v in self.declared_classes.tolist())
+        return check_classes(self.declared_classes.reshape(-1), "SchemaRequest")
 
     def declared(self) -> DeclaredCategories:
         """Return the declared categories, column -> names (checking the counts)."""
@@ -184,7 +193,8 @@ class SchemaRequest(Payload):
     def expected_reply(self) -> ReplySpec:
         """Names, kinds and category counts of equal length; labels as strings.
 
-        The reply must echo ``declared_columns`` and list no category of them.
+        The labels must be distinct texts of the label type. The reply must echo
+        ``declared_columns`` and list no category of them.
         """
         return ReplySpec(
             SchemaReply,
@@ -200,15 +210,26 @@ class SchemaRequest(Payload):
                     "U", (None,), equals=self.declared_columns
                 ),
             },
-            check=_check_declared(self.declared_columns.tolist()),
+            check=_check_declared(
+                self.declared_columns.tolist(),
+                self.task == "classification" and not self.classes_declared,
+            ),
         )
 
 
-def _check_declared(declared: list[str]) -> Callable[[SchemaReply], None]:
-    """Check the reply, and that declared columns are categorical with no values."""
+def _check_declared(
+    declared: list[str], needs_labels: bool
+) -> Callable[[SchemaReply], None]:
+    """Check the reply, and that declared columns are categorical with no values.
+
+    ``needs_labels``: classification without declared classes, where a client
+    (it has rows) holds at least one label.
+    """
 
     def check(reply: SchemaReply) -> None:
         _consistent(reply)
+        if needs_labels and reply.labels.shape[0] == 0:
+            raise InvalidField("labels", "is empty; a client with rows has labels")
         names = reply.feature_names.tolist()
         for column in declared:
             if column not in names:
@@ -237,8 +258,22 @@ def _consistent(reply: SchemaReply) -> None:
         raise InvalidField("feature_kinds", "must be 'numeric' or 'categorical'")
     if int(reply.n_categories.sum()) != reply.categories.shape[0]:
         raise InvalidField("n_categories", "must add up to the number of categories")
+    names = reply.feature_names.tolist()
+    if len(set(names)) != n:
+        raise InvalidField("feature_names", "repeat a column name")
+    bounds = np.concatenate([[0], np.cumsum(reply.n_categories)]).tolist()
+    flat = reply.categories.tolist()
+    for j, kind in enumerate(reply.feature_kinds.tolist()):
+        own = flat[bounds[j] : bounds[j + 1]]
+        if kind == "numeric" and own:
+            raise InvalidField("n_categories", f"give numeric column {names[j]!r} some")
+        if len(set(own)) != len(own):
+            raise InvalidField("categories", f"repeat a name of column {names[j]!r}")
     if reply.label_type not in _LABEL_TYPES:
         raise InvalidField("label_type", f"must be one of {_LABEL_TYPES}")
+    problem = label_text_problem(reply.labels.tolist(), reply.label_type)
+    if problem is not None:  # e.g. text under "int", "nan" under "float"
+        raise InvalidField("labels", f"{problem} ({reply.label_type!r} labels)")
     for name in ("row_bound", "weight_bound"):
         value = getattr(reply, name)
         if value != power_of_two_at_least(value):
@@ -279,6 +314,12 @@ def report_schema(request: SchemaRequest, data: ClientData) -> SchemaReply:
         None if str(column) in declared else entry
         for column, entry in zip(data.X.columns, data.categories, strict=True)
     ]
+    for column, entry in zip(data.X.columns, categories, strict=True):
+        if entry is not None and len(set(entry)) != len(entry):
+            raise ValidationError(
+                f"Client {data.client_id!r}: column {str(column)!r} has distinct "
+                "categories that print alike (such as 1 and '1'); give it one type."
+            )
     flat = [c for entry in categories if entry is not None for c in entry]
     counts = [0 if entry is None else len(entry) for entry in categories]
     if request.task != "classification":
@@ -287,7 +328,7 @@ def report_schema(request: SchemaRequest, data: ClientData) -> SchemaReply:
         labels, label_type = np.zeros(0, dtype="<U1"), "float"
     else:
         check_discrete_labels(data.y.to_numpy(), f"Client {data.client_id!r}")
-        labels, label_type = label_strings(data.y), _label_type(data.y.to_numpy())
+        labels, label_type = data.label_set(), _label_type(data.y.to_numpy())
         declared_classes = request.declared_class_labels()
         if declared_classes is not None:
             data.check_declared_classes(declared_classes)

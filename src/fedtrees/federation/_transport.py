@@ -9,12 +9,18 @@ no object reference ever passes from client to server.
 The in-process transport also holds each client's :class:`ClientState` for the
 run (per-run client state, :mod:`fedtrees.federation._state`).
 
-Every message is served in a daemon worker thread and the round waits only until
-its deadline (one deadline for the whole round): a client whose handler has not
-returned by then is a ``timeout`` delivery. A running handler cannot be stopped,
-so a late one is fenced off instead: its reply is discarded, and the client is
-given a fresh state (it resyncs if asked again), so a late write into the old
-state object changes nothing the run still uses.
+Every message is served in a daemon worker thread, and every message has its own
+deadline: ``timeout`` seconds from the start of its handler. **Decision:** in
+process the clients share this machine's workers and are served a few at a time,
+so one deadline for the whole round would blame whichever honest client was
+served last (10,000 one-row clients cannot all be served in 60 s); a real site
+runs its own handler, and so does each message here. A client whose handler
+has not returned by its deadline is a ``timeout`` delivery. A running handler
+cannot be stopped, so a late one is fenced off instead: a new worker serves the
+clients queued behind it, its reply is discarded, and the client is given a
+fresh state (it resyncs if asked again), so a late write into the old state
+object changes nothing the run still uses. The wall time of a round therefore
+grows with the clients served one after another (``workers`` at a time).
 
 Fault injection (tests only) makes a client drop out, answer after the timeout,
 raise, reply garbage, reply a mutated (hostile) payload, or forget its state (as
@@ -42,7 +48,8 @@ __all__ = ["Delivery", "Fault", "InProcessTransport", "Outgoing", "Transport"]
 
 T = TypeVar("T")
 
-Status = Literal["ok", "timeout", "unreachable"]
+Status = Literal["ok", "timeout", "unreachable", "malformed"]
+"""``malformed``: something came back, but not a message (the transport says why)."""
 FaultAction = Literal["drop", "late", "raise", "garbage", "mutate", "forget"]
 
 
@@ -76,7 +83,12 @@ class Transport(Protocol):
     def exchange(
         self, round: int, messages: Sequence[Outgoing], timeout: float
     ) -> dict[str, Delivery]:
-        """Deliver one message per client; return within about ``timeout`` seconds."""
+        """Deliver one message per client, each given ``timeout`` seconds.
+
+        Clients that run side by side (Flower) share one deadline: the call
+        returns within about ``timeout``. A transport that serves clients in
+        turn (in process) starts each one's deadline when it serves it.
+        """
         ...
 
 
@@ -123,11 +135,11 @@ class InProcessTransport:
         How many handlers of one round may run at once: 1 serves the clients one
         after another (in request order), more serves them side by side. Results
         do not depend on it (replies are keyed by client, states are per client).
-        With one worker, the clients queued behind a handler that hangs time out
-        too ("not served before the deadline"); more workers isolate them. A
-        handler that outlived its round's deadline may still be running when
-        the next round starts: it cannot be stopped, but its reply is discarded
-        and its client's state replaced, so it cannot affect the run.
+        Each handler has ``timeout`` seconds from its own start; one that hangs
+        costs only its own client (a new worker serves the clients queued
+        behind it). A handler that outlived its deadline may still be running
+        when the next round starts: it cannot be stopped, but its reply is
+        discarded and its client's state replaced, so it cannot affect the run.
     faults : sequence of Fault
         Injected failures, for tests.
     """
@@ -164,10 +176,10 @@ class InProcessTransport:
     def exchange(
         self, round: int, messages: Sequence[Outgoing], timeout: float
     ) -> dict[str, Delivery]:
-        """Serve every message on worker threads; return by the round's deadline.
+        """Serve every message on worker threads, each within its own deadline.
 
-        A client whose handler has not returned within ``timeout`` seconds of the
-        start of the round gets a ``timeout`` delivery and a fresh state.
+        A client whose handler has not returned within ``timeout`` seconds of its
+        own start gets a ``timeout`` delivery and a fresh state.
         """
         unknown = [m.client for m in messages if m.client not in self._clients]
         if unknown:
@@ -216,11 +228,15 @@ class InProcessTransport:
 
 
 class _Round:
-    """One round's messages, served by worker threads until the round's deadline.
+    """One round's messages, served by worker threads, each within its own deadline.
 
-    Workers take messages in request order; none starts after the deadline. At
-    the deadline the round is closed: a worker that finishes later finds it
-    closed and drops its delivery.
+    Workers take messages in request order. A message's deadline is ``timeout``
+    seconds after its handler starts: clients served one after another do not
+    share one deadline (10,000 one-row clients each get their own), and a
+    handler that passes its deadline is given up — its client gets a
+    ``timeout`` delivery and a new worker takes its place, so the clients queued
+    behind it are still served. A given-up handler that finishes later finds
+    its client settled and drops its delivery.
     """
 
     def __init__(
@@ -235,7 +251,7 @@ class _Round:
         self.serve, self.states = serve, states
         self.clients = [m.client for m in messages]
         self.waiting = deque(messages)
-        self.running: set[str] = set()
+        self.running: dict[str, float] = {}  # client -> when its handler started
         self.done: dict[str, Delivery] = {}
         self.failure: BaseException | None = None
         self.closed = False
@@ -243,30 +259,42 @@ class _Round:
 
     def run(self, workers: int) -> dict[str, Delivery]:
         """Serve the messages; return a delivery per client, in request order."""
-        deadline = time.monotonic() + self.timeout
         for _ in range(min(workers, len(self.clients))):
-            threading.Thread(
-                target=self._work, name=f"fedtrees-round-{self.round}", daemon=True
-            ).start()
+            self._start_worker()
         with self.changed:
-            self.changed.wait_for(
-                lambda: len(self.done) == len(self.clients) or self.failure is not None,
-                timeout=max(deadline - time.monotonic(), 0.0),
-            )
+            while True:
+                pause = self._give_up_overdue()  # may settle the last client
+                if len(self.done) == len(self.clients) or self.failure is not None:
+                    break
+                self.changed.wait(timeout=pause)
             self.closed = True
             if self.failure is not None:
                 raise self.failure
-            return {client: self._delivery(client) for client in self.clients}
+            return {client: self.done[client] for client in self.clients}
 
-    def _delivery(self, client: str) -> Delivery:
-        if client in self.done:
-            return self.done[client]
-        if client in self.running:
-            where = "its handler was still running"
-        else:
-            where = "it was not served before the deadline"
-        detail = f"no reply within the round's {self.timeout:g} s timeout ({where})"
-        return Delivery(client, "timeout", None, self.timeout, detail)
+    def _give_up_overdue(self) -> float | None:
+        """Settle the handlers past their deadline; return seconds to the next one."""
+        now = time.monotonic()
+        for client, started in list(self.running.items()):
+            if now - started >= self.timeout:
+                del self.running[client]
+                detail = (
+                    f"no reply within the round's {self.timeout:g} s timeout "
+                    "(its handler was still running)"
+                )
+                self.done[client] = Delivery(
+                    client, "timeout", None, self.timeout, detail
+                )
+                if self.waiting:
+                    self._start_worker()  # its worker is held: another serves on
+        if not self.running:
+            return None
+        return max(min(self.running.values()) + self.timeout - now, 0.0)
+
+    def _start_worker(self) -> None:
+        threading.Thread(
+            target=self._work, name=f"fedtrees-round-{self.round}", daemon=True
+        ).start()
 
     def _work(self) -> None:
         while True:
@@ -274,7 +302,8 @@ class _Round:
                 if self.closed or not self.waiting:
                     return
                 message = self.waiting.popleft()
-                self.running.add(message.client)
+                self.running[message.client] = time.monotonic()
+                self.changed.notify_all()  # the round now watches its deadline
                 state = self.states[message.client]
             try:
                 delivery = self.serve(message, state)
@@ -285,9 +314,8 @@ class _Round:
                         self.changed.notify_all()
                 return
             with self.changed:
-                if self.closed:  # late: the round has ended without it
-                    return
-                self.running.discard(message.client)
+                if self.running.pop(message.client, None) is None:
+                    return  # given up: the round settled it, and replaced this worker
                 self.done[message.client] = delivery
                 self.changed.notify_all()
 

@@ -193,7 +193,11 @@ class HistMode:
     @staticmethod
     def _checked(state: LevelState, grid: Grid) -> Grid:
         """Refuse categorical columns the engine cannot code (named)."""
-        grid.check_categories("FedForest", state.info.schema.feature_names)
+        grid.check_categories(
+            "FedForest",
+            state.info.schema.feature_names,
+            "use candidates='quantile', which has no such limit",
+        )
         return grid
 
 

@@ -228,7 +228,12 @@ class FedGBDTStrategy:
                 assert agreed is not None
                 edges.append(agreed.feature_edges(j))
         self.grid = Grid.from_lists(edges, list(n_categories))
-        self.grid.check_categories("FedGBDT", list(schema.feature_names))
+        self.grid.check_categories(
+            "FedGBDT",
+            list(schema.feature_names),
+            "use FedForestClassifier/FedForestRegressor(candidates='quantile'), "
+            "which has no such limit",
+        )
         pooled = np.sum([np.asarray(r.prior, np.float64) for r in replies], axis=0)
         self.margin = prior_margin(
             self.config.objective, pooled, self.config.base_score

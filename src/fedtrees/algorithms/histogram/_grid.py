@@ -166,15 +166,18 @@ class Grid:
         )  # fmt: skip
         return out
 
-    def check_categories(self, owner: str, names: Sequence[str]) -> None:
-        """Refuse a categorical feature with more categories than codes allow."""
+    def check_categories(self, owner: str, names: Sequence[str], hint: str) -> None:
+        """Refuse a categorical feature with more categories than codes allow.
+
+        ``hint`` is the caller's way out (another mode of the same estimator, say).
+        """
         wide = np.flatnonzero(self.is_categorical & (self.n_bins > MAX_BINS))
         if wide.size:
             j = int(wide[0])
             raise ValidationError(
                 f"{owner}: categorical column {names[j]!r} has {int(self.n_bins[j])} "
-                f"categories; the histogram engine codes at most {MAX_BINS} "
-                "(candidates='quantile' has no such limit)."
+                f"categories; the histogram engine codes at most {MAX_BINS}. "
+                f"Merge the rarest categories into one, or {hint}."
             )
 
 

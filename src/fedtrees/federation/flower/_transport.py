@@ -10,7 +10,9 @@ message. Following the README's Flower section:
 - ``push_messages`` returns an empty id for an unknown or unregistered node:
   that client is reported unreachable at once;
 - every reply is checked with ``has_error()`` (a crashed ClientApp, an expired
-  TTL, a node that lost its heartbeat) before its content is touched.
+  TTL, a node that lost its heartbeat) before its content is touched, and
+  content that does not unpack (:class:`~fedtrees.federation.flower._wire.
+  MalformedContent`) is that client's ``malformed`` delivery, not the run's end.
 
 SuperNodes are identified by their node config ``client-id``, learnt once by a
 ``query.fedtrees_hello`` exchange (node ids change when a SuperNode restarts).
@@ -29,7 +31,7 @@ from flwr.serverapp import Grid
 from fedtrees._validation import check_float, check_int
 from fedtrees.exceptions import NotEnoughClientsError, RemoteProtocolError
 from fedtrees.federation._transport import Delivery, Outgoing
-from fedtrees.federation.flower._wire import pack, unpack
+from fedtrees.federation.flower._wire import MalformedContent, pack, unpack
 
 __all__ = ["HELLO", "MESSAGE_TYPE", "FlowerTransport"]
 
@@ -200,6 +202,6 @@ def _delivery(client: str, reply: Message | str, seconds: float) -> Delivery:
         return Delivery(client, "unreachable", None, seconds, detail)
     try:
         data = unpack(reply.content)
-    except KeyError:
-        return Delivery(client, "ok", b"", seconds, "reply without fedtrees content")
+    except MalformedContent as exc:  # this client's failure, never the run's
+        return Delivery(client, "malformed", None, seconds, f"Flower content: {exc}")
     return Delivery(client, "ok", data, seconds)

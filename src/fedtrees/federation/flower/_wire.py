@@ -2,7 +2,8 @@
 
 A fedtrees message (bytes from the codec) travels between the ServerApp and a
 ClientApp as one ``uint8`` array of a Flower ``RecordDict`` (:func:`pack`,
-:func:`unpack`).
+:func:`unpack`); content that is not such an array is :class:`MalformedContent`,
+whatever it holds (the transport makes it that client's failure).
 
 Flower starts a ClientApp process for every message (README, Flower). **Decision:**
 a SuperNode started by ``fedtrees flower supernode`` has a *site worker* beside it:
@@ -23,6 +24,7 @@ strings the header lists, in order.
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import struct
@@ -36,6 +38,7 @@ from flwr.app import Array, ArrayRecord, RecordDict
 __all__ = [
     "NODE_CONFIG_KEY",
     "RECORD",
+    "MalformedContent",
     "SiteAnswer",
     "SiteMessage",
     "WorkerUnavailable",
@@ -60,10 +63,72 @@ def pack(data: bytes) -> RecordDict:
     )
 
 
+class MalformedContent(ValueError):
+    """Flower content that is not the one fedtrees array :func:`pack` makes."""
+
+
 def unpack(content: RecordDict) -> bytes:
-    """Return the encoded fedtrees bytes of a Flower message (KeyError if absent)."""
-    array = content.array_records[RECORD]["data"].numpy()
-    return np.ascontiguousarray(array, dtype=np.uint8).tobytes()
+    """Return the encoded fedtrees bytes of a Flower message.
+
+    The ``.npy`` bytes of the array :func:`pack` wrote are read without building
+    an array (its header must say 1-D ``uint8``, and its data be exactly as long
+    as the header says), so a malformed array costs no allocation and no cast.
+
+    Raises
+    ------
+    MalformedContent
+        Naming what is wrong — no fedtrees array, another serialization, a
+        header that does not parse, another dtype or shape, too few or too many
+        bytes — whatever the content holds; nothing else leaves this function.
+    """
+    try:
+        records = content.array_records
+        record = records.get(RECORD)
+        array = None if record is None else record.get("data")
+        if array is None:
+            raise MalformedContent(
+                f"it holds no {RECORD!r} array record with a 'data' array"
+            )
+        if array.stype != _NUMPY or not isinstance(array.data, bytes):
+            raise MalformedContent(
+                f"its array is serialized as {array.stype!r}, not {_NUMPY!r}"
+            )
+        return _npy_bytes(array.data)
+    except MalformedContent:
+        raise
+    except Exception as exc:  # a content object no fedtrees peer sends
+        raise MalformedContent(
+            f"it cannot be read ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+_NUMPY: Final = "numpy.ndarray"
+_HEADER_READERS: Final = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
+
+
+def _npy_bytes(data: bytes) -> bytes:
+    """Return the data of the ``.npy`` bytes of a 1-D ``uint8`` array."""
+    stream = io.BytesIO(data)
+    try:
+        reader = _HEADER_READERS.get(np.lib.format.read_magic(stream))
+        if reader is None:
+            raise ValueError("an .npy version fedtrees does not read")
+        shape, _, dtype = reader(stream)
+    except (ValueError, TypeError, SyntaxError, OverflowError) as exc:
+        raise MalformedContent(f"its array header does not parse ({exc})") from exc
+    if dtype != np.dtype(np.uint8) or len(shape) != 1:
+        raise MalformedContent(
+            f"its array is {dtype} of shape {shape}; 1-D uint8 bytes expected"
+        )
+    body = data[stream.tell() :]
+    if len(body) != shape[0]:
+        raise MalformedContent(
+            f"its array header says {shape[0]} bytes, but {len(body)} follow"
+        )
+    return body
 
 
 @dataclass(frozen=True)
