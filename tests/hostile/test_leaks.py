@@ -210,7 +210,7 @@ def test_errors_about_the_request_travel_whole(error: Exception) -> None:
 @pytest.mark.hostile("clear_error")
 def test_repeated_agreed_classes_are_refused_by_the_client() -> None:
     data = ClientData.build("a", np.zeros((3, 1)), ["x", "y", "x"])
-    with pytest.raises(ValidationError, match="agreed classes of the request repeat"):
+    with pytest.raises(ValidationError, match="classes must be one list of distinct"):
         data.label_codes(["x", "y", "x"])
 
 
