@@ -12,6 +12,7 @@ delivery with fake replies: no Flower process.
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 from unittest.mock import Mock
 
@@ -129,3 +130,40 @@ def test_a_malformed_flower_reply_is_that_clients_failure(case: str) -> None:
 def test_a_well_formed_flower_reply_is_delivered() -> None:
     delivery = _flower_transport._delivery("a", _reply(_wire.pack(b"FTMS")), 0.1)
     assert delivery == Delivery("a", "ok", b"FTMS", 0.1)
+
+
+@pytest.mark.hostile("clear_error")
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_flower_request_is_answered_with_an_error(case: str) -> None:
+    # The ClientApp raised MalformedContent: Flower reported a crashed app.
+    Context, Message, Metadata = flwr_app.Context, flwr_app.Message, flwr_app.Metadata
+    from fedtrees.federation import decode
+    from fedtrees.federation.flower import make_client_app
+
+    content, reason = MALFORMED[case]
+    app = make_client_app(Mock(side_effect=AssertionError("no data is read")))
+    context = Context(
+        run_id=1,
+        node_id=2,
+        node_config={"client-id": "site-b"},
+        state=RecordDict(),
+        run_config={},
+    )
+    metadata = Metadata(
+        run_id=1,
+        message_id="",
+        src_node_id=1,
+        dst_node_id=2,
+        reply_to_message_id="",
+        group_id="",
+        created_at=0.0,
+        ttl=60.0,
+        message_type="query.fedtrees",
+    )
+    reply = app(Message(content, metadata=metadata), context)
+    assert not reply.has_error()
+    answer = decode(_wire.unpack(reply.content))
+    assert answer.type == "error"
+    assert answer.client == "site-b"
+    assert "Flower content is malformed" in answer.error
+    assert re.search(reason, answer.error)

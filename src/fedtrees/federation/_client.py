@@ -240,7 +240,7 @@ def _error(round_: int, client: str, kind: str, detail: str) -> bytes:
 
 
 def refuse(
-    request: bytes,
+    request: bytes | None,
     client: str,
     detail: str,
     *,
@@ -250,7 +250,11 @@ def refuse(
 
     Never raises; an over-long or malformed request is answered with the reason
     it cannot be read instead (``max_message_bytes`` as in :func:`serve`).
+    ``request=None``: the transport could not even extract the request's bytes
+    (``detail`` says why); the answer then names no round and no kind.
     """
+    if request is None:
+        return _error(-1, client, "", detail)
     too_long = _over_limit(request, max_message_bytes)
     if too_long:
         return _error(-1, client, "", too_long)

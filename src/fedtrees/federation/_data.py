@@ -342,13 +342,8 @@ class ClientData:
             distinct labels, or a row's label is not among them.
         """
         names = np.asarray(classes, dtype=str)
-        unique, counts = np.unique(names, return_counts=True)
-        if names.ndim != 1 or unique.shape[0] != names.shape[0]:
-            got = (
-                f"shape {names.shape}"
-                if names.ndim != 1
-                else f"{unique[counts > 1].tolist()[:5]!r} repeated"
-            )
+        if names.ndim != 1 or np.unique(names).shape[0] != names.shape[0]:
+            got = f"shape {names.shape}" if names.ndim != 1 else "a label repeated"
             raise ValidationError(
                 f"Client {self.client_id!r}: the request's classes must be one list "
                 f"of distinct labels; got {got} (a malformed request)."

@@ -24,6 +24,7 @@ from flwr.common.logger import log
 
 from fedtrees.federation.flower._wire import (
     NODE_CONFIG_KEY,
+    MalformedContent,
     SiteAnswer,
     SiteMessage,
     WorkerUnavailable,
@@ -68,8 +69,12 @@ def make_client_app(
     @app.query("fedtrees")
     def answer(message: Message, context: Context) -> Message:
         watch = Stopwatch()
+        try:
+            request = unpack(message.content)
+        except MalformedContent as exc:  # answered, saying why, as any bad request
+            return Message(pack(_unreadable(context, exc)), reply_to=message)
         site = SiteMessage(
-            unpack(message.content),
+            request,
             dict(context.node_config),
             dict(context.run_config),
             context.run_id,
@@ -88,6 +93,14 @@ def make_client_app(
         return Message(pack(served.reply), reply_to=message)
 
     return app
+
+
+def _unreadable(context: Context, problem: MalformedContent) -> bytes:
+    """Return the error envelope of a request whose Flower content is malformed."""
+    from fedtrees.federation._client import refuse
+
+    client = str(context.node_config.get("client-id", ""))
+    return refuse(None, client, f"the request's Flower content is malformed: {problem}")
 
 
 def _kept(context: Context) -> dict[str, bytes]:
