@@ -178,7 +178,7 @@ def _answer(classes: np.ndarray) -> Envelope:
 @pytest.mark.parametrize(
     ("classes", "got"),
     [
-        (np.array(["no", "no", "yes"]), r"\['no'\] repeated"),
+        (np.array(["no", "no", "yes"]), r"a label repeated"),
         (np.array([["no", "yes"]]), r"shape \(1, 2\)"),
     ],
     ids=["repeated", "two-dimensional"],
