@@ -15,7 +15,8 @@ judged. Families: ``params`` (bad parameters of every estimator), ``values``
 ``replies`` (a client that lies, injected with ``Fault("mutate")``),
 ``requests`` (bad server requests served by a client's runtime), ``flower``
 (Flower replies and ClientApp messages, no Flower processes), ``codec`` (edge
-arrays), ``persist`` (pickle and JSON) and ``privacy`` (absurd ε).
+arrays), ``persist`` (pickle and JSON), ``privacy`` (absurd ε) and ``fresh`` (a
+second look: pandas dtypes, weights, groups, scikit-learn helpers, budgets).
 
 Classes (issue 24): *clear error* (a ``FedTreesError`` or ``NotFittedError``
 naming the culprit), *documented* (works as the README says, e.g. a warning or
@@ -61,6 +62,7 @@ FAMILIES = (
     "_sweep_protocol",
     "_sweep_wire",
     "_sweep_flower",
+    "_sweep_fresh",
 )
 
 
