@@ -253,7 +253,7 @@ def client_codes(
     if client is None:
         return np.full(n, -1, dtype=np.int64)
     known = list(clients or ())
-    if isinstance(client, str):
+    if isinstance(client, str) or np.ndim(np.asarray(client, dtype=object)) == 0:
         ids = pd.Series([client] * n, dtype=object)
     else:
         ids = pd.Series(np.asarray(client, dtype=object).ravel(), dtype=object)

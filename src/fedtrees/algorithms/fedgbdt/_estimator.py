@@ -8,6 +8,7 @@ named as XGBoost's scikit-learn API.
 from __future__ import annotations
 
 import secrets
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -23,11 +24,24 @@ from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms.fedgbdt._baselines import BaselineStrategy
 from fedtrees.algorithms.fedgbdt._config import BoostConfig, Objective, make_config
 from fedtrees.algorithms.fedgbdt._export import to_xgboost
+from fedtrees.algorithms.fedgbdt._grow import K_RT_EPS
 from fedtrees.algorithms.fedgbdt._model import raw_predictions, staged_raw, to_trees
 from fedtrees.algorithms.fedgbdt._strategy import BoostResult, FedGBDTStrategy
 from fedtrees.federation import Federation, RoundCallback
 
 __all__ = ["FedGBDTClassifier", "FedGBDTRegressor"]
+
+
+def _warn_no_split(owner: str) -> None:
+    """Every tree is one leaf: say why it may be, instead of a silent constant."""
+    warnings.warn(
+        f"{owner}: every tree is a single leaf; no split gained more than "
+        f"{K_RT_EPS:g} (XGBoost's floor on a split's loss reduction). If y varies, "
+        "its scale may be too small for it (squared-error gains scale with y^2): "
+        "rescale y, e.g. to unit variance, and scale the predictions back.",
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
@@ -120,6 +134,8 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
             gains += it.gains_by_feature(self.n_features_in_)
         total = gains.sum()
         self._importances = gains / total if total > 0 else gains
+        if self.trees_ and all(t.n_nodes == 1 for it in self.trees_ for t in it):
+            _warn_no_split(type(self).__name__)
         return self
 
     @property

@@ -99,19 +99,21 @@ class ForestRequest(Payload):
     def expected_reply(self) -> ReplySpec:
         """Packed trees that rebuild into valid trees; a weight within the bound.
 
-        Node counts are weighted (sample weights x bootstrap counts): at most
-        the client's declared weight bound, unless ``params`` sets a
-        ``class_weight`` (which scales them by an amount the server cannot
-        bound); a node's children never hold more than the node; thresholds are
-        float32 midpoints (:mod:`fedtrees.algorithms._plausible`). The weight
-        is the total sample weight, also within the bound. Not a Byzantine
-        defence.
+        Node counts are scikit-learn's weighted counts: sample weights times
+        bootstrap counts, or, where scikit-learn's bootstrap draws rows in
+        proportion to their weights, the rows drawn. So they are at most the
+        larger of the client's declared row and weight bounds, unless
+        ``params`` sets a ``class_weight`` (which scales them by an amount the
+        server cannot bound); a node's children never hold more than the node;
+        thresholds are finite. The weight is the total sample weight, within
+        the weight bound. Not a Byzantine defence.
         """
         n_outputs = max(int(self.classes.shape[0]), 1)
         weighted = self.parsed_params().get("class_weight") is None
         fields = packed_fields(
             self.n_estimators,
             n_outputs,
+            rows=True,
             weights=True,
             bound_scale=1.0 if weighted else math.inf,
         )
