@@ -8,6 +8,8 @@
   "must be one id or n ids ... Got 1 ids": one int is one id, as ``"7"`` is.
 - FedGBDT on a target scaled below ~1e-6 fitted only single leaves without a
   word (XGBoost's floor on a split's loss reduction): the fit now warns.
+- A run whose strategy wanted more rounds than the loop's limit (100,000) was
+  cut short without a word: it is refused at start, or fails at the limit.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from fedtrees import (
     LocalEnsembleClassifier,
     LocalModelsRegressor,
 )
+from fedtrees.algorithms.toy import ToyStrategy
+from fedtrees.exceptions import LocalProtocolError, ValidationError
+from fedtrees.federation import ClientData, InProcessTransport, run
 
 
 def _data(n: int = 90) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -58,3 +63,24 @@ def test_fedgbdt_warns_when_a_tiny_target_leaves_every_tree_one_leaf() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # at the usual scale: splits, no warning
         FedGBDTRegressor(n_estimators=3, random_state=0).fit(X, y, groups)
+
+
+# -- the round loop's limit ------------------------------------------------------------
+@pytest.mark.hostile("clear_error")
+def test_a_run_needing_more_rounds_than_the_loop_allows_is_refused_at_start() -> None:
+    # 10,000 iterations of depth 16 need 160,002 rounds: the loop stopped at
+    # 100,000 without a word, the boosting cut short.
+    X, y, groups = _data()
+    model = FedGBDTRegressor(n_estimators=10_000, max_depth=16, random_state=0)
+    with pytest.raises(ValidationError, match=r"needs up to 160002 rounds.*100000"):
+        model.fit(X, y, groups)
+
+
+@pytest.mark.hostile("clear_error")
+def test_a_strategy_still_planning_at_the_limit_is_an_error_not_a_short_run() -> None:
+    strategy = ToyStrategy(0, 4, 5, np.linspace(-2.0, 2.0, 3))
+    strategy.expected_rounds = None  # type: ignore[assignment]  # no estimate
+    X, y, _ = _data(9)
+    data = {"a": ClientData.build("a", X, (y > 0).astype(int))}
+    with pytest.raises(LocalProtocolError, match=r"reached max_rounds=2 before"):
+        run(strategy, InProcessTransport(data), task="classification", max_rounds=2)

@@ -20,8 +20,10 @@ from fedtrees._validation import check_float, check_int
 from fedtrees.exceptions import (
     ClientDropoutWarning,
     CodecError,
+    LocalProtocolError,
     NotEnoughClientsError,
     RemoteProtocolError,
+    ValidationError,
 )
 from fedtrees.federation._checks import InvalidField, check_reply
 from fedtrees.federation._codec import MAX_MESSAGE_BYTES, decode, encode_broadcast
@@ -266,17 +268,32 @@ def run(
     )
     loop.bounds = (dict(info.row_bounds), dict(info.weight_bounds))
     strategy.start(info)
+    _check_round_limit(strategy, max_rounds)
     report(agreement)
     round_ = 0
-    while round_ < max_rounds:
-        plan = strategy.plan_round(round_ + 1)
-        if plan is None:
-            break
+    while (plan := strategy.plan_round(round_ + 1)) is not None:
+        if round_ == max_rounds:  # never a run cut short without a word
+            raise LocalProtocolError(
+                f"The run reached max_rounds={max_rounds} before its strategy "
+                "finished; lower the settings that count rounds."
+            )
         round_ += 1
         outcome = loop.round(round_, plan)
         strategy.aggregate(round_, outcome.replies)
         report(outcome)
     return RunResult(strategy.finish(), ledger, info, round_, tuple(loop.dropouts))
+
+
+def _check_round_limit(strategy: ServerStrategy, max_rounds: int) -> None:
+    """Refuse, before any round, a run whose strategy expects more than the limit."""
+    expected_of = getattr(strategy, "expected_rounds", None)
+    expected = expected_of() if callable(expected_of) else None
+    if isinstance(expected, int) and expected > max_rounds:
+        raise ValidationError(
+            f"This run needs up to {expected} rounds, more than the round loop's "
+            f"limit of {max_rounds}: lower the settings that count rounds "
+            "(n_estimators x max_depth, n_rounds, n_generations)."
+        )
 
 
 @dataclass(frozen=True)
