@@ -136,31 +136,17 @@ def test_a_well_formed_flower_reply_is_delivered() -> None:
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_a_malformed_flower_request_is_answered_with_an_error(case: str) -> None:
     # The ClientApp raised MalformedContent: Flower reported a crashed app.
-    Context, Message, Metadata = flwr_app.Context, flwr_app.Message, flwr_app.Metadata
     from fedtrees.federation import decode
     from fedtrees.federation.flower import make_client_app
+    from tests.federation.flower.test_apps import _context, _message
 
     content, reason = MALFORMED[case]
     app = make_client_app(Mock(side_effect=AssertionError("no data is read")))
-    context = Context(
-        run_id=1,
-        node_id=2,
-        node_config={"client-id": "site-b"},
-        state=RecordDict(),
-        run_config={},
+    message, context = (
+        _message(content, "query.fedtrees"),
+        _context({"client-id": "site-b"}),
     )
-    metadata = Metadata(
-        run_id=1,
-        message_id="",
-        src_node_id=1,
-        dst_node_id=2,
-        reply_to_message_id="",
-        group_id="",
-        created_at=0.0,
-        ttl=60.0,
-        message_type="query.fedtrees",
-    )
-    reply = app(Message(content, metadata=metadata), context)
+    reply = app(message, context)
     assert not reply.has_error()
     answer = decode(_wire.unpack(reply.content))
     assert answer.type == "error"
