@@ -138,5 +138,7 @@ class CentralizedFitWarning(UserWarning):
 
     That is centralized training on one client (id ``"0"``), which scikit-learn's
     checks, pipelines and cross-validation rely on; pass ``groups=`` (the site of
-    every row) to simulate a federation. Issued once per fit.
+    every row) to simulate a federation. Issued once per fit. Inside
+    ``GridSearchCV``/``cross_validate``, turn on scikit-learn's metadata routing
+    (the estimators request ``groups`` by default) so each fit gets its rows' sites.
     """

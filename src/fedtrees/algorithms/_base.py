@@ -6,6 +6,18 @@ value of ``groups``. **Decision (groups=None):** all rows go to one client
 cross-validation need — and ``fit`` says so once with a
 :class:`~fedtrees.exceptions.CentralizedFitWarning`.
 
+**Decision (groups in model selection):** every estimator *requests* ``groups``
+for ``fit`` through scikit-learn's metadata routing by default
+(``__metadata_request__fit``), where scikit-learn's own consumers default to
+"not requested". ``groups`` is not optional metadata such as a weight: it is the
+federation, and a fit without it is a different (centralized) model. So once
+routing is on (``sklearn.set_config(enable_metadata_routing=True)``),
+``GridSearchCV(est, grid, cv=GroupKFold(3)).fit(X, y, groups=site)`` hands
+``groups`` to the splitter *and* to every fit (the training folds' rows; the
+refit gets all of them), as ``GroupKFold`` itself requests it by default.
+``est.set_fit_request(groups=False)`` opts out. With routing off, scikit-learn
+passes ``groups`` to the splitter only; the warning then says how to route it.
+
 Inputs are numpy arrays or DataFrames; labels may be strings. **Missing
 values**: an estimator that learns where they go (``_accepts_missing()``:
 FedForest's histogram mode, FedGBDT) accepts NaN in X — in a numeric column, or as a
@@ -92,6 +104,8 @@ class FederatedEstimator:
     """
 
     _task: Task = "classification"
+    # metadata routing: fit asks for groups unless told not to (module Decision)
+    __metadata_request__fit: Final = {"groups": True}
     _max_abs_feature: float | None = None
     """A bound on |x| of numeric features the method's math needs (None: none)."""
     _input_names: list[str] | None = None
@@ -335,7 +349,13 @@ def _warn_centralized(owner: str) -> None:
     warnings.warn(
         f"{owner}.fit was called without groups: every row goes to one client "
         "('0'), which is centralized training, not a federation. Pass groups= "
-        "(the site of every row) to simulate one client per site.",
+        "(the site of every row) to simulate one client per site. Inside "
+        "GridSearchCV, cross_validate or a Pipeline, turn on scikit-learn's "
+        "metadata routing (sklearn.set_config(enable_metadata_routing=True)): "
+        f"{owner} requests groups by default and then receives the training "
+        "rows' groups from GridSearchCV(...).fit(X, y, groups=site) or "
+        "cross_validate(..., params={'groups': site}); without routing, pass "
+        "<step>__groups=site to a Pipeline's fit.",
         CentralizedFitWarning,
         stacklevel=_first_frame_outside_fedtrees(),
     )
