@@ -148,9 +148,11 @@ def synthetic_float64_edge() -> Verdict:
     """At the edge of float64 the fills stop at the largest float (README)."""
     X, y, groups = _integer_data()
     name = "SyntheticDataClassifier"
-    base = predict(fit(name, (X, y, groups), **_scaled_params(name, 1.0)), X, groups)
+    outside = {"fill": "outside"}  # the fill that reaches beyond the range
+    model = fit(name, (X, y, groups), **outside, **_scaled_params(name, 1.0))
+    base = predict(model, X, groups)
     big = X * BIG
-    scaled = fit(name, (big, y, groups), **_scaled_params(name, BIG))
+    scaled = fit(name, (big, y, groups), **outside, **_scaled_params(name, BIG))
     got = predict(scaled, big, groups)
     if same(base, got):
         return correct("predictions equal those at scale 1")

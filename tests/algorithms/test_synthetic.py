@@ -237,7 +237,7 @@ def test_the_papers_out_of_range_fill_collapses_the_vote_to_the_majority(
     # The paper's census figure (75.43 %) is the majority rate: with every untested
     # feature below its range, almost every tree of 200 votes "<=50K" everywhere.
     model = SyntheticDataClassifier(
-        global_max_depth=7, samples_per_path=30, random_state=0
+        fill="outside", global_max_depth=7, samples_per_path=30, random_state=0
     ).fit(adult_200["X"], adult_200["y"], groups=adult_200["groups"])
     votes = model.synthetic_origin_["vote"]
     assert (votes == "<=50K").mean() > 0.99

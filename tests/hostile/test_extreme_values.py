@@ -147,8 +147,8 @@ def test_a_dp_forest_with_a_declared_range_wider_than_float64_fits() -> None:
 @pytest.mark.parametrize(
     "params",
     [
-        {"feature_ranges": [(-BIG, BIG)] * 3},  # "outside": min - width was -inf
-        {"feature_ranges": [(-BIG, BIG)] * 3, "fill": "uniform"},  # OverflowError
+        {"feature_ranges": [(-BIG, BIG)] * 3, "fill": "outside"},  # min - width: -inf
+        {"feature_ranges": [(-BIG, BIG)] * 3},  # "uniform": OverflowError
         {"fill": [BIG, -BIG]},  # the server's CART refused values beyond float32
         {"alpha": 1e308},  # intervals t ± alpha*|t| beyond float64
     ],

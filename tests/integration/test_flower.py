@@ -102,7 +102,7 @@ def test_toy_protocol_gives_the_same_result_over_flower_with_tls(
 def test_an_unregistered_supernode_is_refused_by_the_superlink(
     tls_deployment: Deployment, site_files: dict[str, Path]
 ) -> None:
-    # Flower 1.41: the SuperLink answers its activation with 412 "Failed to
+    # Flower 1.41 and 1.42: the SuperLink answers its activation with 412 "Failed to
     # activate SuperNode" and the SuperNode exits (code 305 in its log).
     refusal = tls_deployment.refusal("Stranger", deadline=120)
     assert not refusal.startswith("exit code 0\n"), refusal

@@ -1,6 +1,8 @@
 """Deployment helpers: a local CA, SuperLink/SuperNode command lines, connections.
 
-Everything follows the README's Flower section (Flower 1.41): one SuperLink port for
+Flower 1.41 and 1.42.
+
+Everything follows the README's Flower section: one SuperLink port for
 Fleet, Control and ServerApp APIs; ``--disable-runtime-dependency-installation``
 (fedtrees is installed on every host); a distinct ``--port`` per SuperNode on one host
 (a free one is picked when none is given); ``client-id`` and ``data-path`` in each
@@ -189,7 +191,7 @@ def make_supernode_keys(folder: str | Path, client_id: str) -> tuple[Path, Path]
     for ``flower-supernode --auth-supernode-private-key``) and ``<client_id>.pub``
     (the public key, sent to the server operator, who registers it with
     :func:`register_supernode`). Both are ECDSA P-384 keys in OpenSSH format, the
-    format Flower 1.41 reads. Existing key files are never overwritten.
+    format Flower 1.41 and 1.42 read. Existing key files are never overwritten.
 
     Returns
     -------

@@ -1,4 +1,6 @@
-"""``FlowerTransport``: the runtime's transport over a Flower ``Grid`` (Flower 1.41).
+"""``FlowerTransport``: the runtime's transport over a Flower ``Grid``.
+
+Flower 1.41 and 1.42.
 
 Encoded fedtrees messages travel as one ``uint8`` array in a ``query.fedtrees``
 message. Following the README's Flower section:
