@@ -18,7 +18,6 @@ from fedtrees.privacy._mechanisms import (
     ClippedLaplace,
     Laplace,
     Sampler,
-    check_release_epsilon,
 )
 
 __all__ = [
@@ -29,6 +28,5 @@ __all__ = [
     "PrivacyAccountant",
     "Sampler",
     "Spend",
-    "check_release_epsilon",
     "even_share",
 ]

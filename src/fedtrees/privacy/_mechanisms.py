@@ -43,7 +43,6 @@ from fedtrees._validation import (
     invalid,
     is_real,
 )
-from fedtrees.exceptions import ValidationError
 
 __all__ = [
     "MIN_EPSILON",
@@ -51,39 +50,10 @@ __all__ = [
     "ClippedLaplace",
     "Laplace",
     "Sampler",
-    "check_release_epsilon",
 ]
 
 Sampler: TypeAlias = Literal["numpy", "opendp"]
 SAMPLERS: Final = ("numpy", "opendp")
-
-
-def check_release_epsilon(
-    epsilon: object, owner: str, releases: int = 1, what: str = "release"
-) -> float:
-    """Return ``epsilon`` if each of ``releases`` equal shares is >= MIN_EPSILON.
-
-    A method whose clients add Laplace noise checks its ε this way at ``fit``:
-    below the bound the noise would overflow to ±inf at every client, which
-    the server could only read as a broken reply.
-
-    Examples
-    --------
-    >>> check_release_epsilon(1e-308, "f")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    fedtrees.exceptions.ValidationError: The 'epsilon' parameter of f is too small...
-    """
-    eps = check_epsilon(epsilon, owner)
-    if eps / releases < MIN_EPSILON:
-        share = "" if releases == 1 else f" shared by {releases} {what}s"
-        raise ValidationError(
-            f"The 'epsilon' parameter of {owner} is too small: epsilon={eps!r}"
-            f"{share} gives {eps / releases:g} per {what}; it must be >= "
-            f"{MIN_EPSILON:g} so the Laplace noise (scale 1/epsilon) stays finite. "
-            "Raise epsilon."
-        )
-    return eps
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ import numpy.typing as npt
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from fedtrees._typing import FloatArray
+from fedtrees._validation import LARGEST_FLOAT
 from fedtrees.exceptions import ValidationError
 from fedtrees.tree._kinds import LEAF, Missing, NodeKind
 
@@ -115,9 +116,7 @@ def _thresholds(threshold: FloatArray) -> FloatArray:
     ``x <= inf`` (the split sending only the missing rows right) holds for every
     finite ``x``, and so does ``x <= max float64``: the Tree needs it finite.
     """
-    out: FloatArray = np.minimum(
-        float32_equivalent_threshold(threshold), np.finfo(np.float64).max
-    )
+    out: FloatArray = np.minimum(float32_equivalent_threshold(threshold), LARGEST_FLOAT)
     return out
 
 

@@ -15,7 +15,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
-from fedtrees._validation import check_float, check_int, invalid, is_integral
+from fedtrees._validation import (
+    check_epsilon,
+    check_float,
+    check_int,
+    invalid,
+    is_integral,
+)
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms._params import MAX_POPULATION, check_size
 from fedtrees.algorithms.fedga._protocol import personal_tree
@@ -26,7 +32,6 @@ from fedtrees.algorithms.fedga._strategy import (
 )
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import MAX_ROUNDS, ClientData, Federation, RoundCallback
-from fedtrees.privacy import check_release_epsilon
 from fedtrees.tree import Tree, client_codes
 
 __all__ = ["FedGAClassifier", "FedGARegressor"]
@@ -250,7 +255,7 @@ class _FedGA(FederatedEstimator):
                 size, "population_size", owner, 2, MAX_POPULATION
             ),
             n_generations=generations,
-            epsilon=check_release_epsilon(self.epsilon, owner),
+            epsilon=check_epsilon(self.epsilon, owner),
             train_ratio=check_float(
                 self.train_ratio,
                 "train_ratio",

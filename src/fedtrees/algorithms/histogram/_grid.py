@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
-from fedtrees._validation import check_int, invalid, is_integral
+from fedtrees._validation import LARGEST_FLOAT, check_int, invalid, is_integral
 from fedtrees.algorithms.histogram._client_kernels import bin_column, edges_below
 from fedtrees.exceptions import ValidationError
 from fedtrees.stats import check_edges, midpoint_candidates, mixtures_by_client
@@ -145,7 +145,7 @@ class Grid:
         inside = code < self.n_bins[feature] - 1
         at = np.where(inside, self.edge_ptr[feature] + code, 0)
         edges = self.edges if self.edges.size else np.zeros(1)
-        out: FloatArray = np.where(inside, edges[at], np.finfo(np.float64).max)
+        out: FloatArray = np.where(inside, edges[at], LARGEST_FLOAT)
         return out
 
     def bin_of(self, feature: IntArray, threshold: FloatArray) -> IntArray:
