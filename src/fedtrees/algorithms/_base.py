@@ -53,7 +53,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -84,6 +84,7 @@ from fedtrees.federation import (
 )
 from fedtrees.federation._data import as_frame
 from fedtrees.federation._values import category_positions
+from fedtrees.tree import FlatForest, Tree
 
 __all__ = ["ACCEPTS_MISSING", "FederatedEstimator", "estimator_frame"]
 
@@ -137,6 +138,7 @@ class FederatedEstimator:
         federation, classes = self._federation(
             X, y, groups, sample_weight, getattr(self, "workers", 1)
         )
+        self._empty_forest_cache()
         return self._fit(federation, classes, ())
 
     def fit_federation(
@@ -152,6 +154,7 @@ class FederatedEstimator:
         from, and a saved model must read ``age <= 54.5``, not ``x0 <= 54.5``.
         """
         self._use_agreed_names()
+        self._empty_forest_cache()
         return self._fit(federation, None, callbacks)
 
     def _use_agreed_names(self) -> None:
@@ -288,6 +291,9 @@ class FederatedEstimator:
         """X as the numeric matrix trees route (categorical columns as codes)."""
         check_is_fitted(self, "n_features_in_")
         owner = type(self).__name__
+        if self._all_numeric() and _numeric_array(X):
+            # The common case, without pandas: a numeric array needs no encoding.
+            return self._checked(np.asarray(X, dtype=np.float64), owner)
         frame = as_frame(X, owner, strings="keep")
         names = getattr(self, "feature_names_in_", None)
         if (
@@ -300,16 +306,16 @@ class FederatedEstimator:
                 "on "
                 f"{list(names)}."
             )
-        if frame.shape[1] != self.n_features_in_:
-            raise ValidationError(
-                f"X has {frame.shape[1]} features, but {owner} is expecting "
-                f"{self.n_features_in_} features as input."
-            )
+        self._check_width(frame.shape[1], owner)
         columns = [
             self._encode_column(_kind_kept(frame.iloc[:, j], kind, owner), j)
             for j, kind in enumerate(self.feature_kinds_)
         ]
-        matrix = np.column_stack(columns).astype(np.float64)
+        return self._checked(np.column_stack(columns).astype(np.float64), owner)
+
+    def _checked(self, matrix: FloatArray, owner: str) -> FloatArray:
+        """Check the encoded matrix; refuse NaN where the estimator needs values."""
+        self._check_width(matrix.shape[1], owner)
         if not self._accepts_missing():
             _refuse_missing(matrix, _names(self), owner, self._missing_hint() or "")
         return check_matrix(
@@ -319,6 +325,46 @@ class FederatedEstimator:
             column_names=_names(self),
             allow_nan=self._accepts_missing(),
         )
+
+    def _check_width(self, n_columns: int, owner: str) -> None:
+        if n_columns != self.n_features_in_:
+            raise ValidationError(
+                f"X has {n_columns} features, but {owner} is expecting "
+                f"{self.n_features_in_} features as input."
+            )
+
+    def _all_numeric(self) -> bool:
+        return all(kind == "numeric" for kind in self.feature_kinds_)
+
+    def _flat_forest(
+        self, slot: Hashable, trees: Sequence[Tree], *, votes: bool = False
+    ) -> FlatForest:
+        """``trees`` joined for prediction, built once and kept under ``slot``.
+
+        The cache (``_flat_forests``) is created empty by ``fit`` and filled
+        in place at the first prediction, so ``predict`` leaves the
+        estimator's attributes as they were (as scikit-learn requires). A kept
+        forest serves while it holds exactly ``trees`` (the same objects); a
+        changed list is joined anew. Pickling keeps the cache empty.
+        """
+        kept: dict[Hashable, FlatForest] | None = self.__dict__.get("_flat_forests")
+        forest = None if kept is None else kept.get(slot)
+        if forest is None or not forest.packs(trees):
+            forest = FlatForest.of(trees, votes=votes)
+            if kept is not None:
+                kept[slot] = forest
+        return forest
+
+    def _empty_forest_cache(self) -> None:
+        self._flat_forests: dict[Hashable, FlatForest] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Return the pickled state, with an empty cache of joined forests."""
+        inherited: Any = super().__getstate__()
+        state: dict[str, Any] = dict(inherited)
+        if "_flat_forests" in state:
+            state["_flat_forests"] = {}
+        return state
 
     def _encode_column(self, column: pd.Series, j: int) -> FloatArray:
         """Return a column as numbers: categories as codes, an unseen one as ``K``.
@@ -338,6 +384,11 @@ class FederatedEstimator:
         known: FloatArray = np.where(codes < 0, len(categories), codes).astype(float)
         missing = local < 0
         return known if self._accepts_missing() else np.where(missing, np.nan, known)
+
+
+def _numeric_array(X: object) -> bool:
+    """Whether X is a 2-D numpy array of numbers (ints, unsigned ints or floats)."""
+    return isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "iuf"
 
 
 def _names(estimator: Any) -> list[str] | None:

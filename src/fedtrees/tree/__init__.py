@@ -22,6 +22,7 @@ True
 
 from fedtrees.tree._builder import NodeStats, TreeBuilder
 from fedtrees.tree._ensemble import mean_value, vote_shares
+from fedtrees.tree._flat import FlatForest
 from fedtrees.tree._kinds import LEAF, Missing, NodeKind
 from fedtrees.tree._model import Tree
 from fedtrees.tree._pack import PACKED_FIELDS, pack_trees, unpack_trees
@@ -37,6 +38,7 @@ __all__ = [
     "PACKED_FIELDS",
     "VERSION",
     "Condition",
+    "FlatForest",
     "Missing",
     "NodeKind",
     "NodeStats",

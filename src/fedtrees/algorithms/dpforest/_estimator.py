@@ -22,7 +22,6 @@ from fedtrees.federation import Federation, RoundCallback
 from fedtrees.learners import BUDGETS, SCORES
 from fedtrees.learners._dp_tree import MAX_DEPTH, validate_plan
 from fedtrees.privacy import SAMPLERS
-from fedtrees.tree import vote_shares
 
 __all__ = ["DPForestClassifier"]
 
@@ -225,7 +224,9 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
     def predict_proba(self, X: object) -> FloatArray:
         """Share of the trees voting for each class."""
         check_is_fitted(self, "trees_")
-        return vote_shares(self.trees_, self._encode(X))
+        forest = self._flat_forest("trees_", self.trees_, votes=True)
+        owner = f"{type(self).__name__}.predict_proba"
+        return forest.mean_value(self._encode(X), owner=owner)
 
     def predict(self, X: object) -> npt.NDArray[Any]:
         """Majority vote (first class of ``classes_`` on ties)."""

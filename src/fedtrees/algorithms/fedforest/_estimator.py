@@ -25,7 +25,6 @@ from fedtrees.algorithms.fedforest._diagnose import diagnose
 from fedtrees.algorithms.fedforest._hist_mode import HistMode
 from fedtrees.algorithms.fedforest._strategy import FedForestStrategy, ForestResult
 from fedtrees.federation import Federation, RoundCallback
-from fedtrees.tree import mean_value
 
 __all__ = ["FedForestClassifier", "FedForestRegressor"]
 
@@ -102,7 +101,9 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
 
     def _mean_value(self, X: object, client: object) -> FloatArray:
         check_is_fitted(self, "trees_")
-        return mean_value(self.trees_, self._encode(X), client=client)
+        forest = self._flat_forest("trees_", self.trees_)
+        owner = f"{type(self).__name__}.predict"
+        return forest.mean_value(self._encode(X), owner=owner, client=client)
 
 
 class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]

@@ -39,7 +39,7 @@ from fedtrees.algorithms._params import (
 from fedtrees.algorithms.local._protocol import LocalForests, LocalForestStrategy
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import Federation, RoundCallback
-from fedtrees.tree import Tree, client_codes, mean_value
+from fedtrees.tree import Tree, client_codes
 
 __all__ = [
     "LocalEnsembleClassifier",
@@ -149,7 +149,11 @@ class _Ensemble(_LocalForests):
 
     def _value(self, X: object) -> FloatArray:
         check_is_fitted(self, "trees_")
-        return mean_value(self.trees_, self._encode(X), weights=self.tree_weights_)
+        forest = self._flat_forest("trees_", self.trees_)
+        owner = f"{type(self).__name__}.predict"
+        return forest.mean_value(
+            self._encode(X), owner=owner, weights=self.tree_weights_
+        )
 
 
 class LocalEnsembleClassifier(ClassifierMixin, _Ensemble):  # type: ignore[misc]
@@ -280,7 +284,9 @@ class _Models(_LocalForests):
         out = np.zeros((matrix.shape[0], width))
         for code in np.unique(codes):
             rows = codes == code
-            out[rows] = mean_value(self.forests_[clients[code]], matrix[rows])
+            name = clients[code]
+            forest = self._flat_forest(("forests_", name), self.forests_[name])
+            out[rows] = forest.mean_value(matrix[rows], owner=owner)
         return out
 
     def score_clients(self, X: object, y: npt.ArrayLike) -> dict[str, float]:
