@@ -94,6 +94,37 @@ class SingleTreeClassifier(FederatedEstimator):
         labels: npt.NDArray[Any] = self.classes_[np.argmax(proba, axis=1)]
         return labels
 
+    def to_sklearn(self) -> Any:
+        """Return ``tree_`` as a fitted scikit-learn ``DecisionTreeClassifier``.
+
+        It takes the X that :meth:`predict` takes and predicts the same, but
+        for float32 rounding (:mod:`fedtrees.tree._to_sklearn`). Only a tree
+        of numeric splits over numeric columns can be exported: ICDTA4FL with
+        ``base="cart"`` and the synthetic-data tree over numeric columns.
+
+        Raises
+        ------
+        ValidationError
+            If the tree has a categorical split (ID3's multiway splits, over
+            categories or bins of a numeric column), naming the node and the
+            split; or if a column is categorical (one-hot encode it into
+            numeric columns before fitting).
+        """
+        # Imported here: it imports sklearn.ensemble, which fit does not need.
+        from fedtrees.tree import _to_sklearn
+
+        check_is_fitted(self, "tree_")
+        owner = f"{type(self).__name__}.to_sklearn"
+        tree: Tree = self.tree_  # type: ignore[attr-defined]
+        _to_sklearn.check_exportable([tree], owner, forest=False)
+        names = getattr(self, "feature_names_in_", None)
+        names = None if names is None else tuple(str(n) for n in names)
+        _to_sklearn.refuse_categorical_columns(self.categories_, names, owner)
+        # The X of predict: the estimator's column names (the synthetic tree's
+        # are its one-hot names, which equal them over numeric columns).
+        tree = dataclasses.replace(tree, feature_names=names)
+        return _to_sklearn.tree_to_sklearn(tree, classes=self.classes_, owner=owner)
+
     def __sklearn_tags__(self) -> Any:
         """Mark the poor score: a depth-|F|/2 tree on 5 bins is weak on toy data."""
         tags = super().__sklearn_tags__()  # type: ignore[misc]

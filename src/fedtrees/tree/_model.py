@@ -240,6 +240,16 @@ class Tree:
 
         return tree_from_sklearn(estimator)
 
+    def to_sklearn(self) -> Any:
+        """Return a fitted scikit-learn DecisionTreeClassifier/Regressor.
+
+        Numeric splits only; see :func:`fedtrees.tree._to_sklearn.tree_to_sklearn`
+        for the float32 thresholds, missing values and what is refused.
+        """
+        from fedtrees.tree._to_sklearn import tree_to_sklearn
+
+        return tree_to_sklearn(self)
+
     def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
         # Pickle goes through the one persistence format (STYLE habit 5).
         return (Tree.from_dict, (self.to_dict(),))

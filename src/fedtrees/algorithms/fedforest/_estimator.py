@@ -99,6 +99,35 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         importances: FloatArray = self._importances
         return importances
 
+    def to_sklearn(self) -> Any:
+        """Return the forest as a fitted scikit-learn ``RandomForest*``.
+
+        A ``RandomForestClassifier`` (``Regressor``), whatever the number of
+        trees, with the same predictions on the same X (NaN rows included),
+        but for float32 rounding: scikit-learn sends a row left exactly when
+        ``float32(x) <= float32(threshold)``. So SHAP's ``TreeExplainer``,
+        skl2onnx and treelite read it (README, "Export to scikit-learn, SHAP,
+        ONNX, treelite"). Mapping rules: :mod:`fedtrees.tree._to_sklearn`.
+
+        Raises
+        ------
+        ValidationError
+            If a tree splits on the client indicator (refit with
+            ``split_on_client=False``) or on a category set, naming the tree,
+            the node and the split; or if a column is categorical (one-hot
+            encode it into numeric columns before fitting).
+        """
+        # Imported here: it imports sklearn.ensemble, which fit does not need.
+        from fedtrees.tree._to_sklearn import forest_to_sklearn
+
+        check_is_fitted(self, "trees_")
+        return forest_to_sklearn(
+            self.trees_,
+            classes=getattr(self, "classes_", None),
+            criterion=self.config_.criterion,
+            owner=f"{type(self).__name__}.to_sklearn",
+        )
+
     def _mean_value(self, X: object, client: object) -> FloatArray:
         check_is_fitted(self, "trees_")
         forest = self._flat_forest("trees_", self.trees_)
