@@ -11,7 +11,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.tree import DecisionTreeClassifier
 
 from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
-from fedtrees.algorithms.fedga._protocol import FitnessReply, JoinReply
+from fedtrees.algorithms.fedga._protocol import FitnessReply, JoinReply, TreeReply
 from fedtrees.exceptions import ClientDropoutWarning, ValidationError
 from fedtrees.federation import (
     Fault,
@@ -75,7 +75,7 @@ def test_clients_with_their_own_concept_get_different_trees() -> None:
         assert (model.predict(X[rows], client=c) == y[rows]).mean() > 0.9, c
 
 
-def test_messages_hold_structures_and_scores_only_and_epsilon_is_spent() -> None:
+def test_only_the_last_round_holds_thresholds_and_epsilon_is_spent() -> None:
     sizes = [211, 307, 401]  # primes: no legitimate array has these lengths
     rng = np.random.default_rng(3)
     X = rng.normal(size=(sum(sizes), 5))
@@ -87,7 +87,9 @@ def test_messages_hold_structures_and_scores_only_and_epsilon_is_spent() -> None
         strategy, task="classification", ledger=ledger
     )
     model.fit_federation(federation)
-    assert find_client_values(ledger, federation).messages == len(ledger.captured)
+    report = find_client_values(ledger, federation)
+    assert report.messages == len(ledger.captured)
+    last = 2 + QUICK["n_generations"] + 2
     for message in ledger.captured:
         payload = decode(message.data).payload
         floats = [
@@ -95,11 +97,18 @@ def test_messages_hold_structures_and_scores_only_and_epsilon_is_spent() -> None
             for name, value in vars(payload or object()).items()
             if isinstance(value, np.ndarray) and value.dtype.kind == "f"
         ]
-        # No thresholds anywhere: the only float arrays are fitness scores going up.
+        if message.round == last and message.direction == "up":
+            # The personal trees, by design: thresholds, leaf values, counts.
+            assert isinstance(payload, TreeReply), message.kind
+            continue
+        # No thresholds before: the only float arrays are fitness scores going up.
         assert floats in ([], ["fitness"]), (message.kind, floats)
         if floats:
             assert message.direction == "up"
             assert isinstance(payload, FitnessReply | JoinReply)
+    declared = [n for n in report.notes if "'fedga.tree': by design" in n]
+    assert len(declared) == 3  # one per site's tree
+    assert "training row count" in declared[0]
     assert model.epsilon_spent_ == {"a": 0.5, "b": 0.5, "c": 0.5}
 
 

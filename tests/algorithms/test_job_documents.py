@@ -67,7 +67,10 @@ def _document(sites: dict[str, Any], job: str) -> dict[str, Any]:
 
 
 def _trees(document: dict[str, Any]) -> list[dict[str, Any]]:
-    trees = [t for ts in document.get("trees", []) for t in _listed(ts)]
+    found = document.get("trees", [])
+    if isinstance(found, dict):  # FedGA: client -> personal tree
+        found = list(found.values())
+    trees = [t for ts in found for t in _listed(ts)]
     trees += [document["tree"]] if "tree" in document else []
     return trees + list(document.get("client_trees", {}).values())
 
@@ -90,7 +93,7 @@ def test_the_document_names_the_agreed_columns(sites: dict[str, Any], job: str) 
 
 
 TREE_JOBS = ["fedforest", "federated-id3", "icdta", "local-ensemble", "synthetic"]
-TREE_JOBS += ["fedgbdt"]
+TREE_JOBS += ["fedgbdt", "fedga"]
 
 
 @pytest.mark.parametrize("job", TREE_JOBS)

@@ -227,8 +227,10 @@ def test_fedgbdt_boosts_the_same_model_over_flower(
     assert sorted({r for r in cleveland if cleveland.count(r) > 1}) == ["4"]
 
 
-@pytest.mark.slow  # 6 Flower rounds, about 110 s: run with `pytest -m slow`
-def test_fedga_evolves_the_same_structures_over_flower(
+@pytest.mark.slow  # 7 Flower rounds, about 80 s: run with `pytest -m slow`; the
+# same job through the ClientApp in process runs by default
+# (tests/federation/flower/test_client_app_jobs.py)
+def test_fedga_evolves_the_same_structures_and_trees_over_flower(
     tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
 ) -> None:
     params = {
@@ -244,8 +246,11 @@ def test_fedga_evolves_the_same_structures_over_flower(
 
     expected = _in_process(site_files, "fedga", params)
     assert over_flower["structures"] == expected["structures"]  # same evolution
+    # The sites' personal trees, kept in context.state and sent in the last round.
+    assert sorted(over_flower["trees"]) == sorted(site_files)  # type: ignore[call-overload]
+    assert over_flower["trees"] == expected["trees"]
     assert over_flower == expected  # history, spends and ledger totals
-    assert over_flower["communication"]["rounds"] == 1 + 3 + 2  # type: ignore[index]
+    assert over_flower["communication"]["rounds"] == 1 + 3 + 2 + 1  # type: ignore[index]
 
 
 @pytest.mark.slow  # its own deployment and a 30 s timed-out round: about 2 min

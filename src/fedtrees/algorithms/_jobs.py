@@ -210,8 +210,10 @@ def _fedga(
     """FedGA-Tree; ``params["task"]`` picks the estimator, ``"join_at"`` late joins.
 
     The document holds what the server knows: every client's chosen structure
-    (the sites fit and keep their personal trees), the depth, the fitness
-    history and the privacy spend.
+    and its personal tree (``"trees"``, client -> a
+    :meth:`fedtrees.tree.Tree.to_dict` document, which the site fitted and
+    sent in the last round), the depth, the fitness history and the privacy
+    spend.
     """
     estimator, kwargs = _by_task("fedga", params, FedGAClassifier, FedGARegressor)
     join_at = kwargs.pop("join_at", None)
@@ -223,6 +225,7 @@ def _fedga(
         "params": dict(params),
         "depth": estimator.depth_,
         "structures": {c: s.tolist() for c, s in estimator.structures_.items()},
+        "trees": {c: t.to_dict() for c, t in estimator.trees_.items()},
         "fitness_history": estimator.fitness_history_.to_numpy().tolist(),
         "train_ratio": estimator.train_ratio_,
         "elitism": estimator.elitism_,

@@ -45,6 +45,7 @@ import pandas as pd
 from fedtrees._random import keyed_rng
 from fedtrees._validation import check_float, check_int, invalid
 from fedtrees.algorithms._params import MAX_GRID, check_size
+from fedtrees.algorithms.fedga._strategy import ROUNDS_BESIDE_GENERATIONS
 from fedtrees.exceptions import DataNotFoundError
 from fedtrees.experiments._fedga_data import (
     CLASSIFICATION,
@@ -131,7 +132,7 @@ class FedGAConfig:
             "n_generations",
             owner,
             min_value=1,
-            max_value=MAX_ROUNDS - 3,
+            max_value=MAX_ROUNDS - ROUNDS_BESIDE_GENERATIONS,
         )
         check_int(self.cv_folds, "cv_folds", owner, min_value=2)
         check_size(self.n_bins, "n_bins", owner, 2, MAX_GRID)

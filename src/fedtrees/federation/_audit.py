@@ -46,6 +46,12 @@ numbers, which ordinary text holds) and, for clients of at least
 by *existing*, whatever its text, cannot be removed: it is declared in
 :data:`ERROR_DISCLOSURES` and listed in the report's notes when it occurs.
 
+**Released models.** A reply that carries a client's fitted model by design
+(FedGA's personal trees: thresholds, leaf values and training rows per node) is
+searched like any other, and what it releases beyond that — which no search can
+blame — is declared in :data:`REPLY_DISCLOSURES` and listed in the report's
+notes when it occurs.
+
 Messages that cannot be decoded are findings, listed by round, client, kind and
 direction; the audit goes on with the rest. Failures raise
 :class:`~fedtrees.exceptions.PrivacyAuditError` listing every finding; success
@@ -78,6 +84,7 @@ __all__ = [
     "AGREEMENT_KINDS",
     "ERROR_DISCLOSURES",
     "MIN_RUN",
+    "REPLY_DISCLOSURES",
     "AuditReport",
     "Finding",
     "audit_row_scaling",
@@ -105,6 +112,14 @@ ERROR_DISCLOSURES: Final[Mapping[str, str]] = {
     "fails to join: its failure says n < cv_folds (not n)",
 }
 """What an error reveals by existing, by request kind (its text names nothing)."""
+
+REPLY_DISCLOSURES: Final[Mapping[str, str]] = {
+    "fedga.tree": "the site's reply holds its personal tree: thresholds (each "
+    "between two of its training values at a node), leaf values (class shares or "
+    "mean targets) and every node's training row count, so the exact size of its "
+    "training part, which the Laplace noise on its size does not cover",
+}
+"""What a reply releases by design, by request kind (listed in the notes)."""
 
 _NAN: Final = -1.2345678901234567e308  # stands for NaN in searches (NaN != NaN)
 _SEPARATOR: Final = np.array([np.nan])  # NaN never survives _canonical: in no run
@@ -280,9 +295,11 @@ def find_client_values(
         envelope = _decoded(message, undecodable)
         if envelope is not None and envelope.payload is not None:
             tally.message(message, envelope.payload, categories_allowed_in)
+            if message.direction == "up":
+                disclosed += _disclosure(message, REPLY_DISCLOSURES)
         elif envelope is not None and envelope.type == "error":
             errors += _error_findings(message, envelope, data.get(message.client))
-            disclosed += _disclosure(message)
+            disclosed += _disclosure(message, ERROR_DISCLOSURES)
     return AuditReport(
         messages=tally.messages,
         fields=tally.fields,
@@ -320,9 +337,9 @@ def _number(text: str) -> bool:
     return True
 
 
-def _disclosure(m: CapturedMessage) -> list[str]:
-    """Return the note of an error whose existence reveals something (by design)."""
-    what = ERROR_DISCLOSURES.get(m.kind)
+def _disclosure(m: CapturedMessage, declared: Mapping[str, str]) -> list[str]:
+    """Return the note of a message that reveals something by design, if declared."""
+    what = declared.get(m.kind)
     if what is None:
         return []
     return [f"round {m.round}, client {m.client!r}, {m.kind!r}: by design, {what}"]

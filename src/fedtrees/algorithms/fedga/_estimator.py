@@ -24,14 +24,14 @@ from fedtrees._validation import (
 )
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms._params import MAX_POPULATION, check_size
-from fedtrees.algorithms.fedga._protocol import personal_tree
 from fedtrees.algorithms.fedga._strategy import (
+    ROUNDS_BESIDE_GENERATIONS,
     FedGAResult,
     FedGASettings,
     FedGAStrategy,
 )
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import MAX_ROUNDS, ClientData, Federation, RoundCallback
+from fedtrees.federation import MAX_ROUNDS, Federation, RoundCallback
 from fedtrees.tree import Tree, client_codes
 
 __all__ = ["FedGAClassifier", "FedGARegressor"]
@@ -49,9 +49,12 @@ class _FedGA(FederatedEstimator):
     the fixed features) and scores it on its validation part; the server
     averages the scores weighted by the noisy sizes, keeps the best, and breeds
     by tournament crossover and one of three mutations. At the end every client
-    picks the structure that is best on its data and keeps it as its personal
-    tree. The server sees structures, scores, depths, votes and noisy sizes —
-    never a threshold or a row (a test audits every message).
+    picks the structure that is best on its data, fits it on its training part
+    as its personal tree and keeps it in its per-run state; one more round
+    brings the personal trees to the server. Until then the server sees
+    structures, scores, depths, votes and noisy sizes — never a threshold or a
+    row (a test audits every message); the personal trees then carry their
+    thresholds, leaf values and training rows per node.
 
     Parameters
     ----------
@@ -92,10 +95,10 @@ class _FedGA(FederatedEstimator):
     Attributes
     ----------
     trees_ : dict
-        Client → its personal tree. Each site fits it on its own rows; in
-        process the estimator holds every site's, on Flower each site keeps its
-        own (then ``trees_`` is empty and ``structures_`` tells each site what
-        to fit).
+        Client → its personal tree. Each site fits it on its own rows when it
+        chooses and sends it in the last round, in process and on Flower alike
+        (a site that lost its per-run state fits it again: the same tree). A
+        client that missed the last rounds, or whose tree was refused, has none.
     structures_ : dict
         Client → the structure it chose (int string, −1 = nil).
     depth_ : int
@@ -121,8 +124,13 @@ class _FedGA(FederatedEstimator):
     generation 1 like a late client; a client missing a generation is simply
     not active in it (``on_dropout="continue"``); under elitism the local
     structures rejoin the candidates every generation; categorical columns are
-    split as their codes. ``fit(..., join_at={client: g})`` lets clients join
-    at generation g (steps 29–33).
+    split as their codes; the personal trees reach the server (one round after
+    the final choice), so a run has ``n_generations + 4`` rounds after the
+    opening agreement; a site whose tree fails the server's checks (its
+    outputs, features, depth, thresholds, counts) is left without one, with a
+    :class:`ClientDropoutWarning` naming it.
+    ``fit(..., join_at={client: g})`` lets clients join at generation g (steps
+    29–33).
     """
 
     _default_population = 20
@@ -220,7 +228,7 @@ class _FedGA(FederatedEstimator):
         result: FedGAResult = outcome.result
         self._keep(result, settings)
         self.communication_ = outcome.ledger
-        self.trees_ = self._personal_trees(federation, result, settings)
+        self.trees_ = {c: self._with_meta(t) for c, t in sorted(result.trees.items())}
         return self
 
     def _settings(
@@ -238,8 +246,9 @@ class _FedGA(FederatedEstimator):
             "n_generations",
             owner,
             min_value=1,
-            max_value=MAX_ROUNDS - 3,
-            reason=f"a run has at most {MAX_ROUNDS} rounds: 3 besides the generations",
+            max_value=MAX_ROUNDS - ROUNDS_BESIDE_GENERATIONS,
+            reason=f"a run has at most {MAX_ROUNDS} rounds: "
+            f"{ROUNDS_BESIDE_GENERATIONS} besides the generations",
         )
         joins = {str(k): int(v) for k, v in (join_at or {}).items()}
         unknown = sorted(set(joins) - set(federation.clients))
@@ -306,36 +315,6 @@ class _FedGA(FederatedEstimator):
         self.elitism_ = result.elitism
         self.epsilon_spent_ = dict(result.epsilon_spent)
 
-    def _personal_trees(
-        self, federation: Federation, result: FedGAResult, settings: FedGASettings
-    ) -> dict[str, Tree]:
-        """Each client's tree, fitted at the client (in process: every site here)."""
-        classes = np.asarray(
-            [] if self._task == "regression" else [str(c) for c in self.classes_],
-            dtype=str,
-        )
-
-        def keep(data: ClientData) -> Tree | None:
-            structure = self.structures_.get(data.client_id)
-            if structure is None:
-                return None
-            tree = personal_tree(
-                data,
-                structure,
-                result.depth,
-                task=settings.task,
-                classes=classes,
-                train_ratio=result.train_ratio,
-                seed=settings.seed,
-            )
-            return self._with_meta(tree)
-
-        try:
-            trees = federation.on_each_site(keep)
-        except ValidationError:
-            return {}  # on Flower every site keeps its own tree
-        return {c: t for c, t in trees.items() if t is not None}
-
     def _with_meta(self, tree: Tree) -> Tree:
         meta = self._tree_meta()
         meta.pop("n_features")
@@ -368,8 +347,7 @@ class _FedGA(FederatedEstimator):
             if name not in self.trees_:
                 raise ValidationError(
                     f"{type(self).__name__}.predict: client {name!r} has no tree "
-                    "here (it did not answer the final round, or the federation "
-                    "ran on Flower, where each site keeps its own)."
+                    "(it missed the final rounds, or its tree was refused)."
                 )
             rows = codes == code
             out[rows] = self.trees_[name].predict_value(matrix[rows])

@@ -1,7 +1,9 @@
 """FedGA-Tree's messages and client handlers (README, FedGA-Tree).
 
-Algorithm 1 on the round loop, stateless clients (every handler recomputes what
-it needs from its rows and keyed generators):
+Algorithm 1 on the round loop. Every handler recomputes what it needs from its
+rows and keyed generators; only the personal tree is kept between rounds, in
+the client's per-run state (README, per-run client state), and that state is a
+cache:
 
 1. **init** (steps 5–8): K-fold CV depth ``d^i`` and the noisy size
    ``n^i + Lap(1/ε)``, charged to the client's accountant (and first to the
@@ -11,14 +13,24 @@ it needs from its rows and keyed generators):
 3. **evaluate** (step 28), or **join** for a client not seen before (steps
    29–33: evaluate, plus its local structure, that structure's fitness and its
    noisy size).
-4. **final** (steps 45–48): the client scores the final population and keeps
-   the best; it replies with the index only.
+4. **final** (steps 45–48): the client scores the final population, chooses
+   the best, fits its personal tree (the chosen structure on its training
+   part) and keeps it; it replies with the index and its fitness only.
+5. **tree**: the client sends the tree it kept. A client whose state is gone
+   (a restarted site) fits it again from the request, which carries all the
+   fit needs: the same rows, structure and seed give the same tree.
 
-The server sees structures, fitness scores, depths, votes and noisy sizes —
-never a threshold or a row. A noisy size must lie within the site's declared row
+Until the last round the server sees structures, fitness scores, depths,
+votes and noisy sizes — never a threshold or a row. The last round sends each
+site's personal tree: its thresholds, leaf values and the training rows per
+node (so the exact size of its training part, which the Laplace noise on its
+size does not cover). A noisy size must lie within the site's declared row
 bound give or take the reach of its noise (``50/ε``,
 :mod:`fedtrees.algorithms._plausible`); beyond it, the site is left out of that
 round as a dropout (a size of 10¹² would weigh its fitness above everyone's).
+A tree must have the agreed outputs and features, numeric splits at finite
+thresholds, at most the global depth and node counts within the site's rows;
+else that site is left without a tree, with a warning naming it.
 Client k splits its rows into training and validation parts with
 ``[seed, 12, crc32(k)]`` (train ratio r; r = 1 uses all rows for both).
 """
@@ -32,6 +44,14 @@ import numpy as np
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import check_epsilon
+from fedtrees.algorithms._packed import (
+    PackedTrees,
+    check_numeric_tree,
+    check_tree_counts,
+    class_codes,
+    packed_fields,
+    rebuild_packed,
+)
 from fedtrees.algorithms._params import MAX_POPULATION
 from fedtrees.algorithms._plausible import noisy_count_field
 from fedtrees.algorithms._requests import (
@@ -53,6 +73,7 @@ from fedtrees.algorithms.fedga._initialize import (
 from fedtrees.algorithms.fedga._votes import regression_votes
 from fedtrees.federation import (
     ClientData,
+    ClientState,
     Field,
     Payload,
     ReplySpec,
@@ -60,7 +81,7 @@ from fedtrees.federation import (
     payload,
 )
 from fedtrees.privacy import PrivacyAccountant
-from fedtrees.tree import Tree
+from fedtrees.tree import PACKED_FIELDS, Tree, pack_trees
 
 __all__ = [
     "EvaluateRequest",
@@ -68,11 +89,15 @@ __all__ = [
     "InitRequest",
     "JoinRequest",
     "LocalRequest",
+    "TreeReply",
+    "TreeRequest",
     "personal_tree",
 ]
 
 SPLIT_STREAM: Final = 12
 SIZE_STREAM: Final = 13
+TREE_KEY: Final = "fedga.tree"
+"""The per-run client state's entry holding the personal tree (a KeptTree)."""
 
 
 # -- shared ------------------------------------------------------------------------
@@ -404,19 +429,144 @@ class FinalRequest(EvaluateRequest):
         )
 
 
-@handler("fedga.final")
-def choose(request: FinalRequest, data: ClientData) -> ChoiceReply:
-    """Client: the best structure on its data (first on ties).
+@handler("fedga.final", stateful=True)
+def choose(request: FinalRequest, data: ClientData, state: ClientState) -> ChoiceReply:
+    """Client: the best structure on its data (first on ties); fit and keep its tree.
 
-    OPEN (issue 11): the client must keep the fitted tree; handlers are
-    stateless today (README's per-run client state, issue 14).
+    The personal tree (step 48) is the chosen structure fitted on the client's
+    training part, as it was scored; the client keeps it in its per-run state
+    until the server asks for it in the next round.
     """
     fitness = _fitness(request, data, request.structures)
     best = int(np.argmax(fitness) if request.maximize else np.argmin(fitness))
+    chosen = TreeRequest(
+        request.task,
+        request.classes,
+        request.structures[best],
+        request.depth,
+        len(data.feature_kinds),
+        request.train_ratio,
+        request.seed,
+    )
+    state.put(TREE_KEY, _fit_tree(chosen, data))
     return ChoiceReply(best, float(fitness[best]))
 
 
-# -- the client's own model (never sent) ---------------------------------------------
+# -- 5. the personal tree ------------------------------------------------------------
+@payload("fedga.tree_reply")
+class TreeReply(PackedTrees):
+    """The client's personal tree (:func:`fedtrees.tree.pack_trees` arrays)."""
+
+
+@payload("fedga.kept_tree")
+class KeptTree(PackedTrees):
+    """The personal tree as a client keeps it, with what it was fitted from."""
+
+    task: str
+    classes: np.ndarray
+    structure: np.ndarray
+    depth: int
+    train_ratio: float
+    seed: int
+
+    def fits(self, request: TreeRequest) -> bool:
+        """Return whether this is the tree ``request`` asks for (same fit)."""
+        return (
+            self.task == request.task
+            and self.depth == request.depth
+            and self.train_ratio == request.train_ratio
+            and self.seed == request.seed
+            and np.array_equal(self.classes, request.classes)
+            and np.array_equal(self.structure, request.structure)
+        )
+
+
+@payload("fedga.tree")
+class TreeRequest(Payload):
+    """Send the personal tree you kept; fit it again from these fields if it is gone.
+
+    The fit is the final round's: ``structure`` (the one the client chose) on
+    its training part under ``train_ratio`` and ``seed``. ``n_features`` is the
+    agreed column count the tree is checked against.
+    """
+
+    task: str
+    classes: np.ndarray
+    structure: np.ndarray
+    depth: int
+    n_features: int
+    train_ratio: float
+    seed: int
+
+    def expected_reply(self) -> ReplySpec:
+        """One packed tree of the task's outputs, its counts within the rows.
+
+        Finite values (class shares in [0, 1] for classification), non-negative
+        impurities; then the whole tree (:meth:`_check_tree`).
+        """
+        classification = self.task == "classification"
+        n_outputs = int(self.classes.shape[0]) if classification else 1
+        fields = packed_fields(1, n_outputs, rows=True)
+        fields["impurity"] = Field.array("f", (None,), nonnegative=True)
+        if classification:
+            fields["value"] = Field.array("f", (None, n_outputs), low=0.0, high=1.0)
+        return ReplySpec(TreeReply, fields, check=self._check_tree)
+
+    def tree(self, reply: TreeReply) -> Tree:
+        """Rebuild the reply's tree (labels as codes); InvalidField if malformed."""
+        (tree,) = rebuild_packed(
+            reply, n_features=self.n_features, classes=class_codes(self.classes)
+        )
+        return tree
+
+    def _check_tree(self, reply: TreeReply) -> None:
+        """Refuse a malformed tree, a non-numeric split, too deep a tree, bad counts."""
+        tree = self.tree(reply)
+        check_numeric_tree(tree, self.depth, "FedGA personal tree")
+        check_tree_counts(tree)
+
+
+@handler("fedga.tree", stateful=True)
+def send_tree(request: TreeRequest, data: ClientData, state: ClientState) -> TreeReply:
+    """Client: the personal tree it kept, or the same tree fitted again."""
+    kept = state.get(TREE_KEY, KeptTree)
+    if kept is None or not kept.fits(request):
+        kept = _fit_tree(request, data)
+        state.put(TREE_KEY, kept)
+    return TreeReply(**{name: getattr(kept, name) for name in PACKED_FIELDS})
+
+
+def _fit_tree(request: TreeRequest, data: ClientData) -> KeptTree:
+    """Fit the personal tree ``request`` describes; return it as it is kept."""
+    width = 2 ** _check_depth(request) - 1
+    if request.structure.shape != (width,):
+        raise request_error(
+            request.kind,
+            "structure",
+            f"{width} node ids (depth {request.depth})",
+            f"shape {request.structure.shape}",
+        )
+    tree = personal_tree(
+        data,
+        request.structure,
+        request.depth,
+        task=_task(request),
+        classes=request.classes,
+        train_ratio=request.train_ratio,
+        seed=request.seed,
+    )
+    return KeptTree(
+        **pack_trees([tree]),
+        task=request.task,
+        classes=request.classes,
+        structure=request.structure,
+        depth=request.depth,
+        train_ratio=request.train_ratio,
+        seed=request.seed,
+    )
+
+
+# -- the client's own model ------------------------------------------------------------
 def personal_tree(
     data: ClientData,
     structure: np.ndarray,
@@ -430,7 +580,8 @@ def personal_tree(
     """Fit the tree client k keeps (step 48): its chosen structure on its rows.
 
     The same fit the client scored in the final round (its training part under
-    the train ratio). It runs at the client and never travels.
+    the train ratio), deterministic from the seed. The client keeps it in its
+    per-run state and sends it in the last round.
     """
     request = EvaluateRequest(
         task, classes, structure[None, :], depth, train_ratio, seed

@@ -1,9 +1,11 @@
 """FedGA-Tree's server: Algorithm 1 on the round loop (README, FedGA-Tree).
 
 Rounds: 1 init (depth votes, noisy sizes), 2 local structures (and regression
-votes), 2 + g for generation g = 1..G, G + 3 final choice. Every round tolerates
-dropouts (``on_dropout="continue"``): a client missing a generation is simply
-not active in it.
+votes), 2 + g for generation g = 1..G, G + 3 final choice (each client fits and
+keeps its personal tree), G + 4 the personal trees of the clients that chose.
+Every round tolerates dropouts (``on_dropout="continue"``): a client missing a
+generation is simply not active in it; a client missing the last round, or
+whose tree is refused, has no tree in the result.
 
 **Decisions** (to be named in the estimators' docstrings):
 
@@ -47,11 +49,16 @@ from fedtrees.algorithms.fedga._protocol import (
     JoinRequest,
     LocalReply,
     LocalRequest,
+    TreeReply,
+    TreeRequest,
 )
 from fedtrees.federation import FederationInfo, Payload, RoundPlan
+from fedtrees.tree import Tree
 
-__all__ = ["FedGAResult", "FedGASettings", "FedGAStrategy"]
+__all__ = ["ROUNDS_BESIDE_GENERATIONS", "FedGAResult", "FedGASettings", "FedGAStrategy"]
 
+ROUNDS_BESIDE_GENERATIONS: Final = 4
+"""Init, local structures, the final choice and the personal trees."""
 POPULATION_STREAM: Final = 14
 ACTIVE_STREAM: Final = 15
 BREED_STREAM: Final = 16
@@ -82,7 +89,10 @@ class FedGASettings:
 
 @dataclass(frozen=True, eq=False)
 class FedGAResult:
-    """The final population, every client's choice, the depth and the history."""
+    """The final population, every client's choice and tree, the depth, the history.
+
+    ``trees`` holds the personal trees the clients sent (class codes as labels).
+    """
 
     depth: int
     population: IntArray
@@ -93,6 +103,7 @@ class FedGAResult:
     train_ratio: float
     elitism: bool
     epsilon_spent: dict[str, float]
+    trees: dict[str, Tree]
 
 
 class FedGAStrategy:
@@ -107,6 +118,8 @@ class FedGAStrategy:
         self.history: list[tuple[float, float]] = []
         self.choices: dict[str, int] = {}
         self.client_fitness: dict[str, float] = {}
+        self.asked: dict[str, TreeRequest] = {}
+        self.trees: dict[str, Tree] = {}
         self.train_ratio = settings.train_ratio
         self.elitism = False
 
@@ -138,8 +151,8 @@ class FedGAStrategy:
             )
 
     def expected_rounds(self) -> int:
-        """Return init, local, G generations and the final round."""
-        return 3 + self.s.n_generations
+        """Return init, local, G generations, the final round and the trees'."""
+        return ROUNDS_BESIDE_GENERATIONS + self.s.n_generations
 
     def plan_round(self, round: int) -> RoundPlan | None:
         """Dispatch the round to its phase of Algorithm 1."""
@@ -162,6 +175,8 @@ class FedGAStrategy:
                 self.maximize,
             )
             return RoundPlan.broadcast(final, sorted(self.sizes), "continue")
+        if g == self.s.n_generations + 2 and self.choices:
+            return self._ask_trees()
         return None
 
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
@@ -172,11 +187,15 @@ class FedGAStrategy:
             self._fold_local(replies)
         elif round - 2 <= self.s.n_generations:
             self._fold_generation(round - 2, replies)
-        else:
+        elif round - 2 == self.s.n_generations + 1:
             for client, reply in replies.items():
                 assert isinstance(reply, ChoiceReply)
                 self.choices[client] = reply.choice
                 self.client_fitness[client] = reply.fitness
+        else:
+            for client, reply in replies.items():
+                assert isinstance(reply, TreeReply)
+                self.trees[client] = self.asked[client].tree(reply)
 
     def round_metrics(self, round: int) -> dict[str, float]:
         """Return the best and mean fitness after a generation."""
@@ -197,7 +216,25 @@ class FedGAStrategy:
             self.train_ratio,
             self.elitism,
             dict(self.spent),
+            dict(self.trees),
         )
+
+    # -- the personal trees ----------------------------------------------------------
+    def _ask_trees(self) -> RoundPlan:
+        """Ask every client that chose for its tree, with all it needs to refit it."""
+        self.asked = {
+            client: TreeRequest(
+                self.s.task,
+                self.classes,
+                self.population[choice],
+                self.depth,
+                self.n_features,
+                self.train_ratio,
+                self.s.seed,
+            )
+            for client, choice in sorted(self.choices.items())
+        }
+        return RoundPlan(dict(self.asked), "continue")
 
     # -- initialization (steps 3–25) --------------------------------------------------
     def _init(self) -> InitRequest:
