@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -76,14 +77,11 @@ def run(repeats: int) -> pd.DataFrame:
             ours, theirs = models(task, depth)
             ours.fit(X, y, groups=groups)
             theirs.fit(X, y)
+            method = "predict_proba" if task == "classification" else "predict"
             for n in ROW_COUNTS:
                 batch = X_test[:n]
-                if task == "classification":
-                    ours_ms = median_ms(lambda: ours.predict_proba(batch), repeats)
-                    theirs_ms = median_ms(lambda: theirs.predict_proba(batch), repeats)
-                else:
-                    ours_ms = median_ms(lambda: ours.predict(batch), repeats)
-                    theirs_ms = median_ms(lambda: theirs.predict(batch), repeats)
+                ours_ms = median_ms(partial(getattr(ours, method), batch), repeats)
+                theirs_ms = median_ms(partial(getattr(theirs, method), batch), repeats)
                 rows.append(
                     {
                         "case": f"{task}, depth {depth}",
