@@ -52,6 +52,7 @@ def vote_shares(trees: Sequence[Tree], X: npt.ArrayLike) -> FloatArray:
 
     Examples
     --------
+    >>> import numpy as np
     >>> from fedtrees.tree import NodeStats, TreeBuilder
     >>> def stump(counts):
     ...     b = TreeBuilder(n_features=1, classes=np.array(["a", "b"]))
