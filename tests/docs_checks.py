@@ -131,8 +131,13 @@ def broken_citations(path: Path) -> Iterator[Problem]:
     ``§"Title"``), or an ``#anchor``, must be one of that page's headings. Every
     ``§`` must be such a reference: a bare section number points to no file here.
     """
-    text = _flattened(path.read_text(encoding="utf-8"))
     where = str(path.relative_to(PROJECT_ROOT))
+    yield from citation_problems(path.read_text(encoding="utf-8"), where)
+
+
+def citation_problems(source: str, where: str) -> Iterator[Problem]:
+    """The citations of ``source`` (text of the file ``where``) that do not resolve."""
+    text = _flattened(source)
     resolved_signs: set[int] = set()
     for match in CITATION.finditer(text):
         page = match.group("page")

@@ -8,6 +8,7 @@ code, tests, scripts and docs (``docs/runtime.md, "Per-run client state"``,
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from tests.docs_checks import (
     anchors,
     broken_citations,
     broken_links,
+    citation_problems,
     cited_files,
     doc_files,
     python_blocks,
@@ -97,3 +99,32 @@ def test_repeated_headings_are_numbered(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("# A\n\n## Notes\n\n```python\n# Notes\n```\n\n## Notes\n")
     assert anchors(page) == {"a", "notes", "notes-1"}
+
+
+def test_repository_paths_the_docs_name_exist() -> None:
+    named = re.compile(
+        r"(?<![\w/])(?:benchmarks|tests|tools|src)/[\w./-]+\.(?:py|json|md)"
+    )
+    missing = [
+        f"{path.relative_to(PROJECT_ROOT)}: {name}"
+        for path in doc_files()
+        for name in named.findall(path.read_text(encoding="utf-8"))
+        if not (PROJECT_ROOT / name).exists()
+    ]
+    assert not missing, "\n".join(missing)
+
+
+@pytest.mark.parametrize(
+    ("source", "problems"),
+    [
+        ('(docs/runtime.md, "Per-run client state")', 0),
+        ('docs/runtime.md §"Per-run client\n    # state"', 0),  # wrapped in a comment
+        ("(docs/runtime.md#per-run-client-state)", 0),
+        ('(docs/runtime.md, "Per-run state")', 1),  # no such heading
+        ("(docs/nowhere.md)", 1),
+        ("(§1.3)", 1),  # a section number of no file here
+        ('(README, "Methods")', 0),
+    ],
+)
+def test_citations_are_checked(source: str, problems: int) -> None:
+    assert len(list(citation_problems(source, "example.py"))) == problems

@@ -15,7 +15,7 @@ from tests.conftest import PROJECT_ROOT
 DATA = "fedtrees/datasets/_data/"
 
 
-@pytest.mark.slow  # builds the wheel, compiling every kernel: about a minute
+@pytest.mark.slow  # builds the wheel, compiling every kernel: 1-2 minutes
 def test_the_wheel_holds_every_bundled_data_file(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps",
