@@ -174,7 +174,7 @@ class Trial:
 
 @pytest.fixture(scope="module")
 def trial(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trial]:
-    folder = tmp_path_factory.mktemp("readme-flower")
+    folder = tmp_path_factory.mktemp("flower-recipe")
     port = free_local_port()
     with Trial(folder, port) as trial:
         for step in recipe(port):
@@ -190,7 +190,7 @@ def test_the_recipe_has_two_supernodes_on_one_host_without_ports() -> None:
     assert not any("--port" in node for node in nodes)  # free ports, picked at start
 
 
-def test_the_readme_recipe_trains_the_forest_fit_grows_in_process(trial: Trial) -> None:
+def test_the_recipe_trains_the_forest_fit_grows_in_process(trial: Trial) -> None:
     runs = trial.flwr_json("ls", CONNECTION)["runs"]
     assert [run["status"] for run in runs] == ["finished:completed"], runs
     document = json.loads((trial.folder / "results" / "forest.json").read_text())
