@@ -3,7 +3,7 @@ integration, odd targets and labels, privacy budgets, trees with unicode names.
 
 A second look (issue 24) at inputs the other families do not try. References:
 the same fit on cleaned input (plain float64 columns, numpy arrays, sorted
-columns), scikit-learn's own estimators and helpers, and the README's rules.
+columns), scikit-learn's own estimators and helpers, and the rules the docs state.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def string_dtype() -> Verdict:
     X, y, groups = _frame()
     bad = X.assign(ward=pd.array(np.where(y == 1, "x", "y"), dtype="string"))
     make("FedForestClassifier").fit(bad, y, groups)
-    return accepted("a pandas 'string' column (README: must be category)")
+    return accepted("a 'string' column (docs/getting-started.md: must be category)")
 
 
 @case("FedForestClassifier-categorical-nan-and-unused", F, ("ward",))
@@ -517,7 +517,7 @@ def tiny_target() -> Verdict:
 def _small_target(factor: float) -> Verdict:
     """Gains scale with y squared: XGBoost's gain floor leaves a tiny y unsplit.
 
-    Documented when the fit warns that every tree is one leaf (README, FedGBDT).
+    Documented when the fit warns that every tree is one leaf (docs/fedgbdt.md).
     """
     X, y, groups = regression()
     with warnings.catch_warnings(record=True) as caught:
@@ -659,7 +659,7 @@ def early_stop_one() -> Verdict:
         validation_fraction=0.3,
     ).fit(X, y, groups)  # fmt: skip
     n = len(model.estimators_) if hasattr(model, "estimators_") else None
-    return documented(f"stops early (README 'early_stopping_rounds'); trees {n}")
+    return documented(f"stops early (docs/fedgbdt.md); trees {n}")
 
 
 @case("FedGBDTRegressor-validation_fraction-0.99", F, ("validation_fraction",))
@@ -671,7 +671,7 @@ def validation_099() -> Verdict:
     ).fit(X, y, groups)  # fmt: skip
     got = model.predict(X)
     return (
-        documented("README: each site holds out validation_fraction of its rows")
+        documented("docs/fedgbdt.md: each site holds out validation_fraction")
         if np.all(np.isfinite(got))
         else wrong(f"predictions {got[:3]}")
     )

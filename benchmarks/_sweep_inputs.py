@@ -168,7 +168,7 @@ def _unseen(name: str) -> Verdict:
     got = predict(model, unseen, groups)
     ok = bool(np.all(np.isin(got, [0, 1])))
     return (
-        documented("an unseen category is routed (README)")
+        documented("an unseen category is routed (docs/getting-started.md)")
         if ok
         else wrong(f"predictions outside the classes: {np.unique(got)}")
     )
@@ -426,7 +426,7 @@ def unknown_client_split() -> Verdict:
     model = make("FedForestClassifier", split_on_client=True).fit(X, y, groups)
     got = model.predict(X, client="zzz")
     return (
-        documented("rows of no known client mix both branches (README)")
+        documented("no known client: both branches mix (docs/getting-started.md)")
         if np.all(np.isin(got, [0, 1]))
         else wrong(f"{got[:4]}")
     )

@@ -8,7 +8,7 @@ References, so a wrong result shows:
 - *constant columns*: nothing can be learned, so a classifier predicts one class
   and a regressor one value inside the target's range.
 - *many tiny clients*: one row per client gives the model of one client holding
-  every row, where the README promises it (FedForest ``"hist"`` on an exact grid,
+  every row, where the docs promise it (FedForest ``"hist"`` on an exact grid,
   FedGBDT), else a model that still learns separable data.
 """
 
@@ -145,7 +145,7 @@ case("FedForestClassifier-subnormal-quantile", "values", ("x0",))(
 
 @case("SyntheticDataClassifier-pm1.7e308", "values", ("x0|feature_ranges",))
 def synthetic_float64_edge() -> Verdict:
-    """At the edge of float64 the fills stop at the largest float (README)."""
+    """At float64's edge the fills stop at the largest float (docs/synthetic.md)."""
     X, y, groups = _integer_data()
     name = "SyntheticDataClassifier"
     outside = {"fill": "outside"}  # the fill that reaches beyond the range
@@ -159,7 +159,7 @@ def synthetic_float64_edge() -> Verdict:
     lost = float(np.mean(base == y) - np.mean(got == y))
     if lost <= 0.05:
         return documented(
-            f"fills cut at the largest float (README): accuracy {lost:+.2f} "
+            f"fills cut at the largest float (docs/synthetic.md): accuracy {lost:+.2f} "
             "below scale 1"
         )
     return wrong(f"accuracy {lost:.2f} below scale 1")
@@ -167,7 +167,7 @@ def synthetic_float64_edge() -> Verdict:
 
 @case("SyntheticDataClassifier-X-times-1e-9", "values", ("x0",))
 def synthetic_tiny_gaps() -> Verdict:
-    """scikit-learn's client trees do not split gaps below 1e-7 (README)."""
+    """scikit-learn's client trees do not split gaps below 1e-7 (docs/synthetic.md)."""
     X, y, groups = _integer_data()
     try:
         name = "SyntheticDataClassifier"
@@ -181,7 +181,7 @@ def synthetic_tiny_gaps() -> Verdict:
 
 @case("LocalModelsClassifier-subnormal", "values", ("x0",))
 def local_subnormal() -> Verdict:
-    """scikit-learn's forests read X as float32 (README, Baselines): subnormals: 0."""
+    """scikit-learn's forests read X as float32 (docs/fedforest.md): subnormals: 0."""
     X, y, groups = _integer_data()
     tiny = X * TINY
     rounded = tiny.astype(np.float32).astype(np.float64)
@@ -190,7 +190,7 @@ def local_subnormal() -> Verdict:
         fit("LocalModelsClassifier", (rounded, y, groups)), rounded, groups
     )
     if same(expected, got):
-        return documented("as scikit-learn on X read as float32 (README, Baselines)")
+        return documented("as scikit-learn on X read as float32 (docs/fedforest.md)")
     return wrong("differs from the forests fitted on X read as float32")
 
 

@@ -258,7 +258,7 @@ def xgboost_beyond_float32() -> Verdict:
     """Thresholds beyond float32's range: the margins agree on what XGBoost reads.
 
     XGBoost refuses values beyond float32 in a DMatrix, so the rows are clipped
-    to float32's range, where the README promises equal margins.
+    to float32's range, where docs/fedgbdt.md promises equal margins.
     """
     import xgboost
 

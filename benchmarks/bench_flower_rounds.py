@@ -1,10 +1,10 @@
-"""Where a Flower round's seconds go: the README recipe, over real SuperNodes.
+"""Where a Flower round's seconds go: the docs' recipe, over real SuperNodes.
 
     python benchmarks/bench_flower_rounds.py            # 2 and 4 heart sites
     python benchmarks/bench_flower_rounds.py --sites 2
 
 A SuperLink and one SuperNode per heart-disease hospital on 127.0.0.1 with TLS
-(the integration tests' ``Deployment``), running the README's job (FedForest,
+(the integration tests' ``Deployment``), running the job of docs/flower.md (FedForest,
 10 trees of depth 2) and a small FedGBDT (3 trees of depth 2), each run
 ``--repeats`` times (3) in a row, once with the
 SuperNodes' site workers (as ``fedtrees flower supernode`` starts them) and once
@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's tests
 from tests.integration.deployment import Deployment
 
 JOBS = {
-    "README recipe (fedforest 10x2)": (
+    "the recipe (fedforest 10x2)": (
         "fedforest",
         {"n_estimators": 10, "max_depth": 2, "random_state": 0},
     ),

@@ -1,4 +1,4 @@
-"""ICDTA4FL rule aggregation (§3 step 4) on the adult data, measured in one run.
+"""ICDTA4FL rule aggregation (docs/icdta.md, step 4) on adult, measured in one run.
 
     python benchmarks/bench_icdta_rules.py
 

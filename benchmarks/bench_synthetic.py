@@ -1,4 +1,4 @@
-"""One-shot synthetic data (README, synthetic data) on adult with 200 clients, timed.
+"""One-shot synthetic data (docs/synthetic.md) on adult with 200 clients, timed.
 
     python benchmarks/bench_synthetic.py
     python benchmarks/bench_synthetic.py --clients 50 --repeats 1

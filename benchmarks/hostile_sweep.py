@@ -19,7 +19,7 @@ arrays), ``persist`` (pickle and JSON), ``privacy`` (absurd ε) and ``fresh`` (a
 second look: pandas dtypes, weights, groups, scikit-learn helpers, budgets).
 
 Classes (issue 24): *clear error* (a ``FedTreesError`` or ``NotFittedError``
-naming the culprit), *documented* (works as the README says, e.g. a warning or
+naming the culprit), *documented* (works as the docs say, e.g. a warning or
 a documented route), *correct* (works, checked against a reference), and the
 bad ones: *unclear crash* (another exception, or a message that does not name
 the culprit), *silent wrong* (no error, a wrong result), *hang* (over

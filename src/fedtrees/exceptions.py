@@ -79,7 +79,7 @@ class CodecError(SerializationError):
 class RuleLimitExceeded(FedTreesError):
     """An aggregation of rules would create more rules than its limit allows.
 
-    Raised by ICDTA4FL's Cartesian product (README, ICDTA4FL, step 4) *before* the
+    Raised by ICDTA4FL's Cartesian product (docs/icdta.md, step 4) *before* the
     product is allocated; the message names the step and suggests a stricter
     filter.
     """
@@ -115,7 +115,7 @@ class NotEnoughClientsError(FedTreesError):
 
 
 class SchemaMismatchError(FedTreesError, ValueError):
-    """Clients disagree on the feature schema or the target (README, runtime).
+    """Clients disagree on the feature schema or the target (docs/runtime.md).
 
     The message names the client and the column.
     """

@@ -49,7 +49,7 @@ def array_bytes(payload: object) -> int:
 
 
 def check_sketch_sizes(reply: Any, q: int, fp: int) -> np.ndarray:
-    """§1.5: min(q, r) + 1 points of 8 bytes per pair where r > 0; return r.
+    """docs/fedforest.md, "What travels (protocol v2)": min(q, r) + 1 points of 8 bytes per pair where r > 0; return r.
 
     Without bootstrap a node's weight (``counts``) is the client's rows there.
     """
@@ -61,7 +61,7 @@ def check_sketch_sizes(reply: Any, q: int, fp: int) -> np.ndarray:
 
 
 def check_bin_sizes(reply: Any, count: np.ndarray, r: np.ndarray, width: int) -> None:
-    """§1.5: at most min(count + 1, r) non-zero bins per pair, whole counts in
+    """docs/fedforest.md, "What travels (protocol v2)": at most min(count + 1, r) non-zero bins per pair, whole counts in
     uint8 (rows <= 255), every pair's bins holding its node's r rows."""
     index = reply.bin_index.astype(np.int64)
     pair = np.repeat(np.arange(count.size), count.ravel() + 1)[index]

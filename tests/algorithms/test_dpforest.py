@@ -1,4 +1,4 @@
-"""DPForestClassifier: one round of ε-DP client trees, majority vote (§2)."""
+"""DPForestClassifier: one round of ε-DP client trees, majority vote (docs/dpforest.md)."""
 
 from __future__ import annotations
 

@@ -183,7 +183,7 @@ def test_bad_parameters_name_themselves(param: str, value: object) -> None:
         FedAvgClassifier(**{param: value}).fit(X, y, groups=sites)
 
 
-# -- the baseline of the one-shot synthetic-data paper (README, synthetic data) -----------
+# -- the baseline of the one-shot synthetic-data paper (docs/synthetic.md) -----------
 def _paper_model(**kwargs: Any) -> FedAvgClassifier:
     """MLP (12, 12), lr 0.01, 10 local epochs per round (minibatches of 16)."""
     paper = {"learning_rate": 0.01, "local_epochs": 10, "batch_size": 16}

@@ -62,7 +62,7 @@ def test_quantile_mode_matches_centralized_rf_under_covariate_shift(
 
 
 def test_avgimp_fails_under_covariate_shift(covariate_shift: object) -> None:
-    # §1.3: averaging client gains ignores the heterogeneity term; it is a test here.
+    # docs/fedforest.md: averaging client gains ignores the heterogeneity term; it is a test here.
     d = covariate_shift
     exact = FedForestRegressor(random_state=0, **PAPER, **RF).fit(
         d.X, d.y, groups=d.groups
@@ -85,7 +85,7 @@ def test_only_client_splits_capture_outcome_shift() -> None:
 
 
 def test_avgimp_misses_the_split_between_disjoint_supports() -> None:
-    # App. D.1.1 / §1.3: with disjoint supports each client's own gain of the split
+    # App. D.1.1 / docs/fedforest.md: with disjoint supports each client's own gain of the split
     # between them is 0, so AvgImp cannot pick it; the pooled gain can. (At
     # delta=8 the two Gaussian clouds along x0 no longer overlap.)
     d = make_disjoint_supports(8.0, random_state=0)

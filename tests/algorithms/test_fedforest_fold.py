@@ -427,7 +427,7 @@ def test_folded_and_unfolded_fits_grow_the_same_forest(
 
 
 def test_children_of_client_splits_are_asked_of_their_side_only() -> None:
-    """Outcome shift (§1.6) with client splits: the server knows each client's
+    """Outcome shift (docs/fedforest.md, "The experiments") with client splits: the server knows each client's
     side of a client split, so a child is asked only of the clients sent there,
     and a child with one client folds at once."""
     data = synthetic.make_fedforest("outcome_shift", random_state=0)

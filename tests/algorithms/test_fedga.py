@@ -1,4 +1,4 @@
-"""FedGAClassifier / FedGARegressor: Algorithm 1 on the round loop (§4)."""
+"""FedGAClassifier / FedGARegressor: Algorithm 1 on the round loop (docs/fedga.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""FedGA-Tree's client-side initialization and metrics (README, FedGA-Tree).
+"""FedGA-Tree's client-side initialization and metrics (docs/fedga.md).
 
 CV scores equal a direct scikit-learn computation; the best depth is the first
 maximum of the mean; the regression votes match Eq. 1–2 computed by hand; the

@@ -1,4 +1,4 @@
-"""FedGA-Tree's federation-independent pieces (README, FedGA-Tree).
+"""FedGA-Tree's federation-independent pieces (docs/fedga.md).
 
 Encoding round-trips and decodes to valid trees; every GA operator keeps the
 string length and the feature ids and reproduces for a seed; Update keeps the

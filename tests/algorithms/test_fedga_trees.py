@@ -3,7 +3,7 @@
 Each client fits its personal tree when it chooses (the final round) and keeps
 it in its per-run client state; one more round brings the trees to the server.
 The state is a cache: a client that lost it fits the same tree again from the
-request, so ``trees_`` never depends on it (README, FedGA-Tree).
+request, so ``trees_`` never depends on it (docs/fedga.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""FederatedID3Classifier: exact against pooled ID3, ε-DP accounting, protocol (§3)."""
+"""FederatedID3Classifier: exact against pooled ID3, ε-DP accounting, protocol (docs/icdta.md)."""
 
 from __future__ import annotations
 

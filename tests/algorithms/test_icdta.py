@@ -1,4 +1,4 @@
-"""ICDTAClassifier: the protocol, the global tree, the messages (README, ICDTA4FL)."""
+"""ICDTAClassifier: the protocol, the global tree, the messages (docs/icdta.md)."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_one_client_cart_on_numeric_data() -> None:
 
 
 def test_the_papers_rule_gain_loses_the_client_tree_at_its_depth() -> None:
-    """The Decision behind rule_gain="quinlan", shown (README, ICDTA4FL step 5)."""
+    """The Decision behind rule_gain="quinlan", shown (docs/icdta.md step 5)."""
     hotel = datasets.load("hotel_ac_iot")
     X = hotel.X.to_numpy()
     agreement = {}

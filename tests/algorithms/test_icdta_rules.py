@@ -1,4 +1,4 @@
-"""ICDTA4FL rule sets, their Cartesian product and the global tree (§3 steps 3–5)."""
+"""ICDTA4FL rule sets, their Cartesian product and the global tree (docs/icdta.md steps 3–5)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def keys(rules: RuleSet) -> list[tuple[float, ...]]:
     return [tuple(row) for row in pairs.tolist()]
 
 
-# -- brute-force reference of §3 step 4 ---------------------------------------------
+# -- brute-force reference of docs/icdta.md step 4 ---------------------------------------------
 def merge_one(a: RuleSet, i: int, b: RuleSet, j: int, merge: str) -> tuple | None:
     if a.base == "id3":
         pairs = zip(a.values[i].tolist(), b.values[j].tolist(), strict=True)

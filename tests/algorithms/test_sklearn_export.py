@@ -246,7 +246,7 @@ def test_sklearn_export_onnx_without_missing_values(
     regressor: FedForestRegressor,
     held_out: pd.DataFrame,
 ) -> None:
-    # skl2onnx + onnxruntime do not route NaN as scikit-learn does (README).
+    # skl2onnx + onnxruntime do not route NaN as scikit-learn does (docs/fedforest.md).
     skl2onnx = pytest.importorskip("skl2onnx")
     onnxruntime = pytest.importorskip("onnxruntime")
     frame = held_out.fillna(0.0).astype(np.float32)

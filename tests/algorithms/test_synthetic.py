@@ -1,4 +1,4 @@
-"""SyntheticDataClassifier: Algorithm 1, the vote, the flips, the messages (§5)."""
+"""SyntheticDataClassifier: Algorithm 1, the vote, the flips, the messages (docs/synthetic.md)."""
 
 from __future__ import annotations
 

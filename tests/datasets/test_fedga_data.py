@@ -1,4 +1,4 @@
-"""The FedGA-Tree Table I CSVs: counts of the data README, folder handling."""
+"""The FedGA-Tree Table I CSVs: counts of docs/data.md, folder handling."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from fedtrees.exceptions import DataNotFoundError, ValidationError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
-# Table I (and the data README): rows, features.
+# Table I (and docs/data.md): rows, features.
 TABLE_I = {
     "california": (20_634, 8),
     "compas": (4_966, 11),

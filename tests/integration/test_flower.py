@@ -111,7 +111,7 @@ def test_an_unregistered_supernode_is_refused_by_the_superlink(
     assert all(node.poll() is None for node in registered)  # still serving
 
 
-@pytest.mark.slow  # ~100 s; the README recipe test checks the same equality by default
+@pytest.mark.slow  # ~100 s; the docs' recipe test checks the same equality by default
 def test_fedforest_grows_the_same_forest_over_flower(
     tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -146,7 +146,7 @@ def test_fedforest_grows_the_same_forest_over_flower(
     assert "fedforest.evaluate" not in kinds
 
 
-@pytest.mark.slow  # ~75 s; the README recipe test grows a hist forest by default
+@pytest.mark.slow  # ~75 s; the docs' recipe test grows a hist forest by default
 def test_fedforest_hist_grows_the_same_forest_over_flower(
     tls_deployment: Deployment, site_files: dict[str, Path], tmp_path: Path
 ) -> None:

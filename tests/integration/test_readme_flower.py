@@ -1,12 +1,12 @@
-"""The README's Flower recipe, run as written on loopback in a temporary folder.
+"""The Flower recipe of docs/flower.md, run as written on loopback in a temporary folder.
 
-The ```bash blocks of the section "Deploying on Flower" run in order, in a fresh
+The ```bash blocks of its section "The recipe on one machine" run in order, in a fresh
 folder. A command that ends in ``&`` (the SuperLink, the SuperNodes) is started in
 the background, in its own process group, and the test waits on what it shows: the
 SuperLink's port accepting connections, each SuperNode logging its node id (the
 SuperLink accepted it; an unregistered or crashed one exits, which fails at once). Every other run of lines goes to ``bash -euo pipefail`` as one script.
 
-Substitutions (documented in the README too): the SuperLink's port 9095 becomes a
+Substitutions (documented on that page too): the SuperLink's port 9095 becomes a
 free port, and ``FLWR_HOME`` points into the temporary folder, so the test neither
 collides with another SuperLink nor touches ``~/.flwr``. Nothing else is changed.
 """
@@ -34,9 +34,10 @@ from tests.integration.deployment import poll, stop
 
 pytestmark = pytest.mark.flower
 
-SECTION = "## Deploying on Flower"
-README_PORT = "9095"
-CONNECTION = "trial"  # the README's connection name
+PAGE = PROJECT_ROOT / "docs" / "flower.md"
+SECTION = "## The recipe on one machine"
+RECIPE_PORT = "9095"
+CONNECTION = "trial"  # the recipe's connection name
 ACTIVATED = "SuperNode ID:"  # what a SuperNode logs once the SuperLink took it
 JOB_DEADLINE = 300.0  # seconds for the whole `flwr run ... --stream` block
 
@@ -50,16 +51,16 @@ class Step:
 
 
 def recipe(port: int) -> list[Step]:
-    """The recipe's steps, with the README's SuperLink port replaced by ``port``."""
-    text = (PROJECT_ROOT / "README.md").read_text()
+    """The recipe's steps, with its SuperLink port replaced by ``port``."""
+    text = PAGE.read_text(encoding="utf-8")
     start = text.index(SECTION)
     end = text.find("\n## ", start + len(SECTION))
     section = text[start : end if end > 0 else len(text)]
     blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.DOTALL)
-    assert blocks, f"no bash blocks in the README section {SECTION!r}"
+    assert blocks, f"no bash blocks in the section {SECTION!r} of {PAGE.name}"
     steps: list[Step] = []
     for block in blocks:
-        steps += _steps(re.sub(rf"\b{README_PORT}\b", str(port), block))
+        steps += _steps(re.sub(rf"\b{RECIPE_PORT}\b", str(port), block))
     return steps
 
 
@@ -173,7 +174,7 @@ class Trial:
 
 @pytest.fixture(scope="module")
 def trial(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trial]:
-    folder = tmp_path_factory.mktemp("readme-flower")
+    folder = tmp_path_factory.mktemp("flower-recipe")
     port = free_local_port()
     with Trial(folder, port) as trial:
         for step in recipe(port):
@@ -189,7 +190,7 @@ def test_the_recipe_has_two_supernodes_on_one_host_without_ports() -> None:
     assert not any("--port" in node for node in nodes)  # free ports, picked at start
 
 
-def test_the_readme_recipe_trains_the_forest_fit_grows_in_process(trial: Trial) -> None:
+def test_the_recipe_trains_the_forest_fit_grows_in_process(trial: Trial) -> None:
     runs = trial.flwr_json("ls", CONNECTION)["runs"]
     assert [run["status"] for run in runs] == ["finished:completed"], runs
     document = json.loads((trial.folder / "results" / "forest.json").read_text())

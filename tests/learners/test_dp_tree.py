@@ -1,4 +1,4 @@
-"""The ε-DP random-threshold tree (README, DP forest) against an independent reference."""
+"""The ε-DP random-threshold tree (docs/dpforest.md) against an independent reference."""
 
 from __future__ import annotations
 

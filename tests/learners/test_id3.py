@@ -1,4 +1,4 @@
-"""fit_id3 equals a textbook ID3 written here from its definition (§3)."""
+"""fit_id3 equals a textbook ID3 written here from its definition (docs/icdta.md)."""
 
 from __future__ import annotations
 

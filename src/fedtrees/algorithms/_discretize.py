@@ -1,7 +1,7 @@
 """Federated discretization of numeric features: one home for ID3-style methods.
 
 ICDTA4FL-ID3 and Federated-ID3 split on categories, so every numeric column is
-cut into ``n_bins`` quantile bins first (README, ICDTA4FL: 5 bins). A column's
+cut into ``n_bins`` quantile bins first (docs/icdta.md: 5 bins). A column's
 edges are either **declared** by the user (``bin_edges={"age": [30, 45, 60]}``:
 public metadata, nothing is learned from the rows) or found in **one extra
 round**: each client sends, per undeclared numeric column, its row count and

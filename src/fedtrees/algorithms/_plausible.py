@@ -4,7 +4,7 @@ A reply that passes its shape, type and declared-bound checks can still carry a
 value no honest client can compute, and such a *plausible-looking lie* bends the
 model without an error (one site's noisy size of 10¹² chose every FedGA
 structure). Where a value's formula bounds it, the reply is checked against
-that bound before the strategy sees it (README, "Security and privacy model"):
+that bound before the strategy sees it (docs/security.md):
 
 - **a noisy count** ``n + Lap(b)`` (FedGA's sizes, Federated-ID3's ε-DP
   tables) lies in ``[-T·b, bound + T·b]``, where ``bound`` is the row bound the

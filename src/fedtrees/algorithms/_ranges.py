@@ -1,4 +1,4 @@
-"""Declared public feature ranges (README, DP forest and §5).
+"""Declared public feature ranges (docs/dpforest.md and docs/synthetic.md).
 
 Ranges are metadata the user declares — never computed from the private rows
 (that would release each client's min and max without noise). They are given as

@@ -234,7 +234,7 @@ def synthetic_data(
     """One-shot synthetic data paper (003): global tree vs FedAvg, ablations.
 
     census, iot-200 and iot-hotels; variants paper / authors / uniform; every
-    accuracy beside the majority-class rate (README, synthetic data). The full run
+    accuracy beside the majority-class rate (docs/synthetic.md). The full run
     (5 repeats, 200 clients, the ablations) takes about 10 minutes on 2 cores;
     --quick about 9 s.
     """

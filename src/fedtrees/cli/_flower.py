@@ -41,7 +41,7 @@ def _flower() -> ModuleType:
         import fedtrees.federation.flower._deploy as module
     except ImportError as exc:
         raise typer.BadParameter(
-            "this needs Flower: pip install 'fedtrees[flower]'"
+            "this needs Flower: pip install '.[flower]' in a fedtrees clone"
         ) from exc
     return module
 

@@ -7,7 +7,7 @@ given, the worker's socket added to the node config
 (:func:`fedtrees.federation.flower._worker.launch`); ``fedtrees flower
 supernode`` runs it. ``--serve SOCKET PARENT_FD READY_FD`` is the worker itself:
 it keeps fedtrees, the compiled kernels and every job's handlers loaded, and
-serves the messages its SuperNode's ClientApps hand it (README, Flower).
+serves the messages its SuperNode's ClientApps hand it (docs/flower.md).
 """
 
 from __future__ import annotations

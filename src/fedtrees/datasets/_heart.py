@@ -4,7 +4,7 @@ Two preparations:
 
 - raw (default): the 13 UCI attributes, categorical ones typed, ``?`` as NaN,
   the target ``num`` in 0..4, 920 rows;
-- ``flamby=True``: FLamby's preparation (README, FedForest) — drop slope, ca, thal,
+- ``flamby=True``: FLamby's preparation (docs/fedforest.md) — drop slope, ca, thal,
   drop rows with a missing value (740 remain), one-hot ``cp`` and ``restecg``
   dropping the first level (13 numeric features), label ``num > 0``, and FLamby's
   per-site split: ``train_test_split(train_size=0.66, random_state=43,

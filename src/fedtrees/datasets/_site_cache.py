@@ -1,6 +1,6 @@
 """A site's prepared data, kept on its own disk for the length of a run.
 
-On Flower a new process answers every message (README, Flower), and each would
+On Flower a new process answers every message (docs/flower.md), and each would
 parse the site's data file again. :func:`load_site_data` parses it once per
 run: the first message stores the prepared columns (numeric values, categorical
 codes and their category names, the target) uncompressed in

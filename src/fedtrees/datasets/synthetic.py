@@ -1,9 +1,9 @@
-"""The FedForest heterogeneity generators (README, FedForest, paper App. D).
+"""The FedForest heterogeneity generators (docs/fedforest.md, paper App. D).
 
-The paper's constants were lost in extraction; our chosen values (README,
-FedForest) are used: K = 4 clients, F = 5 features, 500 training rows per
-client, ``X ~ N(μ_k, σ_k² I)``, ``Y = f(X) + b_k + ε`` with ``ε ~ N(0, 0.25)``, and
-a test set drawn from the equal-weight client mixture.
+The paper's constants were lost in extraction; our chosen values (docs/fedforest.md) are
+used: K = 4 clients, F = 5 features, 500 training rows per client, ``X ~ N(μ_k, σ_k²
+I)``, ``Y = f(X) + b_k + ε`` with ``ε ~ N(0, 0.25)``, and a test set drawn from the
+equal-weight client mixture.
 
 ``f`` is a fixed depth-6 regression tree distilled from
 ``step(x1) + sin(3·x2) + x3·x4`` on a uniform sample of ``[−3, 3]^5``
@@ -130,7 +130,7 @@ def make_disjoint_supports(
 
     The other features are ``N(0, 1)`` noise. As ``δ`` grows, the client supports
     separate along x1 and the pooled best split (x1 = 0) lies between them, where
-    each client's own gain is 0 — the failure case of AvgImp (§1.3).
+    each client's own gain is 0 — the failure case of AvgImp (docs/fedforest.md).
     """
     return _two_clients(
         delta, n_per_client, n_features, n_test, noise_sd, random_state, "disjoint"

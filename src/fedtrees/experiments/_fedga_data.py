@@ -1,6 +1,6 @@
 """FedGA-Tree experiment data: Table I datasets, the split and the discretization.
 
-Protocol (README, FedGA-Tree; paper 000, Sec. IV and Appendix A): a random 10 %
+Protocol (docs/fedga.md; paper 000, Sec. IV and Appendix A): a random 10 %
 of the rows is the common test set; the other 90 % is split at random into N
 equal client parts (sizes differ by at most one row). For classification every
 numeric feature becomes one of 5 quantile bins whose edges are fitted on the

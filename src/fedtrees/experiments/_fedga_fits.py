@@ -1,6 +1,6 @@
 """One FedGA-Tree run on one split: FedGA and its benchmarks, scored per client.
 
-Benchmarks (README, FedGA-Tree): each client's local tree (depth tuned by
+Benchmarks (docs/fedga.md): each client's local tree (depth tuned by
 ``GridSearchCV`` over the depth range on its own rows), a centralized tree
 (tuned the same way on the pooled training rows) and, for classification, the
 "IBM tree" (:class:`~fedtrees.FederatedID3Classifier` with ``binary=True``,

@@ -1,4 +1,4 @@
-"""The fits of the one-shot synthetic-data experiment (README, synthetic data).
+"""The fits of the one-shot synthetic-data experiment (docs/synthetic.md).
 
 One row of measurements per fit: the global tree of
 :class:`~fedtrees.SyntheticDataClassifier` (accuracy, its synthetic set, bytes

@@ -1,6 +1,6 @@
 """The one-shot synthetic-data paper's (003) figures, for printing beside ours.
 
-Transcribed from its Tables 1-2 and Sec. 4.2-4.4 (README, synthetic data): the global
+Transcribed from its Tables 1-2 and Sec. 4.2-4.4 (docs/synthetic.md): the global
 tree and FedAvg (MLP [12, 12]) on census (adult) and on the hotel IoT data with
 200 clients; means of 15 runs. The census accuracies of both methods equal the
 majority-class rate of adult.test after dropping ``?`` rows (11360/15060), and its

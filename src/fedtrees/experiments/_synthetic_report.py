@@ -1,7 +1,7 @@
 """The one-shot synthetic-data experiment's report: accuracy, costs, ablations, plots.
 
 Built from the raw rows of :func:`fedtrees.experiments.synthetic.run_synthetic_data`
-(README, synthetic data). Every accuracy is printed beside the test set's
+(docs/synthetic.md). Every accuracy is printed beside the test set's
 majority-class rate (the paper's census figure is exactly that rate), and the
 paper's figures (:mod:`._synthetic_paper`) beside ours; notes name where a tree
 sits at the majority rate and where FedAvg missed its target.
@@ -262,7 +262,7 @@ def _run_notes(config: Mapping[str, Any], seconds: float) -> list[str]:
 
 
 _NOTES: Final = (
-    "Protocol (README, synthetic data, paper 003 Sec. 3): every client fits an entropy "
+    "Protocol (docs/synthetic.md, paper 003 Sec. 3): every client fits an entropy "
     "CART of depth 3 and sends it once; the server makes 100 rows per sub-path of "
     "every client tree (alpha 0.1), labels them by the majority vote of all trees, "
     "flips some, and fits the global entropy CART (depth 7 census, 4 IoT). census: "
@@ -271,7 +271,7 @@ _NOTES: Final = (
     "the training rows dealt IID; iot-hotels: the 4 hotels as clients, each split "
     "75/25, tests pooled. Every repeat redraws the deal, the IoT splits and the "
     "seeds; a repeat's trees and FedAvg share its split (the paper's paired runs).",
-    "Variants: 'paper' = the README's decisions (fill='outside', the column's "
+    "Variants: 'paper' = docs/synthetic.md's decisions (fill='outside', the column's "
     "minimum minus one range width; flip probability p_max(1 - i/L), p_max 0.5); "
     "'authors' = the authors' notebooks (min-max scaled numeric features, fill "
     "-100000 or 500000 at random per cell, flip probabilities 0.55/0.65/0.85 by "

@@ -1,4 +1,4 @@
-"""DP federated forest paper (001), Sec. V: accuracy and memorization vs ε (§2).
+"""DP forest paper (001), Sec. V: accuracy and memorization vs ε (docs/dpforest.md).
 
 Datasets: HuGaDB (18 participants = 18 clients; the 7 activities every
 participant performed; per-participant stratified 80/20 split with seed 42, the
@@ -365,7 +365,7 @@ def _report(
     if coverage is not None:
         tables["Share of test values inside the declared ranges"] = coverage
     if config.dataset == "hugadb":
-        tables["Reference figures (README, DP forest, paper)"] = PAPER
+        tables["Reference figures (docs/dpforest.md, paper)"] = PAPER
     return Report(
         name=f"dpforest_{config.dataset}",
         title=f"DP federated forest on {config.dataset} (paper 001, Sec. V)",

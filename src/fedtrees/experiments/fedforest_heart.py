@@ -1,4 +1,4 @@
-"""FedForest paper, Sec. 5.2: Fed-Heart-Disease (README, FedForest).
+"""FedForest paper, Sec. 5.2: Fed-Heart-Disease (docs/fedforest.md).
 
 FLamby's preparation and split (740 rows, 13 features, per-site stratified 66/34
 train/test with seed 43). Methods: FedForest quantiles and AvgImp, the Federated
@@ -59,7 +59,7 @@ PUBLISHED: Final = pd.DataFrame(
             "FedAvg logistic regression (FLamby)",
             "Best strategy, FedYogi/FedAdagrad (FLamby)",
             "Local models (FLamby)",
-            "Pooled scikit-learn RF, 100 trees (README, FedForest)",
+            "Pooled scikit-learn RF, 100 trees (docs/fedforest.md)",
         ],
         name="published",
     ),

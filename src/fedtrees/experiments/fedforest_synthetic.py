@@ -1,4 +1,4 @@
-"""FedForest paper, Sec. 5.1 and App. D: synthetic heterogeneity (README, FedForest).
+"""FedForest paper, Sec. 5.1 and App. D: synthetic heterogeneity (docs/fedforest.md).
 
 Settings: homogeneous, covariate shift, outcome shift (4 clients × 500 rows, a
 test set from the client mixture), App. D.1.1 disjoint supports and App. D.1.2

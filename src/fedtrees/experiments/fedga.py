@@ -1,6 +1,6 @@
-"""FedGA-Tree (paper 000), Sec. IV: personalized trees vs local trees (§4).
+"""FedGA-Tree (paper 000), Sec. IV: personalized trees vs local trees (docs/fedga.md).
 
-Protocol (README, FedGA-Tree, "Experiment"): for every dataset and split
+Protocol (docs/fedga.md, "The experiment"): for every dataset and split
 (``n_splits``; the paper's 10), a random 10 % of the rows is the common test
 set and the other 90 % is dealt at random into N = 20 equal client parts;
 classification features are binned into 5 quantile bins fitted on the training

@@ -1,4 +1,4 @@
-"""FedGBDT against Flower-style federated boosting, under label skew (README, FedGBDT).
+"""FedGBDT against Flower-style federated boosting, under label skew (docs/fedgbdt.md).
 
 Settings: ``adult`` (its own train/test split) and ``credit_default`` (a
 stratified 75/25 split, seeded per repeat), the training rows shared out over

@@ -1,4 +1,4 @@
-"""ICDTA4FL paper (002), Sec. 4–5: ICDTA4FL-ID3/CART against Federated-ID3 (§3).
+"""ICDTA4FL paper (002), Sec. 4–5: ICDTA4FL-ID3/CART vs Federated-ID3 (docs/icdta.md).
 
 Protocol. Datasets Nursery, Adult (UCI's train and test files pooled, rows with a
 missing value dropped), Car and Credit (default of credit card clients); K = 2, 5,

@@ -8,7 +8,7 @@ hotels as the natural clients; depth 4); see :mod:`._synthetic_data`. For every
 setting and repeat (the paper averages 15 runs; ``n_repeats``, mean ± sd):
 
 - the global tree of :class:`~fedtrees.SyntheticDataClassifier` for every
-  variant: ``"paper"`` (the README's synthetic-data decisions: ``fill="outside"``,
+  variant: ``"paper"`` (the decisions of docs/synthetic.md: ``fill="outside"``,
   ``p_max=0.5``), ``"authors"`` (the authors' notebooks: min-max scaled numeric
   features, fill −100000 / 500000, flip schedule 0.55 / 0.65 / 0.85,
   ``class_weight="balanced"``, ``min_samples_split=10``, ``min_samples_leaf=5``)
@@ -116,7 +116,7 @@ _OWNER: Final = "SyntheticDataConfig"
 
 @dataclass(frozen=True)
 class SyntheticDataConfig:
-    """What to run; the defaults are the full experiment (README, synthetic data)."""
+    """What to run; the defaults are the full experiment (docs/synthetic.md)."""
 
     datasets: tuple[str, ...] = DATASETS
     variants: tuple[str, ...] = VARIANTS

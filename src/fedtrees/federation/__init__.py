@@ -3,7 +3,7 @@
 A client's rows never leave its handler. Server strategies plan requests and fold
 validated replies; client handlers answer requests from local data; every message
 is encoded to bytes by the codec, metered by the ledger and validated on arrival —
-in process and over Flower alike (README, "Security and privacy model").
+in process and over Flower alike (docs/security.md).
 
 Threat model: the server and the clients are honest but curious (they follow the
 protocol and may study all they receive); a client may also be buggy or hostile in
@@ -20,7 +20,7 @@ read with an error envelope. A site may declare its own privacy budget
 release is charged to it, and a request that would exceed it is refused with an
 error naming the budget. Not defended: a malicious server, collusion,
 traffic analysis. :func:`audit_row_scaling` and :func:`find_client_values` test
-that no message carries row-level data (README, "Security and privacy model").
+that no message carries row-level data (docs/security.md).
 
 The names below load on first use (PEP 562): a Flower ClientApp process, which
 only hands its message to the site worker, pays for none of them.

@@ -1,7 +1,6 @@
 """The message audit: no client row, column or per-row size in any message.
 
-Two checks, each explicit about what it proves (README, "Security and
-privacy model"):
+Two checks, each explicit about what it proves (docs/security.md):
 
 **Size audit** (:func:`compare_message_sizes`, :func:`audit_row_scaling`). The same
 protocol is run twice, on clients of ``n`` rows and on clients of ``2n + 1`` rows
@@ -37,13 +36,12 @@ it cannot see: rows of fewer than two features or without a non-integer value
 name, and values transformed other than by a cast (scaled, encrypted, split
 across messages). The size audit covers the last.
 
-**Error texts** (in the value audit). A client's error travels to the server,
-so its text may name no row count and no data value (README, "Security and
-privacy model"): the text of every error envelope is searched for its client's
-label and category values (as whole words, of three characters or more and not
-numbers, which ordinary text holds) and, for clients of at least
-:data:`MIN_RUN` rows, for its row count as a whole number. What an error reveals
-by *existing*, whatever its text, cannot be removed: it is declared in
+**Error texts** (in the value audit). A client's error travels to the server, so its
+text may name no row count and no data value (docs/security.md): the text of every error
+envelope is searched for its client's label and category values (as whole words, of
+three characters or more and not numbers, which ordinary text holds) and, for clients of
+at least :data:`MIN_RUN` rows, for its row count as a whole number. What an error
+reveals by *existing*, whatever its text, cannot be removed: it is declared in
 :data:`ERROR_DISCLOSURES` and listed in the report's notes when it occurs.
 
 **Released models.** A reply that carries a client's fitted model by design

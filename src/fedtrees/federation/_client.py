@@ -18,7 +18,7 @@ as its type and the fedtrees line that raised it only
 (``logging`` logger ``fedtrees.client``).
 
 A handler registered with ``stateful=True`` also receives the client's
-:class:`~fedtrees.federation.ClientState` for the run (README, "Per-run client
+:class:`~fedtrees.federation.ClientState` for the run (docs/runtime.md, "Per-run client
 state"); the others stay pure functions of (request, local data).
 """
 

@@ -4,7 +4,7 @@ A strategy is pure computation: it plans the requests of a round from its state
 (:meth:`ServerStrategy.plan_round`) and folds the validated replies into its state
 (:meth:`ServerStrategy.aggregate`). The loop moves the messages through a transport
 — encoding, metering, receiving, validating — and never lets a malformed reply
-reach the strategy. Round 0 is the opening agreement (README, runtime).
+reach the strategy. Round 0 is the opening agreement (docs/runtime.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The opening agreement of every federation (README, runtime).
+"""The opening agreement of every federation (docs/runtime.md).
 
 Round 0 of every run: each client reports its feature names, kinds and category
 lists, and (for classification) its label set; the server checks that the schema

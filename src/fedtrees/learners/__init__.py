@@ -1,6 +1,6 @@
 """Local, single-silo learners that the federated algorithms reuse.
 
-They import only ``tree``, ``stats`` and ``privacy`` (README, "Project layout"), and
+They import only ``tree``, ``stats`` and ``privacy`` (docs/design.md, "Layers"), and
 return fedtrees :class:`~fedtrees.tree.Tree` objects.
 """
 

@@ -1,4 +1,4 @@
-"""The ε-DP random-threshold decision tree of a client (README, DP forest).
+"""The ε-DP random-threshold decision tree of a client (docs/dpforest.md).
 
 Algorithms 1–3 of the paper (001), grown level by level over all open nodes:
 

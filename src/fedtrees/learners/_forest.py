@@ -1,9 +1,9 @@
 """A client's local CART or random forest: scikit-learn, returned as fedtrees Trees.
 
-The CART adapter of README (``learners/``): one silo fits scikit-learn's
-``DecisionTreeClassifier`` (:func:`fit_cart`) or
-``RandomForestClassifier``/``RandomForestRegressor`` (:func:`fit_local_forest`) on
-its own rows and gets back fedtrees :class:`Tree` objects whose class columns
+The CART adapter of the learners layer (docs/design.md, "Layers"): one silo fits
+scikit-learn's ``DecisionTreeClassifier`` (:func:`fit_cart`) or
+``RandomForestClassifier``/``RandomForestRegressor`` (:func:`fit_local_forest`) on its
+own rows and gets back fedtrees :class:`Tree` objects whose class columns
 follow the *agreed* label order, so trees of clients that lack a class still add
 up. Categorical features
 arrive as their integer codes and are split like numbers (scikit-learn's trees

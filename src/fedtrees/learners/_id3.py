@@ -1,6 +1,6 @@
 """ID3, grown level by level: locally (:func:`fit_id3`) or from pooled tables.
 
-Quinlan's ID3 (README, ICDTA4FL): multiway splits on categorical (or
+Quinlan's ID3 (docs/icdta.md): multiway splits on categorical (or
 discretized) features, chosen by information gain (entropy in bits), each feature
 used at most once on a path, leaves holding class distributions, ``max_depth``
 |F|/2 by default as the ICDTA4FL paper. The level loop is shared with
@@ -17,7 +17,7 @@ the pooled rows whenever the pooled tables are exact:
    learner with :meth:`Id3Growth.advance`, the same routing without a tree.
 3. :meth:`Id3Growth.absorb` — per open node, ID3 takes the feature of highest
    gain and makes one child per value with rows; ``binary`` (the "IBM tree" of
-   README, FedGA-Tree: CART on discretized features) takes the best Gini split —
+   docs/fedga.md: CART on discretized features) takes the best Gini split —
    a threshold between consecutive codes, or a Fisher grouping of a categorical
    feature — through :mod:`fedtrees.stats._splits`, the split search FedForest uses.
 
@@ -70,7 +70,7 @@ def fit_id3(
     feature_names: Sequence[str] | None = None,
     categories: Sequence[Sequence[str] | None] | None = None,
 ) -> Tree:
-    """Fit a multiway ID3 tree on category codes (README, ICDTA4FL).
+    """Fit a multiway ID3 tree on category codes (docs/icdta.md).
 
     Parameters
     ----------

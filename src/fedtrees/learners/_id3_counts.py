@@ -3,7 +3,7 @@
 A level's :class:`Layout` says which features every open node considers and where
 each (node, feature) table sits in one flat array; :func:`value_class_counts`
 fills all tables with one ``bincount``. The local learner (:func:`fit_id3`) and
-every Federated-ID3 client run it; the server sums the arrays (README, ICDTA4FL).
+every Federated-ID3 client run it; the server sums the arrays (docs/icdta.md).
 """
 
 from __future__ import annotations

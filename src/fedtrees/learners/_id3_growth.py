@@ -1,12 +1,11 @@
 """The server's step of ID3-style learners: pooled count tables in, splits out.
 
-:class:`Id3Growth` holds a tree being grown level by level (README, ICDTA4FL):
-ID3 takes, per open node, the feature of highest information gain and makes one
-child per value with rows; ``binary`` (the "IBM tree" of §4: CART on discretized
-features) takes the best Gini split — a threshold between consecutive codes, or a
-Fisher grouping of a categorical feature — through :mod:`fedtrees.stats._splits`,
-the split search FedForest uses. See :mod:`fedtrees.learners._id3` for the
-Decisions.
+:class:`Id3Growth` holds a tree being grown level by level (docs/icdta.md): ID3 takes,
+per open node, the feature of highest information gain and makes one child per value
+with rows; ``binary`` (the "IBM tree" of docs/fedga.md: CART on discretized features)
+takes the best Gini split — a threshold between consecutive codes, or a Fisher grouping
+of a categorical feature — through :mod:`fedtrees.stats._splits`, the split search
+FedForest uses. See :mod:`fedtrees.learners._id3` for the Decisions.
 """
 
 from __future__ import annotations

@@ -15,11 +15,11 @@ Its limitation: textbook floating-point Laplace sampling leaks information throu
 the low-order bits of its output (Mironov, CCS 2012), so the guarantee is the
 idealised real-valued one.
 
-``sampler="opendp"`` draws from OpenDP's floating-point-safe sampler (exact
-discrete Laplace on a fine grid, ``pip install 'fedtrees[opendp]'``). It is the
-choice for deployments where that attack matters. It is not the default because
-OpenDP draws from the operating system's randomness and **cannot be seeded**, and
-because it is slow. Measured here (2 cores, OpenDP 0.16, vector of 10^6 zeros,
+``sampler="opendp"`` draws from OpenDP's floating-point-safe sampler (exact discrete
+Laplace on a fine grid; in a fedtrees clone ``pip install '.[opendp]'``). It is the
+choice for deployments where that attack matters. It is not the default because OpenDP
+draws from the operating system's randomness and **cannot be seeded**, and because it is
+slow. Measured here (2 cores, OpenDP 0.16, vector of 10^6 zeros,
 scale 2): numpy 0.03 s; OpenDP 21 s with its default granularity and about 11 s
 with a 2^-52 grid — roughly 400–800× slower, fine for the few hundred releases of
 a DP tree, prohibitive inside hot loops.
@@ -139,7 +139,7 @@ class Laplace:
 class ClippedLaplace(Laplace):
     """Laplace noise, then clipping to ``[lower, upper]`` (post-processing: same ε).
 
-    The default ``lower=0`` keeps noisy counts non-negative (README, DP forest).
+    The default ``lower=0`` keeps noisy counts non-negative (docs/dpforest.md).
 
     Examples
     --------
@@ -173,7 +173,7 @@ def _opendp_laplace(x: FloatArray, scale: float) -> FloatArray:
         import opendp.prelude as dp
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "sampler='opendp' needs OpenDP: pip install 'fedtrees[opendp]'"
+            "sampler='opendp' needs OpenDP: pip install '.[opendp]' in a fedtrees clone"
         ) from exc
     dp.enable_features("contrib")
     flat = x.ravel()

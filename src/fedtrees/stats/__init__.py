@@ -3,7 +3,7 @@
 Everything a federated tree learner computes from *statistics* rather than rows:
 statistics add across clients, criteria are pure functions of them, and each
 candidate generator is split into the part a client runs and the part the server
-runs (README, runtime).
+runs (docs/runtime.md).
 
 Examples
 --------

@@ -1,7 +1,7 @@
 """Quantile bins of numeric features: the pure parts of the federated discretizer.
 
 ID3 and Federated-ID3 split on categories, so numeric features are cut into
-``n_bins`` quantile bins first (README, ICDTA4FL: 5 bins; §4: the "IBM tree").
+``n_bins`` quantile bins first (docs/icdta.md: 5 bins; docs/fedga.md: the "IBM tree").
 The bins are pooled quantiles, found from statistics, never from pooled rows:
 
 - client part, :func:`bin_sketches`: every numeric column's row count and

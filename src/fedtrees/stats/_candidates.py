@@ -1,4 +1,4 @@
-"""The ``"exact"`` and ``"uniform"`` candidate generators (README, FedForest).
+"""The ``"exact"`` and ``"uniform"`` candidate generators (docs/fedforest.md).
 
 The ``"quantile"`` generator lives in :mod:`fedtrees.stats._quantile`. Each generator
 is split into the part a client runs and the part the server runs:

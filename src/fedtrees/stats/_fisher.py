@@ -1,4 +1,4 @@
-"""Fisher (1958) ordering of categories (README, FedForest).
+"""Fisher (1958) ordering of categories (docs/fedforest.md).
 
 For squared error and binary classification, ordering the categories present at a
 node by their mean (resp. class-1 proportion) and scanning only the contiguous

@@ -1,4 +1,4 @@
-"""Vectorised split scores for many candidates at once (README, runtime).
+"""Vectorised split scores for many candidates at once (docs/runtime.md).
 
 A client sends per-bin statistics (the rows between consecutive candidate
 thresholds); :func:`left_cumulative` turns them into the left-child statistics of

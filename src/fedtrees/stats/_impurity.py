@@ -1,4 +1,4 @@
-"""Impurities as pure functions of sufficient statistics (README, runtime).
+"""Impurities as pure functions of sufficient statistics (docs/runtime.md).
 
 All functions are vectorised over leading axes: ``counts`` has shape
 ``(..., n_classes)`` and ``moments`` shape ``(..., 3)``; the result has the leading

@@ -6,7 +6,7 @@ Why compiled: at 100k pooled rows a 10-tree FedForest level sends up to ~40k
 12 s of a 21 s fit, most of it sorting and moving padded rows; a loop per problem
 that merges at most ``2·K·q`` events takes a fraction of a second.
 
-Per problem (README, FedForest, server part): every client segment from
+Per problem (docs/fedforest.md, server part): every client segment from
 ``(p_j, j/m)`` to ``(p_{j+1}, (j+1)/m)`` adds a ramp of slope ``w/m/(p_{j+1}-p_j)``,
 or a jump of ``w/m`` where the points coincide. Sorting the events gives the
 breakpoints; F is linear between them, so F at each breakpoint follows from a

@@ -1,4 +1,4 @@
-"""The ``"quantile"`` candidate generator of FedForest (README, FedForest).
+"""The ``"quantile"`` candidate generator of FedForest (docs/fedforest.md).
 
 Client part: :func:`quantile_sketches` — the node count and the type-1 empirical
 quantiles ``Q(l/m)``, ``l = 0..m``, ``m = min(q, rows)`` (**Decision**: a client with

@@ -1,6 +1,6 @@
 """The type-1 quantile rule, compiled: the one home of the clients' sketch points.
 
-README, FedForest: a client's sketch of a node's feature is the weighted type-1
+docs/fedforest.md: a client's sketch of a node's feature is the weighted type-1
 empirical quantiles ``Q(l/m)``, ``l = 0..m``, of its rows there. The rule, for
 values sorted within a group and weights > 0 (bootstrap counts x sample weights):
 ``Q(l/m)`` is the first value whose cumulative weight ``c`` satisfies

@@ -1,21 +1,21 @@
 """Best split of every open node of a level, from aggregated statistics.
 
-The one home of split search over pooled statistics: FedForest (§1.1) and the
-binary Federated-ID3 "IBM tree" (§4) use it. Three sources of candidates, each
-vectorised over all open nodes of all trees:
+The one home of split search over pooled statistics: FedForest (docs/fedforest.md) and
+the binary Federated-ID3 "IBM tree" (docs/fedga.md) use it. Three sources of candidates,
+each vectorised over all open nodes of all trees:
 
 - numeric features: pooled per-bin statistics -> left statistics by cumulative
-  sums -> scikit-learn's proxy improvement (README, FedForest, gain="exact");
+  sums -> scikit-learn's proxy improvement (docs/fedforest.md, gain="exact");
 - categorical features: per-category statistics in Fisher order, contiguous
-  groupings (§1.1, categorical features);
-- the client indicator: per-client node statistics in Fisher order (§1.1,
+  groupings (docs/fedforest.md, categorical features);
+- the client indicator: per-client node statistics in Fisher order (docs/fedforest.md,
   ``split_on_client``), at no extra communication.
 
 Within one source, candidates are ranked by scikit-learn's proxy (same argmax as
 the gain); the first maximum wins: features in ascending index, thresholds
 ascending. Across sources they are ranked by their impurity decrease Δ; ties go
 to numeric features, then categorical ones, then the client indicator. AvgImp
-ranks numeric candidates by the averaged local gains instead (§1.1).
+ranks numeric candidates by the averaged local gains instead (docs/fedforest.md).
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def best_client(
     criterion: Criterion,
     min_leaf: FloatArray,
 ) -> Best:
-    """Best Fisher grouping of the clients present at each node (§1.1).
+    """Best Fisher grouping of the clients present at each node (docs/fedforest.md).
 
     ``client_stats``: (n_open, K, S) node statistics of every client.
     """

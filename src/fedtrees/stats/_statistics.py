@@ -1,4 +1,4 @@
-"""Sufficient statistics that add across clients (README, runtime).
+"""Sufficient statistics that add across clients (docs/runtime.md).
 
 Classification: weighted class counts ``(n_1, ..., n_C)``; regression: moments
 ``(n, Σy, Σy²)``. Both are frozen values with ``+`` and a zero, so "sum over clients"

@@ -10,8 +10,8 @@ pair down to its leaf and adds the leaf's value to the row's total: tree after
 tree over a block of rows (the tree's upper nodes stay in cache), in parallel
 over blocks.
 
-It routes every node kind as :class:`fedtrees.tree.Tree` does (README, "The
-tree model"): numeric splits with their resolved missing direction,
+It routes every node kind as :class:`fedtrees.tree.Tree` does (docs/getting-started.md,
+"The tree model"): numeric splits with their resolved missing direction,
 categorical and client branch tables (sorted codes per node; an unlisted code
 takes the default branch, ``LEAF``: the row stops at the node), and a row
 whose client is unknown at a client split goes down every branch, weighted by

@@ -2,7 +2,7 @@
 
 Every method (federated CART, DP trees, ID3, rule aggregation, GA trees, the
 scikit-learn adapter) emits this structure, so prediction, rules, rendering and
-persistence exist once. See README, "The tree model".
+persistence exist once. See docs/getting-started.md, "The tree model".
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ class Tree:
 
         A row that reaches a client split without a known client goes down every
         branch; the leaf values are mixed with weights proportional to the
-        branches' training counts (README, FedForest, client splits).
+        branches' training counts (docs/fedforest.md, client splits).
         """
         return self._routing.predict_value(X, client)
 

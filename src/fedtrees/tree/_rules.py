@@ -2,7 +2,7 @@
 
 A rule is the conjunction of the conditions on one root-to-leaf path, with the
 leaf's value (class distribution or mean) and support (training count). ICDTA4FL
-(README, ICDTA4FL) aggregates client trees through these rules.
+(docs/icdta.md) aggregates client trees through these rules.
 
 Missing values: rules describe NaN routing only where a direction was learned. The
 condition on the side that receives NaN rows (``Missing.LEFT`` / ``RIGHT``) holds

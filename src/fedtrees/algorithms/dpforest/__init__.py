@@ -1,4 +1,4 @@
-"""Federated forest of ε-DP client trees (README, DP forest; paper 001).
+"""Federated forest of ε-DP client trees (docs/dpforest.md; paper 001).
 
 One round: each client grows an ε-DP random-threshold tree
 (:func:`fedtrees.learners.fit_dp_tree`) and sends it; the forest votes.

@@ -1,4 +1,4 @@
-"""DPForestClassifier: a forest of ε-DP client trees voting (README, DP forest)."""
+"""DPForestClassifier: a forest of ε-DP client trees voting (docs/dpforest.md)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ __all__ = ["DPForestClassifier"]
 
 
 class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # type: ignore[misc]
-    """Federated forest of ε-differentially-private client trees (README, DP forest).
+    """Federated forest of ε-differentially-private client trees (docs/dpforest.md).
 
     One round: every client grows one random-threshold tree on its own rows,
     spending ``epsilon`` — never more, checked exactly (its own budget: clients

@@ -1,4 +1,4 @@
-"""Memorization rate of a DP forest's client trees (README, DP forest, Sec. V.B)."""
+"""Memorization rate of a DP forest's client trees (docs/dpforest.md, Sec. V.B)."""
 
 from __future__ import annotations
 

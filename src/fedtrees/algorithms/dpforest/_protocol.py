@@ -1,4 +1,4 @@
-"""One round of ε-DP client trees (README, DP forest).
+"""One round of ε-DP client trees (docs/dpforest.md).
 
 The server sends the public settings (ε, depth, accounting, declared feature
 ranges, agreed labels); every client grows one DP tree on its own rows with

@@ -4,7 +4,7 @@ Logistic regression (``hidden_layer_sizes=()``) or a ReLU MLP trained with FedAv
 on the federation, features one-hot encoded (categories) and standardized. The
 defaults are FLamby's Fed-Heart-Disease FedAvg settings except the learning rate
 (see the class docstring). With ``eval_set`` and ``stop_at_score`` it is the
-baseline of the one-shot synthetic-data paper (README, synthetic data): FedAvg runs
+baseline of the one-shot synthetic-data paper (docs/synthetic.md): FedAvg runs
 until its test accuracy reaches the tree's.
 """
 
@@ -76,7 +76,7 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
     paper (which stops FedAvg when it beats the tree's test accuracy); the set never
     travels. ``fit(..., eval_set=(X_eval, y_eval))`` scores every new global model
     on it (accuracy of ``predict`` without ``client``, i.e. pooled standardization)
-    and ``stop_at_score`` ends training once a score reaches it (README, synthetic data:
+    and ``stop_at_score`` ends training once a score reaches it (docs/synthetic.md:
     MLP (12, 12), ``learning_rate=0.01``, ``local_epochs=10``).
 
     Parameters

@@ -10,7 +10,7 @@ drawn from ``[seed, 6, r, crc32(k)]`` (STYLE habit 8).
 
 Optionally the server scores every new θ on a set it holds itself (an ``evaluate``
 callable built at :meth:`FedAvgStrategy.start`) and stops once the score reaches
-``stop_at_score`` (README, synthetic data: FedAvg runs until it beats the tree). The set
+``stop_at_score`` (docs/synthetic.md: FedAvg runs until it beats the tree). The set
 never enters a message.
 
 The bounds every client and the estimator check (small clients, value bounds,

@@ -1,4 +1,4 @@
-"""FedForest: federated CART and random forests for heterogeneous data (§1).
+"""FedForest: federated CART and forests for heterogeneous data (docs/fedforest.md).
 
 The strategy grows all trees level by level from pooled sufficient statistics:
 quantile-sketch candidates (the client CDFs are mixed, never their quantiles

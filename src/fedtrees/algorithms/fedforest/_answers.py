@@ -1,12 +1,12 @@
 """What a FedForest client computes for a request, from its prepared fit.
 
-The statistics of FedForest (README) over the rows a client keeps partitioned
+The statistics of FedForest (docs/fedforest.md) over the rows a client keeps partitioned
 by node (:mod:`._rows`): node statistics and weights, per-category statistics,
 type-1 quantile points of every (node, feature) pair (or its distinct values,
-``candidates="exact"``), per-bin statistics between candidate thresholds (only
-the non-zero bins travel, §1.5), the client's own gains (AvgImp), and rows
-routed down the kept forest (held-out scores). Counts travel in their smallest
-exact dtype (:func:`._layout.compact`). Pure functions of the fit and the
+``candidates="exact"``), per-bin statistics between candidate thresholds (only the
+non-zero bins travel, docs/fedforest.md, "What travels (protocol v2)"), the client's own
+gains (AvgImp), and rows routed down the kept forest (held-out scores). Counts travel in
+their smallest exact dtype (:func:`._layout.compact`). Pure functions of the fit and the
 request; :mod:`._handlers` assembles them into replies.
 """
 

@@ -1,6 +1,6 @@
 """Candidate thresholds from sketches: the server's pooled ones, a lone client's own.
 
-The server turns a level's sketches into candidates (README, FedForest): the
+The server turns a level's sketches into candidates (docs/fedforest.md): the
 pooled quantile mixture inverted at levels l/q (``"quantile"``), or
 scikit-learn's midpoints of the pooled distinct values
 (``"exact"``). Where a node's rows all lie on one client, the pooled sketch *is*
@@ -20,7 +20,7 @@ refuses values beyond its range (``|x| > 3.4e38``). Here a gap between two
 values beyond it is never small (:func:`fedtrees.stats.exact_candidates`), so
 such a column is split at the midpoints as any other; float32-representable
 data gets scikit-learn's candidates unchanged. Values closer than 1e-7 (data
-scaled that small, subnormals) stay unsplit, as in scikit-learn (README);
+scaled that small, subnormals) stay unsplit, as in scikit-learn (docs/fedforest.md);
 ``candidates="hist"`` splits any finite scale.
 """
 

@@ -321,7 +321,7 @@ def _targets(
 def bootstrap_weights(
     forest: ForestState, data: ClientData, n: int, held_out: BoolArray
 ) -> FloatArray:
-    """Client-stratified bootstrap counts (x sample weights), per tree (§1.2)."""
+    """Client-stratified bootstrap counts (x weights) per tree (docs/fedforest.md)."""
     trees = forest.participation.shape[0]
     base = np.where(held_out, 0.0, 1.0)
     if data.weights is not None:

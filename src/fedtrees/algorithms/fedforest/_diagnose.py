@@ -1,4 +1,4 @@
-"""Heterogeneity diagnostics (README, FedForest, paper App. D.3).
+"""Heterogeneity diagnostics (docs/fedforest.md, paper App. D.3).
 
 - **Covariate shift**: a small federated forest learns to predict the *client* from
   X (each client's statistics are just its own counts); a large root gain or a

@@ -1,4 +1,4 @@
-"""``FedForestClassifier`` and ``FedForestRegressor`` (README, FedForest).
+"""``FedForestClassifier`` and ``FedForestRegressor`` (docs/fedforest.md).
 
 Federated CART and random forests that reproduce centralized splits from pooled
 sufficient statistics. A single federated CART is ``n_estimators=1,
@@ -103,11 +103,11 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         """Return the forest as a fitted scikit-learn ``RandomForest*``.
 
         A ``RandomForestClassifier`` (``Regressor``), whatever the number of
-        trees, with the same predictions on the same X (NaN rows included),
-        but for float32 rounding: scikit-learn sends a row left exactly when
-        ``float32(x) <= float32(threshold)``. So SHAP's ``TreeExplainer``,
-        skl2onnx and treelite read it (README, "Export to scikit-learn, SHAP,
-        ONNX, treelite"). Mapping rules: :mod:`fedtrees.tree._to_sklearn`.
+        trees, with the same predictions on the same X (NaN rows included), but for
+        float32 rounding: scikit-learn sends a row left exactly when ``float32(x) <=
+        float32(threshold)``. So SHAP's ``TreeExplainer``, skl2onnx and treelite read it
+        (docs/fedforest.md, "Export to scikit-learn, SHAP, ONNX, treelite"). Mapping
+        rules: :mod:`fedtrees.tree._to_sklearn`.
 
         Raises
         ------
@@ -136,7 +136,7 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
 
 
 class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
-    """Federated random forest classifier (FedForest, README).
+    """Federated random forest classifier (FedForest, docs/fedforest.md).
 
     Parameters
     ----------
@@ -149,7 +149,7 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
     max_features : {"sqrt", "log2"}, int, float or None, default "sqrt"
         Features drawn by the server for every node (keyed by tree and node).
     bootstrap : bool, default True
-        Client-stratified bootstrap (§1.2): each client draws its own rows.
+        Client-stratified bootstrap (docs/fedforest.md): each client draws its own rows.
     criterion : {"gini", "entropy"}, default "gini"
     candidates : {"hist", "quantile", "exact", "uniform"}, default "hist"
         Where thresholds may fall. ``"hist"`` (the histogram engine, as
@@ -182,7 +182,7 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
         numeric column is declared the grid round is skipped.
     gain : {"exact", "avgimp", "auto"}, default "exact"
         Exact pooled gain; AvgImp (averaged local gains, for near-i.i.d. clients:
-        it fails under covariate shift, §1.3; sketch modes only, not
+        it fails under covariate shift, docs/fedforest.md; sketch modes only, not
         ``"hist"``); "auto" chooses with
         :func:`fedtrees.algorithms.fedforest.diagnose` (with ``"hist"``: exact,
         no diagnosis).
@@ -325,7 +325,7 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
 
 
 class FedForestRegressor(RegressorMixin, _FedForest):  # type: ignore[misc]
-    """Federated random forest regressor (FedForest, README).
+    """Federated random forest regressor (FedForest, docs/fedforest.md).
 
     Parameters are those of :class:`FedForestClassifier`, except
     ``criterion="squared_error"`` and ``max_features=1.0`` (scikit-learn's

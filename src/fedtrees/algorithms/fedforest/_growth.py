@@ -2,7 +2,7 @@
 
 Nodes of all trees live in flat arrays with global ids (roots are 0..B-1); each
 level appends the children of the nodes it splits, so children always follow
-their parent. Stopping follows scikit-learn (README, FedForest): a node is a leaf
+their parent. Stopping follows scikit-learn (docs/fedforest.md): a node is a leaf
 at ``max_depth``, below ``min_samples_split`` or ``2 * min_samples_leaf`` rows,
 when pure (impurity <= machine epsilon), without an admissible split, or when its
 weighted improvement ``n_t/N * Δ`` is below ``min_impurity_decrease``. Counts are
@@ -119,7 +119,7 @@ class ForestGrowth:
 
     # -- who takes part, what each node considers --------------------------------
     def _participation(self, trees: int) -> np.ndarray:
-        """Client subsampling per tree (``client_fraction``, §1.2), keyed by tree."""
+        """Client subsampling per tree (``client_fraction``; docs/fedforest.md)."""
         k = self.clients.shape[0]
         chosen = np.ones((trees, k), dtype=bool)
         if self.config.client_fraction < 1.0:

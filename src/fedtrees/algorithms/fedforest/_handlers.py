@@ -183,7 +183,7 @@ def top_k(
 def score(
     request: ScoreRequest, fit: ClientFit, forest: ForestState, state: ClientState
 ) -> ScoreReply:
-    """Score the forest on this client's held-out rows (diagnostics, §1.4)."""
+    """Score the forest on this client's held-out rows (docs/fedforest.md)."""
     _check_node_values(request, forest)
     held = np.flatnonzero(fit.held_out)
     trees = forest.participation.shape[0]

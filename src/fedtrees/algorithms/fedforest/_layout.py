@@ -1,8 +1,7 @@
 """How a level's arrays lie on the wire: each layout's encoding beside its decoding.
 
-Pure functions of arrays (no strategy state), shared by the server steps, the
-payload checks and the client (README, FedForest; README, "Per-run client
-state"):
+Pure functions of arrays (no strategy state), shared by the server steps, the payload
+checks and the client (docs/fedforest.md; docs/runtime.md, "Per-run client state"):
 
 - **dtypes** — :func:`compact` (counts in the smallest exact dtype) and
   :func:`compact_ints` (node ids, features);

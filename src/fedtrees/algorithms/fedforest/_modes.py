@@ -1,6 +1,6 @@
 """Candidate modes: how each ``candidates=`` value finds the thresholds of a level.
 
-README, FedForest, "Candidate thresholds". Each mode is a
+docs/fedforest.md, "The estimator". Each mode is a
 :class:`._steps.CandidateMode`: the phases it runs once before the first level,
 the phase that starts every level, and its steps.
 

@@ -1,4 +1,4 @@
-"""FedForest messages, protocol v2 (README, FedForest).
+"""FedForest messages, protocol v2 (docs/fedforest.md).
 
 per-run client state, :mod:`fedtrees.federation._state`, applied to FedForest.
 A client keeps the forest it has been told in its per-run state, so a request
@@ -10,7 +10,8 @@ full form (``full=True``: the fit's settings for that client and every split so
 far). The requests of a level are the same for every client and encoded once.
 
 Replies are lean and lossless, and their size follows the node sizes, not the
-client's row count (§1.5): a sketch holds ``min(q, rows) + 1`` points per pair
+client's row count (docs/fedforest.md, "What travels (protocol v2)"): a sketch
+holds ``min(q, rows) + 1`` points per pair
 (ragged: ``n_points`` says how many), per-bin statistics travel as the non-zero
 bins only (``bin_index`` into the level's ragged bin layout), categorical
 statistics only for categorical pairs, and counts in the smallest dtype that

@@ -1,4 +1,4 @@
-"""Scoring a level's candidates from pooled statistics (README, FedForest).
+"""Scoring a level's candidates from pooled statistics (docs/fedforest.md).
 
 The split search itself is :mod:`fedtrees.stats._splits` (numeric bins by
 cumulative sums, Fisher groupings, the weighted average of AvgImp); this module
@@ -8,7 +8,7 @@ gathers, for one level of the forest, what FedForest adds to it:
   both scored on pooled statistics (exact, whatever the gain rule);
 - :func:`averaged_gains` — AvgImp: the count-weighted average of the clients'
   own gains of every shared candidate (``gain="avgimp"``; it can miss the
-  pooled best split under covariate shift, §1.3);
+  pooled best split under covariate shift, docs/fedforest.md);
 - :func:`node_weights` — a node's weight from its statistics.
 
 Which candidate wins, and whether the node splits, is :meth:`._growth.

@@ -1,4 +1,4 @@
-"""The rounds of a level whose candidates come from sketches (README, FedForest).
+"""The rounds of a level whose candidates come from sketches (docs/fedforest.md).
 
 Per depth level, for every open node of every tree at once:
 
@@ -64,7 +64,7 @@ __all__ = ["EvaluateStep", "FoldedStep", "SketchStep", "TopKStep"]
 
 
 class TopKStep:
-    """AvgImp's shortlist: each client's k best features by its own gain (§1.1)."""
+    """AvgImp's shortlist: each client's k best features (docs/fedforest.md)."""
 
     def __init__(self, mode: SketchMode, config: ForestConfig) -> None:
         self.mode, self.config = mode, config

@@ -7,7 +7,7 @@ totals for the cross-round checks (:class:`._consistency.NodeTotals`), the
 clients still active, what each was asked in the current round and the bins'
 layout it was sent, and what a level's first round leaves for its next
 (:class:`Pending`). The steps (:mod:`._steps`) read and fold into it; its
-methods are the pooling every level shares (README, FedForest: client
+methods are the pooling every level shares (docs/fedforest.md: client
 statistics are summed, never averaged) and the level's end: split, then the
 next level, the leaves' statistics, the score, or done.
 """
@@ -148,7 +148,7 @@ class LevelState:
             for k, r in enumerate(rows)
         )
 
-    # -- pooling (§1.1: client statistics add up to the pooled ones) ---------------
+    # -- pooling (client statistics add up to the pooled ones; docs/fedforest.md) ----
     def pool_level(self, replies: Replies) -> IntArray:
         """Sum the open nodes' statistics, learn where clients have rows.
 

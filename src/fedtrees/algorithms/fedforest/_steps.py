@@ -8,7 +8,7 @@ per ``candidates=`` value) owns the steps of a level; the strategy
 (:mod:`._strategy`) only moves from step to step. Two steps are the same for
 every mode and live here: the leaf statistics that AvgImp's last children lack
 (:class:`LeafStatsStep`) and the held-out score of the diagnostics
-(:class:`ScoreStep`, README, FedForest).
+(:class:`ScoreStep`, docs/fedforest.md).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class Step(Protocol):
 
 
 class CandidateMode(Protocol):
-    """How candidate thresholds are found (one per ``candidates=``; README, FedForest).
+    """How candidate thresholds are found (one per ``candidates=``; docs/fedforest.md).
 
     ``setup``: the phases run once before the first level (a mode that needs
     none has ``()``); ``first``: the phase that starts every level.
@@ -192,7 +192,7 @@ class LeafStatsStep:
 
 
 class ScoreStep:
-    """Score the finished forest on the clients' held-out rows (§1.4)."""
+    """Score the finished forest on the clients' held-out rows (docs/fedforest.md)."""
 
     def ask(self, state: LevelState) -> Ask:
         """Send every node's value; no node is asked about."""

@@ -1,7 +1,7 @@
-"""The FedForest server strategy: level-wise batched growth of all trees (§1.2).
+"""The FedForest server strategy: all trees grown level by level (docs/fedforest.md).
 
 All trees grow together, one depth level at a time, from sufficient statistics
-pooled over the clients (README, FedForest). Each round is one
+pooled over the clients (docs/fedforest.md). Each round is one
 :class:`._steps.Phase`, answered by one step of the fit's candidate mode
 (:mod:`._modes`, one per ``candidates=``):
 

@@ -1,4 +1,4 @@
-"""``candidates="uniform"``: the Federated Histogram baseline (README, FedForest).
+"""``candidates="uniform"``: the Federated Histogram baseline (docs/fedforest.md).
 
 Kalloori & Klingler (2022) use ``q - 1`` equally spaced thresholds of each
 feature's global range at every node. Each level takes one round
@@ -12,14 +12,13 @@ exact minimum and maximum — for a one-row client its whole row, and through th
 spaced thresholds, which every client receives in the model, the extreme values
 of some client. Here the range is the extent of the *pooled grid* instead: the
 same once-per-fit round as ``candidates="hist"`` (:class:`._hist_mode.GridAgreement`,
-:class:`UniformGridStep`; each client summarises its numeric columns, or
-nothing where ``bin_edges`` are declared), and the ``q - 1`` thresholds are
-spaced evenly from the grid's first edge to its last (:func:`spaced_thresholds`):
-pooled quantiles ``1/max_bins`` and ``1 - 1/max_bins`` (or, on an exact grid,
-the midpoints next to the pooled extremes), never one client's extreme value.
-The mode therefore reveals what ``"hist"`` reveals (README, "Security and
-privacy model"), no more than the quantile path's sketches of the root, and
-nothing at all with declared ``bin_edges``.
+:class:`UniformGridStep`; each client summarises its numeric columns, or nothing where
+``bin_edges`` are declared), and the ``q - 1`` thresholds are spaced evenly from the
+grid's first edge to its last (:func:`spaced_thresholds`): pooled quantiles
+``1/max_bins`` and ``1 - 1/max_bins`` (or, on an exact grid, the midpoints next to the
+pooled extremes), never one client's extreme value. The mode therefore reveals what
+``"hist"`` reveals (docs/security.md), no more than the quantile path's sketches of the
+root, and nothing at all with declared ``bin_edges``.
 """
 
 from __future__ import annotations

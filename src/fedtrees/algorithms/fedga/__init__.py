@@ -1,4 +1,4 @@
-"""FedGA-Tree's federation-independent pieces (README, FedGA-Tree; paper 000).
+"""FedGA-Tree's federation-independent pieces (docs/fedga.md; paper 000).
 
 Personalized trees evolved by a federated genetic algorithm (Algorithm 1 of
 the paper): the structure encoding (:mod:`._encoding`, Sec. III-A), the genetic

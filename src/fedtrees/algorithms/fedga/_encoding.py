@@ -1,4 +1,4 @@
-"""FedGA-Tree's structure encoding (README, FedGA-Tree, paper Sec. III-A, Fig. 2).
+"""FedGA-Tree's structure encoding (docs/fedga.md, paper Sec. III-A, Fig. 2).
 
 A *structure* is an int64 string of length ``2**d - 1`` (``d`` the depth): the
 pre-order (depth-first, left before right) layout of the full binary tree with
@@ -187,7 +187,7 @@ class DecodedStructure:
 
 
 def decode(structure: npt.ArrayLike, depth: int) -> DecodedStructure:
-    """Decode a structure into its connected tree (README, FedGA-Tree, Encoding).
+    """Decode a structure into its connected tree (docs/fedga.md, Encoding).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""FedGAClassifier / FedGARegressor: personal trees evolved by a federated GA (§4)."""
+"""FedGAClassifier / FedGARegressor: personal trees evolved by a GA (docs/fedga.md)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ __all__ = ["FedGAClassifier", "FedGARegressor"]
 class _FedGA(FederatedEstimator):
     """FedGA-Tree: personal trees evolved by a federated genetic algorithm.
 
-    README, FedGA-Tree (paper 000, Algorithm 1). Every client proposes a depth by
+    docs/fedga.md (paper 000, Algorithm 1). Every client proposes a depth by
     K-fold CV and releases its size with Laplace noise (ε); the server takes
     the median depth; clients send their local CART structures (features only,
     no thresholds); a population of structures then evolves for
@@ -355,7 +355,7 @@ class _FedGA(FederatedEstimator):
 
 
 class FedGAClassifier(ClassifierMixin, _FedGA, BaseEstimator):  # type: ignore[misc]
-    """FedGA-Tree classification (README, FedGA-Tree): macro-F1 fitness, P = 20.
+    """FedGA-Tree classification (docs/fedga.md): macro-F1 fitness, P = 20.
 
     See :class:`_FedGA` for the parameters. ``predict(X, client=k)`` uses client
     k's personal tree (one id, or one per row).
@@ -397,7 +397,7 @@ class FedGAClassifier(ClassifierMixin, _FedGA, BaseEstimator):  # type: ignore[m
 
 
 class FedGARegressor(RegressorMixin, _FedGA, BaseEstimator):  # type: ignore[misc]
-    """FedGA-Tree regression (README, FedGA-Tree): MSE fitness, P = 40, the votes.
+    """FedGA-Tree regression (docs/fedga.md): MSE fitness, P = 40, the votes.
 
     See :class:`_FedGA` for the parameters; the clients also vote on the train
     ratio (Eq. 1) and on elitism (Eq. 2).

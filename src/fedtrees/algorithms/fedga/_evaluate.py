@@ -1,4 +1,4 @@
-"""A client's *Evaluate* of FedGA structures (README, FedGA-Tree; paper Sec. III-B).
+"""A client's *Evaluate* of FedGA structures (docs/fedga.md; paper Sec. III-B).
 
 Decode the structure; route the training rows top-down; at every decision node
 choose the CART threshold on the node's fixed feature (Gini for

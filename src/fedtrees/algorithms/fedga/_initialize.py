@@ -1,4 +1,4 @@
-"""A client's side of FedGA-Tree's initialization (README, FedGA-Tree; paper 000).
+"""A client's side of FedGA-Tree's initialization (docs/fedga.md; paper 000).
 
 Algorithm 1, steps 6–7, 12 and 15–17, with no federation in sight:
 

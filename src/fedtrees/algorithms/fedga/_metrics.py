@@ -1,4 +1,4 @@
-"""FedGA-Tree's evaluation metrics (README, FedGA-Tree, Metrics; paper Sec. IV).
+"""FedGA-Tree's evaluation metrics (docs/fedga.md, Metrics; paper Sec. IV).
 
 Per client ``i``, Eq. 3 compares the test score of its federated tree with
 that of its local tree::

@@ -1,8 +1,9 @@
-"""FedGA-Tree's messages and client handlers (README, FedGA-Tree).
+"""FedGA-Tree's messages and client handlers (docs/fedga.md).
 
 Algorithm 1 on the round loop. Every handler recomputes what it needs from its
 rows and keyed generators; only the personal tree is kept between rounds, in
-the client's per-run state (README, per-run client state), and that state is a
+the client's per-run state (docs/runtime.md, "Per-run client state"), and that state is
+a
 cache:
 
 1. **init** (steps 5–8): K-fold CV depth ``d^i`` and the noisy size

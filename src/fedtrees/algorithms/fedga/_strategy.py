@@ -1,4 +1,4 @@
-"""FedGA-Tree's server: Algorithm 1 on the round loop (README, FedGA-Tree).
+"""FedGA-Tree's server: Algorithm 1 on the round loop (docs/fedga.md).
 
 Rounds: 1 init (depth votes, noisy sizes), 2 local structures (and regression
 votes), 2 + g for generation g = 1..G, G + 3 final choice (each client fits and

@@ -1,4 +1,4 @@
-"""FedGA-Tree's regression votes (README, FedGA-Tree; paper 000, Eq. 1–2, steps 16–17).
+"""FedGA-Tree's regression votes (docs/fedga.md; paper 000, Eq. 1–2, steps 16–17).
 
 From a client's cross-validation scores ``v[k, j]`` (fold k, depth j; see
 :func:`._initialize.cross_validate_depths`): ``vote_1`` asks for train ratio

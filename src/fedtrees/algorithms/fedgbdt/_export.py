@@ -110,7 +110,7 @@ def to_xgboost(model: Any, *, as_json: bool = False) -> Booster | str:
         import xgboost
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            f"{owner} needs XGBoost: pip install 'fedtrees[export]'"
+            f"{owner} needs XGBoost: pip install '.[export]' in a fedtrees clone"
         ) from exc
     booster = xgboost.Booster()
     booster.load_model(bytearray(text, "utf-8"))

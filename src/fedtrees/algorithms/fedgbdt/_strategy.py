@@ -1,4 +1,4 @@
-"""The FedGBDT server strategy: the histogram engine, boosting (§ FedGBDT docs).
+"""The FedGBDT server strategy: the histogram engine, boosting (docs/fedgbdt.md).
 
 Rounds, after the agreement:
 

@@ -1,4 +1,4 @@
-"""Federated-ID3 (Truex et al. 2019): exact or ε-DP, multiway or binary (§3, §4).
+"""Federated-ID3 (Truex et al. 2019): exact or ε-DP, multiway or binary (docs/icdta.md).
 
 The baseline of ICDTA4FL and the "IBM tree" of FedGA-Tree
 (:class:`FederatedID3Classifier`; the protocol in :mod:`._protocol`).

@@ -1,4 +1,4 @@
-"""FederatedID3Classifier: Truex et al.'s federated ID3, exact or ε-DP (§3, §4)."""
+"""FederatedID3Classifier: Truex et al.'s ID3, exact or ε-DP (docs/icdta.md)."""
 
 from __future__ import annotations
 
@@ -27,15 +27,14 @@ __all__ = ["FederatedID3Classifier"]
 class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """Federated-ID3: a tree grown top-down from clients' counts (Truex et al. 2019).
 
-    The baseline of ICDTA4FL (README, ICDTA4FL) and, with ``binary=True``, the
-    "IBM tree" baseline of FedGA-Tree (§4). Level by level, the server asks every
-    client for the counts of its rows per (value, class) of every feature still
-    available at every open node, sums them and splits; with ``epsilon=None``
-    the tree equals :func:`fedtrees.learners.fit_id3` on the pooled rows. With
-    ``epsilon`` every count gets Laplace noise from its client: ε/d per level,
-    the feature tables of a node sharing it (parallel composition over the
-    level's nodes); see :mod:`fedtrees.algorithms.fedid3._protocol` for the
-    accounting and the Decisions.
+    The baseline of ICDTA4FL (docs/icdta.md) and, with ``binary=True``, the "IBM tree"
+    baseline of FedGA-Tree (docs/fedga.md). Level by level, the server asks every client
+    for the counts of its rows per (value, class) of every feature still available at
+    every open node, sums them and splits; with ``epsilon=None`` the tree equals
+    :func:`fedtrees.learners.fit_id3` on the pooled rows. With ``epsilon`` every count
+    gets Laplace noise from its client: ε/d per level, the feature tables of a node
+    sharing it (parallel composition over the level's nodes); see
+    :mod:`fedtrees.algorithms.fedid3._protocol` for the accounting and the Decisions.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Federated-ID3 messages, client handler and server strategy (§3 baseline, §4).
+"""Federated-ID3 messages, client handler and server strategy (docs/icdta.md).
 
 Truex et al. (2019)'s top-down federated ID3, the baseline of ICDTA4FL (paper
 002) and, made binary, the "IBM tree" of FedGA-Tree (paper 000). The server

@@ -26,7 +26,7 @@ boosting. Step by step:
 On the wire (:mod:`._wire`): the grid round's reply and the grid a client
 keeps for the run, shared by the protocols on the engine.
 
-Decisions (the README's FedForest section says more): no per-node refinement — below the
+Decisions (docs/fedforest.md says more): no per-node refinement — below the
 root a bin may hold more than ``1/max_bins`` of a node's rows, exactly as in
 XGBoost and LightGBM; at most 255 bins (and 255 categories) per feature plus
 the missing code; thresholds are grid edges.

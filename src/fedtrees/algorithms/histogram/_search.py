@@ -3,8 +3,8 @@
 Step 5 of the engine. For each node, the best numeric threshold (with the
 direction of missing values) and the best categorical grouping, each ranked by
 scikit-learn's proxy improvement within its source; the caller compares
-sources by their impurity decrease. Missing values (§ missing values in the
-engine's docstring): for every threshold both directions are scored and the
+sources by their impurity decrease. Missing values (see
+the engine's docstring): for every threshold both directions are scored and the
 better kept (ties: right); a node without missing rows at a feature sends them
 to the larger child.
 """

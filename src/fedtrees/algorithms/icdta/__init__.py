@@ -1,4 +1,4 @@
-"""ICDTA4FL: one global tree aggregated from client trees' rules (README, ICDTA4FL).
+"""ICDTA4FL: one global tree aggregated from client trees' rules (docs/icdta.md).
 
 One round of local trees, one round of cross-scores, the server's rule
 aggregation and global tree, one round handing the tree and rules back

@@ -1,6 +1,6 @@
 """Bitsets over one client tree's rules: the compatibility search of ICDTA4FL.
 
-The Cartesian product of step 4 (README, ICDTA4FL) pairs the rules ``a`` so far
+The Cartesian product of step 4 (docs/icdta.md) pairs the rules ``a`` so far
 (up to ``max_rules`` of them) with the rules ``b`` of one client tree. For every
 feature that ``b`` constrains, a table holds, for each condition an ``a`` rule can
 have there, the packed words (64 rules of ``b`` per uint64) of the ``b`` rules it

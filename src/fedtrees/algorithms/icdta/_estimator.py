@@ -1,4 +1,4 @@
-"""ICDTAClassifier: one interpretable global tree from the clients' rules (§3)."""
+"""ICDTAClassifier: one interpretable tree from the clients' rules (docs/icdta.md)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ METRICS = ("accuracy", "f1_macro")
 class ICDTAClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """ICDTA4FL: a global decision tree aggregated from client trees' rules.
 
-    One-shot federated learning by rule aggregation (README, ICDTA4FL; paper
+    One-shot federated learning by rule aggregation (docs/icdta.md; paper
     002, Algorithm 1). Every client trains a local tree and sends it; every
     client scores the OTHER clients' trees on its rows; the server keeps the
     trees that pass the filter, merges their root-to-leaf rules by Cartesian

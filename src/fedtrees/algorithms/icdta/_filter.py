@@ -1,7 +1,7 @@
 """Step 3 of ICDTA4FL: score every client tree by the others, keep the good ones.
 
 The score of client i's tree is the mean of the scores the OTHER clients gave it
-on their own rows (README, ICDTA4FL, step 3). A filter turns the scores into a
+on their own rows (docs/icdta.md, step 3). A filter turns the scores into a
 threshold; the trees at or above it are kept:
 
 - ``"mean"`` (the paper's default): the mean of all trees' scores;

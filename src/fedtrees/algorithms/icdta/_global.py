@@ -1,4 +1,4 @@
-"""The ICDTA4FL global tree, grown from the aggregated rules (README, ICDTA4FL step 5).
+"""The ICDTA4FL global tree, grown from the aggregated rules (docs/icdta.md step 5).
 
 The root holds every rule. A node is split on the feature with the highest
 information gain computed over RULES: the entropy (bits) of the multiset of the
@@ -98,7 +98,7 @@ def build_global_tree(
     categories: Sequence[Sequence[str] | None] | None = None,
     gain: Gain = "quinlan",
 ) -> Tree:
-    """Grow the global tree of ICDTA4FL from an aggregated rule set (§3 step 5).
+    """Grow the global tree of ICDTA4FL from an aggregated rule set (docs/icdta.md, 5).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""ICDTA4FL's messages and client handlers (README, ICDTA4FL; server: ``_strategy``).
+"""ICDTA4FL's messages and client handlers (docs/icdta.md; server: ``_strategy``).
 
 Algorithm 1 of the paper (002) on the round loop, after the agreement:
 

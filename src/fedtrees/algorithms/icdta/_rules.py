@@ -1,4 +1,4 @@
-"""ICDTA4FL: the Cartesian-product aggregation of rule sets (README, ICDTA4FL step 4).
+"""ICDTA4FL: the Cartesian-product aggregation of rule sets (docs/icdta.md step 4).
 
 The rule sets of the kept trees are folded tree after tree (:func:`aggregate`):
 every pair of compatible rules becomes ``(r1 ∧ r2, ŷ1 + ŷ2)``, incompatible pairs
@@ -86,7 +86,7 @@ def merge_rules(
     max_rules: int = 100_000,
     step: str = "",
 ) -> RuleSet:
-    """Merge every compatible pair of ``a × b``, then de-duplicate (§3 step 4).
+    """Merge every compatible pair of ``a × b``, then de-duplicate (docs/icdta.md, 4).
 
     Parameters
     ----------
@@ -130,7 +130,7 @@ def aggregate(
     max_rules: int = 100_000,
     names: Sequence[str] | None = None,
 ) -> RuleSet:
-    """Fold the rule sets left to right by Cartesian product (§3 step 4).
+    """Fold the rule sets left to right by Cartesian product (docs/icdta.md step 4).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""ICDTA4FL rule sets: the rules of client trees as arrays (README, ICDTA4FL).
+"""ICDTA4FL rule sets: the rules of client trees as arrays (docs/icdta.md).
 
 Step 3 turns every kept client tree into rules, one per leaf: the conjunction of
 the conditions on its root-to-leaf path and the leaf's class-probability vector ŷ
@@ -176,7 +176,7 @@ class RuleSet:
 
     @classmethod
     def from_tree(cls, tree: Tree, base: Base) -> RuleSet:
-        """Return one rule per leaf of ``tree`` (README, ICDTA4FL step 3).
+        """Return one rule per leaf of ``tree`` (docs/icdta.md step 3).
 
         ŷ is the leaf's class distribution; rules come in ``Tree.rules()`` order.
         ``base="id3"`` accepts multiway splits only (every condition ``x_f in
@@ -216,7 +216,7 @@ class RuleSet:
         return cls(base, none.astype(np.int64), low, high, proba, tree.n_features)
 
     def deduplicated(self) -> RuleSet:
-        """Merge identical conjunctions, summing their ŷ (§3 step 4).
+        """Merge identical conjunctions, summing their ŷ (docs/icdta.md step 4).
 
         The result keeps the order of first appearance.
         """

@@ -1,4 +1,4 @@
-"""The ICDTA4FL server strategy (README, ICDTA4FL; messages in :mod:`._protocol`).
+"""The ICDTA4FL server strategy (docs/icdta.md; messages in :mod:`._protocol`).
 
 Phases after the agreement: ``sketch`` (ID3 with undeclared numeric columns),
 ``fit`` (client trees up), ``evaluate`` (all trees down, the others' scores up),

@@ -1,4 +1,4 @@
-"""Local baselines: local ensembling and local learning (README, FedForest).
+"""Local baselines: local ensembling and local learning (docs/fedforest.md).
 
 Both run one round in which every client fits a scikit-learn random forest on its
 own rows and sends the trees: :class:`LocalEnsembleClassifier` pools them,

@@ -1,4 +1,4 @@
-"""Local baselines: pooled local forests and per-client local models (§1.6).
+"""Local baselines: pooled local forests, per-client local models (docs/fedforest.md).
 
 ``LocalEnsemble*`` (Hauschild et al. 2022): every client trains a random forest
 on its own rows and sends its trees once; the server's forest is the union, each

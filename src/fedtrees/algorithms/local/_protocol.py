@@ -1,6 +1,6 @@
 """One round of local forests: each client fits its own forest and sends the trees.
 
-The protocol behind both local baselines (README, FedForest): the server sends
+The protocol behind both local baselines (docs/fedforest.md): the server sends
 the forest parameters; every client fits a scikit-learn random forest on its own
 rows (:func:`fedtrees.learners.fit_local_forest`) and replies with the packed trees
 and its total sample weight. The server checks every packed tree before keeping

@@ -1,4 +1,4 @@
-"""One-shot synthetic data from client trees (README, synthetic data, paper 003).
+"""One-shot synthetic data from client trees (docs/synthetic.md, paper 003).
 
 One round of client trees; the server generates rows from their sub-paths,
 labels them by the trees' majority vote, flips some, and trains the global tree

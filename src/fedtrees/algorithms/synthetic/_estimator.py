@@ -36,7 +36,7 @@ FILLS = ("outside", "uniform")
 class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """One-shot federated learning: a global tree fitted to rows made from client trees.
 
-    README, synthetic data (paper 003, Algorithm 1). One round: every client fits a
+    docs/synthetic.md (paper 003, Algorithm 1). One round: every client fits a
     CART with the entropy criterion (depth ``client_max_depth``) on its one-hot
     encoded rows and sends it — the only thing a client ever sends. The server
     then makes ``samples_per_path`` rows from every sub-path ending at a leaf

@@ -1,4 +1,4 @@
-"""Algorithm 1 of paper 003: synthetic rows from client trees (README, synthetic data).
+"""Algorithm 1 of paper 003: synthetic rows from client trees (docs/synthetic.md).
 
 For every client tree, every root-to-leaf path of length L and every i = 1..L,
 the *sub-path* of the path's last i conditions yields ``m`` rows:

@@ -1,8 +1,8 @@
 """fedtrees on Flower: the transport, the apps, the site worker and deployment helpers.
 
-This is the only package that imports ``flwr`` (``pip install 'fedtrees[flower]'``).
-The names below load on first use (PEP 562): the ClientApp process Flower starts
-for every message imports only the ClientApp (README, Flower).
+This is the only package that imports ``flwr`` (in a fedtrees clone: ``pip install
+'.[flower]'``). The names below load on first use (PEP 562): the ClientApp process
+Flower starts for every message imports only the ClientApp (docs/flower.md).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ try:
     import flwr  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "fedtrees.federation.flower needs Flower: pip install 'fedtrees[flower]'"
+        "fedtrees.federation.flower needs Flower: "
+        "pip install '.[flower]' in a fedtrees clone"
     ) from exc
 
 from fedtrees._lazy import lazy_names

@@ -1,6 +1,6 @@
 """The ServerApp that runs fedtrees jobs, and the run config it reads.
 
-The app is a thin adapter (README, Flower): all protocol logic stays in the
+The app is a thin adapter (docs/flower.md): all protocol logic stays in the
 runtime. The ServerApp builds a :class:`Federation` over a
 :class:`FlowerTransport`, runs the job named in the run config, and writes the
 result document (JSON) and the ledger (CSV) where the operator says — the

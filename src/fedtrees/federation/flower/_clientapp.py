@@ -1,6 +1,6 @@
 """The ClientApp: a Flower process per message, kept to Flower and a socket.
 
-Flower starts a ClientApp process for every message (README, Flower). This
+Flower starts a ClientApp process for every message (docs/flower.md). This
 module is all that process imports of fedtrees: it answers the hello with the
 node config's ``client-id`` and hands every request to the site's worker
 (:mod:`fedtrees.federation.flower._wire`), whose socket the node config's
@@ -124,7 +124,7 @@ def _by_worker(site: SiteMessage) -> SiteAnswer | None:
 
 @dataclass
 class Stopwatch:
-    """Where one message's seconds went at the site, for its log (README, Flower).
+    """Where one message's seconds went at the site, for its log (docs/flower.md).
 
     ``cpu_before`` is the CPU time the ClientApp process spent before the message
     reached fedtrees (starting Python, Flower's set-up, importing the app).

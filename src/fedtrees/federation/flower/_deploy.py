@@ -2,7 +2,7 @@
 
 Flower 1.41 and 1.42.
 
-Everything follows the README's Flower section: one SuperLink port for
+Everything follows docs/flower.md: one SuperLink port for
 Fleet, Control and ServerApp APIs; ``--disable-runtime-dependency-installation``
 (fedtrees is installed on every host); a distinct ``--port`` per SuperNode on one host
 (a free one is picked when none is given); ``client-id`` and ``data-path`` in each
@@ -80,7 +80,7 @@ def flower_env(flwr_home: str | Path | None = None) -> dict[str, str]:
     :data:`TASK_POLL_INTERVAL` s (Flower's default: 1 s, half a second of every
     round on average; an environment's own ``FLWR_SUPEREXEC_TASK_POLL_INTERVAL``
     is kept). The look is a local request to the node's own runtime API, not to
-    the SuperLink (README, Flower: where a round's seconds go).
+    the SuperLink (docs/flower.md: where a round's seconds go).
     """
     env = dict(os.environ, FLWR_TELEMETRY_ENABLED="0", FLWR_DISABLE_UPDATE_CHECK="1")
     env.setdefault("FLWR_SUPEREXEC_TASK_POLL_INTERVAL", str(TASK_POLL_INTERVAL))

@@ -1,6 +1,6 @@
 """The per-run client state on Flower: kept payloads, as bytes in ``context.state``.
 
-A new ClientApp process answers every message (README, Flower), so a
+A new ClientApp process answers every message (docs/flower.md), so a
 :class:`~fedtrees.federation.ClientState` is rebuilt for each one: its kept
 payloads are decoded from what the SuperNode keeps in ``context.state`` (key ->
 encoded payload) before the request is served, and encoded back after it; its

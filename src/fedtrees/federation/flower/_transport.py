@@ -3,7 +3,7 @@
 Flower 1.41 and 1.42.
 
 Encoded fedtrees messages travel as one ``uint8`` array in a ``query.fedtrees``
-message. Following the README's Flower section:
+message. Following docs/flower.md:
 
 - our own push/pull loop with a short poll, not ``Grid.send_and_receive`` (which
   sleeps 3 s between pulls);
@@ -53,7 +53,7 @@ class FlowerTransport:
     registration_timeout : float
         Seconds to wait for them.
     poll_interval : float
-        Seconds between pulls (README, Flower: 10–50 ms).
+        Seconds between pulls (docs/flower.md: 10–50 ms).
     """
 
     def __init__(
@@ -154,7 +154,7 @@ class FlowerTransport:
         )
         position = {message_id: i for i, message_id in enumerate(ids) if message_id}
         for i, message_id in enumerate(ids):
-            if not message_id:  # README, Flower: unknown or unregistered node
+            if not message_id:  # docs/flower.md: unknown or unregistered node
                 out[i] = (
                     "push_messages returned no id: node unknown or unregistered",
                     0.0,

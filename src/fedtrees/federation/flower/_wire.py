@@ -5,7 +5,7 @@ ClientApp as one ``uint8`` array of a Flower ``RecordDict`` (:func:`pack`,
 :func:`unpack`); content that is not such an array is :class:`MalformedContent`,
 whatever it holds (the transport makes it that client's failure).
 
-Flower starts a ClientApp process for every message (README, Flower). **Decision:**
+Flower starts a ClientApp process for every message (docs/flower.md). **Decision:**
 a SuperNode started by ``fedtrees flower supernode`` has a *site worker* beside it:
 one long-lived process of the site that keeps fedtrees, its compiled kernels and
 the job's handlers loaded, and serves every message the ClientApp hands it

@@ -11,7 +11,7 @@ the system closes that end when the SuperNode exits, however it exits.
 
 The worker changes where a message is served, not what the reply is: the
 ClientApp sends it the same request, configs and kept state it would serve
-itself (README, Flower).
+itself (docs/flower.md).
 """
 
 from __future__ import annotations
