@@ -12,7 +12,7 @@ import dataclasses
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
 
 import typer
 from rich.console import Console
@@ -64,6 +64,31 @@ def load_config(cls: type[C], base: C, path: Path | None) -> C:
     return dataclasses.replace(base, **values)  # type: ignore[type-var]
 
 
+API_TO_FLAGS: Final = (
+    ("pass path=... or set", "pass --data or set"),
+    ("as path=...", "with --data"),
+    ("path=...", "--data"),
+)
+"""Python-API wording in the library's messages, and the flags that replace it."""
+
+
+def cli_words(message: str) -> str:
+    """Return a library message in command-line words (flags, not keywords).
+
+    Examples
+    --------
+    >>> cli_words("No FedGA data folder: pass path=... or set FEDTREES_FEDGA.")
+    'No FedGA data folder: pass --data or set FEDTREES_FEDGA.'
+    """
+    for api, flag in API_TO_FLAGS:
+        message = message.replace(api, flag)
+    return message
+
+
+def _in_cli_words(value: object) -> object:
+    return cli_words(value) if isinstance(value, str) else value
+
+
 def _run(
     title: str,
     runner: Callable[[Any, Callable[[str], None]], Report],
@@ -76,11 +101,11 @@ def _run(
         with progress_bar(title, total) as advance:
             report = runner(config, advance)
     except FedTreesError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+        raise typer.BadParameter(cli_words(str(exc))) from exc
     for name, table in report.tables.items():
-        print_table(console, table, name)
+        print_table(console, table.map(_in_cli_words), name)
     for note in report.notes:
-        console.print(f"- {note}")
+        console.print(f"- {cli_words(note)}")
     from fedtrees.experiments import write_report
 
     files = write_report(report, out)
@@ -163,7 +188,15 @@ def _dpforest(
 
 @experiment_app.command("dpforest-hugadb")
 def dpforest_hugadb(
-    data: Annotated[Path, typer.Option(help="The HuGaDB folder.")],
+    data: Annotated[
+        Path,
+        typer.Option(
+            envvar="FEDTREES_HUGADB",
+            exists=True,
+            file_okay=False,
+            help="The HuGaDB folder (default: $FEDTREES_HUGADB).",
+        ),
+    ],
     quick: Quick = False,
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path(
         "results/dpforest-hugadb"
@@ -263,7 +296,12 @@ def fedga_command(
     config: ConfigFile = None,
     data: Annotated[
         Path | None,
-        typer.Option(help="The FedGA data folder (default: $FEDTREES_FEDGA)."),
+        typer.Option(
+            envvar="FEDTREES_FEDGA",
+            exists=True,
+            file_okay=False,
+            help="The FedGA data folder (default: $FEDTREES_FEDGA).",
+        ),
     ] = None,
     splits: Annotated[int | None, typer.Option(min=1, help="Random splits.")] = None,
 ) -> None:

@@ -198,14 +198,14 @@ def supernode(
 ) -> None:
     """Start this site's SuperNode (replaces this process).
 
-    **Decision**: without ``--port`` the SuperNode's local ClientAppIO port is a
-    free one picked at start (Flower's fixed default, 9094, would make a second
-    SuperNode on the same host fail with 'address already in use').
-    **Decision**: a site worker serves the SuperNode's messages unless
-    ``--no-site-worker`` (:mod:`fedtrees.cli.site_worker`): Flower starts a
-    ClientApp process per message, and loading fedtrees in each one costs more
-    than the work of a round.
+    Without --port the SuperNode's local ClientAppIO port is a free one picked
+    at start, so several SuperNodes can share a host. A site worker serves the
+    SuperNode's messages unless --no-site-worker is given.
     """
+    # Why: Flower's fixed ClientAppIO default, 9094, would make a second SuperNode
+    # on the same host fail with 'address already in use'. Flower starts a
+    # ClientApp process per message, and loading fedtrees in each one costs more
+    # than the work of a round, hence the site worker (fedtrees.cli.site_worker).
     _tls(ca, insecure, "--ca")
     flower = _flower()
     try:
