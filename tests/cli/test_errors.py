@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fedtrees.cli import app
-from fedtrees.cli._experiment import cli_words
+from fedtrees.cli._typer import cli_words
 from fedtrees.datasets._fedga import fedga_folder
 from fedtrees.datasets._hugadb import load_hugadb
 from fedtrees.exceptions import DataNotFoundError
@@ -52,3 +52,27 @@ def test_loader_messages_reach_the_command_line_as_flags(
             load()
         messages.append(cli_words(str(caught.value)))
     assert all("--data" in m and "path=" not in m for m in messages), messages
+
+
+def test_flower_errors_name_flags_not_the_python_api(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import os
+
+    pytest.importorskip("flwr")
+    monkeypatch.setattr(os, "execvpe", lambda *_: None)  # never start Flower
+    base = ["flower", "supernode", "--superlink", "h:1", "--data", str(tmp_path)]
+    out = CliRunner().invoke(app, [*base, "--client-id", "", "--insecure"])
+    assert out.exit_code == 2, out.output
+    assert "--client-id" in out.output
+    assert "supernode_command" not in out.output
+    assert "'client_id'" not in out.output
+    key = tmp_path / "site.key"
+    key.write_text("")
+    out = CliRunner().invoke(
+        app, [*base, "--client-id", "a", "--insecure", "--auth-key", str(key)]
+    )
+    assert out.exit_code == 2, out.output
+    assert "--auth-key" in out.output
+    assert "--insecure" in out.output
+    assert "insecure=True" not in out.output

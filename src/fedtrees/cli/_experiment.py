@@ -12,13 +12,13 @@ import dataclasses
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
 from fedtrees.cli._render import print_table, progress_bar
-from fedtrees.cli._typer import App
+from fedtrees.cli._typer import App, cli_words
 from fedtrees.exceptions import FedTreesError
 
 if TYPE_CHECKING:
@@ -62,27 +62,6 @@ def load_config(cls: type[C], base: C, path: Path | None) -> C:
         )
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
     return dataclasses.replace(base, **values)  # type: ignore[type-var]
-
-
-API_TO_FLAGS: Final = (
-    ("pass path=... or set", "pass --data or set"),
-    ("as path=...", "with --data"),
-    ("path=...", "--data"),
-)
-"""Python-API wording in the library's messages, and the flags that replace it."""
-
-
-def cli_words(message: str) -> str:
-    """Return a library message in command-line words (flags, not keywords).
-
-    Examples
-    --------
-    >>> cli_words("No FedGA data folder: pass path=... or set FEDTREES_FEDGA.")
-    'No FedGA data folder: pass --data or set FEDTREES_FEDGA.'
-    """
-    for api, flag in API_TO_FLAGS:
-        message = message.replace(api, flag)
-    return message
 
 
 def _in_cli_words(value: object) -> object:
