@@ -195,7 +195,7 @@ def progress_bar(
 
 TIME_WIDTH: Final = 7
 """Cells of a time field, "0:00:12" or "-:--:--": never cut short."""
-BAR_WIDTH: Final = 16
+BAR_WIDTH: Final = 10
 """Cells of the bar itself: narrow, so that the time fields fit 80 columns."""
 
 
@@ -211,7 +211,7 @@ def bar_columns(description: str, total: int, width: int) -> list[ProgressColumn
     ['BarColumn', 'MofNCompleteColumn', 'TimeElapsedColumn', 'TimeRemainingColumn']
     """
     count = 2 * len(str(total)) + 1
-    name = min(cell_len(description), max(8, width // 4))
+    name = min(cell_len(description), max(8, width // 3))
     fixed = name + BAR_WIDTH + count + 2 * TIME_WIDTH + 5  # five gaps of one cell
     label = max(4, width - fixed - 1)
 
