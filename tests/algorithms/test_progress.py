@@ -121,3 +121,18 @@ def test_a_compile_during_the_run_is_announced_once() -> None:
     with round_progress("FedForestClassifier", enabled=True, console=console):
         pass  # nothing compiled: nothing said
     assert out.getvalue().count(NOTICE) == 1, out.getvalue()
+
+
+def test_at_80_columns_the_bar_keeps_its_elapsed_time_and_ends_on_done() -> None:
+    console = _console(terminal=True)
+    metrics = {f"metric_{i}": 0.5 for i in range(8)}  # a status far wider than 80
+    with round_progress("FedForestClassifier on heart", True, console) as callbacks:
+        (bar,) = callbacks
+        for r in range(3):
+            bar(RoundEnv(r, "k.v", 2, 2, (), 512, 512, 0.01, metrics, 9))
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", console.file.getvalue())  # type: ignore[attr-defined]
+    last = [f.rstrip() for f in re.split(r"[\r\n]", plain) if f.strip()][-1]
+    assert len(last) <= 80, last
+    assert re.search(r" \d+:\d\d:\d\d$", last), last  # the elapsed time, whole
+    assert " 3/3 " in last, last
+    assert "done, 3 KiB" in last, last

@@ -40,6 +40,18 @@ def test_help_screen_shows_no_bool_metavar(path: tuple[str, ...]) -> None:
     assert "<bool>" not in out.output
 
 
+MARKUP = ("Decision", "``", "**", ":class:", ":mod:", ":func:", ":data:")
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: " ".join(p) or "fedtrees")
+def test_help_at_80_columns_speaks_to_users(path: tuple[str, ...]) -> None:
+    # Help text comes from docstrings: no maintainer notes, no reST markup.
+    out = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
+    assert out.exit_code == 0, out.output
+    assert [m for m in MARKUP if m in out.output] == []
+    assert max(len(line) for line in out.output.splitlines()) <= 80
+
+
 def test_flags_including_help_have_an_empty_metavar() -> None:
     # typer 0.2x prints a flag's metavar ("<bool>") unless it is set: every flag of
     # every command, --help included, must carry the empty one.

@@ -60,7 +60,7 @@ def test_heart_and_hotel_runs_report_every_setting() -> None:
             memorization_n=(10,),
         )
         report = run_dpforest(config)
-        accuracy = report.tables["Accuracy: mean (min, max) over repeats"]
+        accuracy = report.tables["Accuracy (one repeat)"]
         assert len(accuracy) == 4  # 2 accountings x 2 split scores
         assert report.raw["memorization n=10"].between(0, 1).all()
     assert any("from-data" in note for note in report.notes)  # hotel: no ranges

@@ -62,7 +62,7 @@ def test_delta_is_the_formula_on_the_raw_rows(report: Report) -> None:
         improved = np.mean(rows["score"] > rows["score_local"])
         line = table.loc[f"{dataset} / {method}"]
         assert line["Δ (%)"] == pytest.approx(expected, abs=0.005)
-        assert line["improved"] == pytest.approx(improved, abs=0.0005)
+        assert line["improved (%)"] == pytest.approx(100 * improved, abs=0.05)
 
 
 def test_structures_and_sweep_are_reported(report: Report) -> None:

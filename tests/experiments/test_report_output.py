@@ -16,7 +16,7 @@ from fedtrees.experiments import DPForestConfig, run_dpforest
 from fedtrees.experiments._report import Plot, mean_sd_table, pivot_sd
 from fedtrees.experiments.fedforest_heart import communication
 from fedtrees.experiments.results import markdown_table, render_plot
-from tests.experiments._figures import cut_short, unreadable
+from tests.experiments._figures import cut_short, misleading, unreadable
 
 matplotlib.use("Agg")
 
@@ -114,7 +114,7 @@ def test_communication_drops_methods_without_messages_and_keeps_rounds_integer()
     assert list(cost.index) == ["FedForest"]
     assert cost["rounds"].dtype.kind == "i"
     assert silent == ["Centralized RF"]
-    assert "| FedForest | 35 | 2147.300 |" in markdown_table(cost)
+    assert "| FedForest | 35 | 2147 |" in markdown_table(cost)  # whole KiB
     console = Console(width=80, record=True)
     console.print(rich_table(cost, "cost"))
     text = console.export_text()
@@ -138,7 +138,7 @@ def test_hotel_ranges_from_the_data_are_a_sentence_not_a_table() -> None:
         "no share of test values inside them is reported" in n for n in report.notes
     )
     # One repeat: the accuracy cell is a value, not "v (v, v)".
-    cell = report.tables["Accuracy: mean (min, max) over repeats"].iloc[0, 0]
+    cell = report.tables["Accuracy (one repeat)"].iloc[0, 0]
     assert "(" not in cell
     for plot in report.plots:
         figure = render_plot(plot)
@@ -240,3 +240,66 @@ def test_a_remark_in_parentheses_moves_below_its_number_when_space_is_short() ->
     assert "70.25 ± 1.50 │" in text  # the number whole, the remark below it
     assert "(paper 80.01) │" in text
     assert text.count("(columns ") == 2  # two columns beside the index at 80
+
+
+def _rounds_plot(errors: pd.DataFrame | None) -> Plot:
+    # Two methods scoring the same in every round: one line lies on the other.
+    rounds = pd.Index([1, 2, 3], name="round")
+    values = pd.DataFrame({"FedGBDT": [0.7, 0.8, 0.9], "pooled": [0.7, 0.8, 0.9]})
+    values.index = rounds
+    if errors is not None:
+        errors.index = rounds
+    return Plot(
+        "curve", "Accuracy by round", "lines", values, "round", "accuracy",
+        errors=errors, errors_note="bars: sd over repeats",
+    )  # fmt: skip
+
+
+def test_equal_lines_differ_in_style_and_round_ticks_are_whole() -> None:
+    figure = render_plot(_rounds_plot(None))
+    try:
+        assert unreadable(figure) == []
+        assert misleading(figure, _rounds_plot(None)) == []
+        styles = {
+            (line.get_marker(), line.get_linestyle()) for line in figure.axes[0].lines
+        }
+        assert len(styles) == 2
+        ticks = figure.axes[0].get_xticks()
+        assert all(t == int(t) for t in ticks)
+        assert figure.axes[0].get_title() == "Accuracy by round"  # no bars, no note
+    finally:
+        _close(figure)
+
+
+def test_the_checks_find_half_rounds_hidden_lines_and_missing_bars() -> None:
+    import matplotlib.pyplot as plt
+
+    plot = _rounds_plot(None)
+    figure, axes = plt.subplots()  # the old drawing: same marker, default ticks
+    for column in plot.values.columns:
+        axes.errorbar(plot.values.index, plot.values[column], marker="o")
+    axes.set_title("Accuracy by round (bars: sd over repeats)")
+    try:
+        figure.draw_without_rendering()
+        problems = misleading(figure, plot)
+    finally:
+        _close(figure)
+    assert any("x tick 1.5" in p for p in problems)
+    assert any("hides" in p for p in problems)
+    assert any("promises error bars" in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("spread", "note"), [(0.0, False), (np.nan, False), (0.05, True)]
+)
+def test_error_bars_are_named_in_the_title_only_when_drawn(
+    spread: float, note: bool
+) -> None:
+    errors = pd.DataFrame({"FedGBDT": [spread] * 3, "pooled": [spread] * 3})
+    plot = _rounds_plot(errors)
+    figure = render_plot(plot)
+    try:
+        assert misleading(figure, plot) == []
+        assert ("bars: sd over repeats" in figure.axes[0].get_title()) is note
+    finally:
+        _close(figure)

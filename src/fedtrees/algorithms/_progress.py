@@ -23,8 +23,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Column
 
 from fedtrees._compiling import compile_notice
 from fedtrees.federation import RoundCallback, RoundEnv
@@ -63,6 +65,10 @@ def round_progress(
         lines.finish()
 
 
+def _cut(cells: int) -> Column:
+    return Column(width=cells, no_wrap=True, overflow="ellipsis")
+
+
 def _kib(n_bytes: int) -> str:
     return f"{n_bytes / 1024:.0f} KiB"
 
@@ -75,12 +81,16 @@ class RoundBar:
     """A live bar over the rounds; :meth:`finish` fills it with the rounds made."""
 
     def __init__(self, description: str, console: Console) -> None:
+        # At 80 columns the elapsed time keeps its 7 cells: the description and
+        # the status are cut short ("…") instead, and the bar is narrow.
+        name = min(cell_len(description), max(8, console.width // 4))
+        status = max(4, console.width - name - 20 - 11 - 7 - 4 - 1)
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.fields[count]}"),
-            TextColumn("{task.fields[status]}"),
-            TimeElapsedColumn(),
+            TextColumn("[bold]{task.description}", table_column=_cut(name)),
+            BarColumn(bar_width=20),
+            TextColumn("{task.fields[count]}", table_column=Column(min_width=11)),
+            TextColumn("{task.fields[status]}", table_column=_cut(status)),
+            TimeElapsedColumn(table_column=Column(min_width=7, no_wrap=True)),
             console=console,
         )
         self.task: TaskID = self.progress.add_task(
@@ -102,9 +112,14 @@ class RoundBar:
         )
 
     def finish(self) -> None:
-        """Set the total to the rounds made: the bar ends full."""
+        """Set the total to the rounds made: the bar ends full, its status "done"."""
         done = int(self.progress.tasks[0].completed)
-        self.progress.update(self.task, total=done, count=f"{done}/{done}")
+        self.progress.update(
+            self.task,
+            total=done,
+            count=f"{done}/{done}",
+            status=f"done, {_kib(self.bytes)}",
+        )
 
 
 class StageLines:

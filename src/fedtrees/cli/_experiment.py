@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 
 from fedtrees.cli._render import print_table, progress_bar
-from fedtrees.cli._typer import App
+from fedtrees.cli._typer import App, cli_words
 from fedtrees.exceptions import FedTreesError
 
 if TYPE_CHECKING:
@@ -64,6 +64,10 @@ def load_config(cls: type[C], base: C, path: Path | None) -> C:
     return dataclasses.replace(base, **values)  # type: ignore[type-var]
 
 
+def _in_cli_words(value: object) -> object:
+    return cli_words(value) if isinstance(value, str) else value
+
+
 def _run(
     title: str,
     runner: Callable[[Any, Callable[[str], None]], Report],
@@ -76,11 +80,11 @@ def _run(
         with progress_bar(title, total) as advance:
             report = runner(config, advance)
     except FedTreesError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+        raise typer.BadParameter(cli_words(str(exc))) from exc
     for name, table in report.tables.items():
-        print_table(console, table, name)
+        print_table(console, table.map(_in_cli_words), name)
     for note in report.notes:
-        console.print(f"- {note}")
+        console.print(f"- {cli_words(note)}")
     from fedtrees.experiments import write_report
 
     files = write_report(report, out)
@@ -163,7 +167,15 @@ def _dpforest(
 
 @experiment_app.command("dpforest-hugadb")
 def dpforest_hugadb(
-    data: Annotated[Path, typer.Option(help="The HuGaDB folder.")],
+    data: Annotated[
+        Path,
+        typer.Option(
+            envvar="FEDTREES_HUGADB",
+            exists=True,
+            file_okay=False,
+            help="The HuGaDB folder (default: $FEDTREES_HUGADB).",
+        ),
+    ],
     quick: Quick = False,
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path(
         "results/dpforest-hugadb"
@@ -263,7 +275,12 @@ def fedga_command(
     config: ConfigFile = None,
     data: Annotated[
         Path | None,
-        typer.Option(help="The FedGA data folder (default: $FEDTREES_FEDGA)."),
+        typer.Option(
+            envvar="FEDTREES_FEDGA",
+            exists=True,
+            file_okay=False,
+            help="The FedGA data folder (default: $FEDTREES_FEDGA).",
+        ),
     ] = None,
     splits: Annotated[int | None, typer.Option(min=1, help="Random splits.")] = None,
 ) -> None:

@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 
 from fedtrees import datasets
-from fedtrees.cli._typer import App
+from fedtrees.cli._typer import App, cli_words
 
 flower_app = App(
     name="flower",
@@ -79,7 +79,7 @@ def keys(
     try:
         private, public = _flower().make_supernode_keys(folder, client_id)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+        raise typer.BadParameter(cli_words(str(exc))) from exc
     Console().print(
         f"Wrote {private} (keep it at this site: 'fedtrees flower supernode "
         f"--auth-key') and {public} (send it to the server operator, who runs "
@@ -112,7 +112,7 @@ def register(
             public_key, connection, name=name, flwr_home=flwr_home, wait=wait
         )
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+        raise typer.BadParameter(cli_words(str(exc))) from exc
     Console().print(f"Registered {public_key.name} as SuperNode {node_id}.")
 
 
@@ -144,7 +144,7 @@ def superlink(
             supernode_auth=supernode_auth,
         )
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+        raise typer.BadParameter(cli_words(str(exc))) from exc
     os.execvpe(command[0], command, flower.flower_env())
 
 
@@ -198,14 +198,14 @@ def supernode(
 ) -> None:
     """Start this site's SuperNode (replaces this process).
 
-    **Decision**: without ``--port`` the SuperNode's local ClientAppIO port is a
-    free one picked at start (Flower's fixed default, 9094, would make a second
-    SuperNode on the same host fail with 'address already in use').
-    **Decision**: a site worker serves the SuperNode's messages unless
-    ``--no-site-worker`` (:mod:`fedtrees.cli.site_worker`): Flower starts a
-    ClientApp process per message, and loading fedtrees in each one costs more
-    than the work of a round.
+    Without --port the SuperNode's local ClientAppIO port is a free one picked
+    at start, so several SuperNodes can share a host. A site worker serves the
+    SuperNode's messages unless --no-site-worker is given.
     """
+    # Why: Flower's fixed ClientAppIO default, 9094, would make a second SuperNode
+    # on the same host fail with 'address already in use'. Flower starts a
+    # ClientApp process per message, and loading fedtrees in each one costs more
+    # than the work of a round, hence the site worker (fedtrees.cli.site_worker).
     _tls(ca, insecure, "--ca")
     flower = _flower()
     try:
@@ -221,7 +221,7 @@ def supernode(
             node_config=_node_config(cache_dir, privacy_budget, privacy_ledger),
         )
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+        raise typer.BadParameter(cli_words(str(exc))) from exc
     if site_worker and os.name == "posix":  # a Unix socket and inherited pipes
         from fedtrees.cli.site_worker import with_site_worker
 
@@ -240,6 +240,15 @@ def _node_config(
         config["privacy-budget"] = repr(privacy_budget)
     if privacy_ledger is not None:
         config["privacy-ledger"] = str(privacy_ledger.resolve())
+    if (privacy_budget is None) != (privacy_ledger is None):
+        raise typer.BadParameter(
+            "pass --privacy-budget and --privacy-ledger together: only the ledger "
+            "file keeps the site's spend across runs"
+        )
+    if privacy_budget is not None and not 0 < privacy_budget < float("inf"):
+        raise typer.BadParameter(
+            f"--privacy-budget must be a finite epsilon > 0, got {privacy_budget}"
+        )
     if privacy_budget is not None or privacy_ledger is not None:
         from fedtrees.federation.flower._site import site_budget
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import Final
 
 import pandas as pd
 from rich.cells import cell_len
@@ -13,15 +14,22 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
+from rich.table import Column, Table
 
 from fedtrees.experiments.results import format_cells
 
-__all__ = ["column_groups", "print_table", "progress_bar", "rich_table"]
+__all__ = [
+    "bar_columns",
+    "column_groups",
+    "print_table",
+    "progress_bar",
+    "rich_table",
+]
 
 
 def rich_table(frame: pd.DataFrame, title: str, *, digits: int = 3) -> Table:
@@ -173,19 +181,48 @@ def progress_bar(
             yield print_line
         return
     progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[label]}"),
-        console=console,
+        *bar_columns(description, total, console.width), console=console
     )
     task = progress.add_task(description, total=total, label="")
 
     def advance(label: str) -> None:
-        progress.update(task, advance=1, label=label[:60])
+        progress.update(task, advance=1, label=label)
 
     with progress, compile_notice(progress.console.log):
         yield advance
-        progress.update(task, total=progress.tasks[0].completed)
+        progress.update(task, total=progress.tasks[0].completed, label="done")
+
+
+TIME_WIDTH: Final = 7
+"""Cells of a time field, "0:00:12" or "-:--:--": never cut short."""
+BAR_WIDTH: Final = 10
+"""Cells of the bar itself: narrow, so that the time fields fit 80 columns."""
+
+
+def bar_columns(description: str, total: int, width: int) -> list[ProgressColumn]:
+    """Return the columns of a live bar that fits ``width`` cells.
+
+    The counts and the time fields keep their full width; the description and
+    the step's label are what gets cut ("…") when the console is narrow.
+
+    Examples
+    --------
+    >>> [type(c).__name__ for c in bar_columns("Heart", 9, 80)][1:5]
+    ['BarColumn', 'MofNCompleteColumn', 'TimeElapsedColumn', 'TimeRemainingColumn']
+    """
+    count = 2 * len(str(total)) + 1
+    name = min(cell_len(description), max(8, width // 3))
+    fixed = name + BAR_WIDTH + count + 2 * TIME_WIDTH + 5  # five gaps of one cell
+    label = max(4, width - fixed - 1)
+
+    def cut(cells: int) -> Column:
+        return Column(width=cells, no_wrap=True, overflow="ellipsis")
+
+    return [
+        TextColumn("[bold]{task.description}", table_column=cut(name)),
+        BarColumn(bar_width=BAR_WIDTH),
+        MofNCompleteColumn(table_column=Column(min_width=count, no_wrap=True)),
+        TimeElapsedColumn(table_column=Column(min_width=TIME_WIDTH, no_wrap=True)),
+        TimeRemainingColumn(table_column=Column(min_width=TIME_WIDTH, no_wrap=True)),
+        TextColumn("{task.fields[label]}", table_column=cut(label)),
+    ]

@@ -10,13 +10,46 @@ supports.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-__all__ = ["App", "Command", "Group", "hide_flag_metavars"]
+__all__ = ["API_TO_FLAGS", "App", "Command", "Group", "cli_words", "hide_flag_metavars"]
+
+API_TO_FLAGS: Final = (
+    ("pass path=... or set", "pass --data or set"),
+    ("as path=...", "with --data"),
+    ("path=...", "--data"),
+    ("'client_id'", "--client-id"),
+    ("'supernode_auth'", "--supernode-auth"),
+    ("'auth_private_key'", "--auth-key"),
+    ("insecure=True", "--insecure"),
+)
+"""Python-API wording in the library's messages, and the flags that replace it."""
+_API_CALLER: Final = re.compile(
+    r"^(?:make_supernode_keys|register_supernode(?:_command)?"
+    r"|(?:superlink|supernode)_command|write_connection): "
+)
+"""The function a library message starts with ("supernode_command: ...")."""
+
+
+def cli_words(message: str) -> str:
+    """Return a library message in command-line words (flags, not keywords).
+
+    Examples
+    --------
+    >>> cli_words("No FedGA data folder: pass path=... or set FEDTREES_FEDGA.")
+    'No FedGA data folder: pass --data or set FEDTREES_FEDGA.'
+    >>> cli_words("supernode_command: 'client_id' must be a non-empty string.")
+    '--client-id must be a non-empty string.'
+    """
+    message = _API_CALLER.sub("", message)
+    for api, flag in API_TO_FLAGS:
+        message = message.replace(api, flag)
+    return message
 
 
 def hide_flag_metavars(params: list[Any]) -> list[Any]:

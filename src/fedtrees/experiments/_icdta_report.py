@@ -239,6 +239,14 @@ def _settings(rows: pd.DataFrame) -> str:
     return ", ".join(f"{kind} K={k}" for kind, k in pairs) or "-"
 
 
+COST_HEADERS: Final = {
+    "kib_up": "KiB up",
+    "kib_down": "KiB down",
+    "kept": "trees kept",
+}
+"""The cost table's headers for the raw columns whose names are not words."""
+
+
 def _costs(raw: pd.DataFrame) -> pd.DataFrame:
     fitted = raw[~raw["method"].str.startswith("Baseline")]
     columns = [
@@ -249,7 +257,7 @@ def _costs(raw: pd.DataFrame) -> pd.DataFrame:
     labels = fitted["dataset"] + " / " + fitted["method"]
     cost = fitted.groupby(labels, sort=False)[columns].mean().round(2)
     cost.index.name = "dataset / method"
-    return cost.astype(object).where(cost.notna(), "-")  # "-": not that method's
+    return cost.rename(columns=COST_HEADERS)  # NaN: not that method's, printed "-"
 
 
 # -- notes and plots ----------------------------------------------------------------
@@ -341,10 +349,10 @@ _NOTES: Final = (
     "|F|/2 levels, q features per node; at Credit's root ε/253), so at ε ≤ 1 on the "
     "wide datasets the leaves' noisy argmax can fall below the majority-class "
     "rate: DP noise, not a defect of the federation.",
-    "Decision: non-IID clients hold at least min_rows rows (10; the paper says "
+    "Non-IID clients hold at least min_rows rows (10; the paper says "
     "≥ 5) so that every client can run 10-fold CV. Where 1000 Dirichlet draws "
     "cannot reach it, every client first gets min_rows random rows.",
-    "Decision: ICDTA4FL gets filter_fallbacks as its filter: when the kept trees' "
+    "ICDTA4FL gets filter_fallbacks as its filter: when the kept trees' "
     "Cartesian product would exceed max_rules, the server aggregates again with "
     "the next filter, in the same federation; the filter used is recorded per fit.",
     "IID partitions deal shuffled rows in equal parts; a class with fewer rows "

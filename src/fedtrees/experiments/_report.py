@@ -34,7 +34,9 @@ class Plot:
     """A figure as data: one series per column of ``values``, x along the index.
 
     ``kind="bars"`` draws grouped bars (one group per index entry), ``"lines"``
-    one line per column; ``errors`` (same shape) draws error bars.
+    one line per column; ``errors`` (same shape) draws error bars, and
+    ``errors_note`` (e.g. "bars: sd over repeats") joins the title only when they
+    are drawn: a run of one repeat has no spread and promises none.
     """
 
     name: str
@@ -46,6 +48,7 @@ class Plot:
     errors: pd.DataFrame | None = None
     log_y: bool = False
     log_x: bool = False
+    errors_note: str = ""
 
 
 @dataclass(frozen=True, eq=False)

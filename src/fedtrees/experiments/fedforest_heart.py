@@ -287,6 +287,7 @@ def _report(config: HeartConfig, raw: pd.DataFrame) -> Report:
                 "method",
                 "accuracy",
                 errors=sd[["mean of sites", "pooled"]],
+                errors_note="bars: sd over repeats",
             ),
             Plot(
                 "sites",
@@ -306,14 +307,17 @@ def communication(raw: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     **Decision:** methods without a federation (the centralized RF, local
     learning) get no row of NaN; a note names them instead. Rounds print as
     integers (the mean over repeats, rounded: FedForest and FedAvg run the same
-    number of rounds for every seed).
+    number of rounds for every seed), and so do whole KiB.
     """
     cost = raw.groupby("method", sort=False)[["rounds", "kib"]].mean()
     silent = [str(m) for m in cost.index[cost["rounds"].isna()]]
     cost = cost.dropna(subset=["rounds"])
     return (
         pd.DataFrame(
-            {"rounds": cost["rounds"].round().astype(int), "KiB": cost["kib"].round(1)},
+            {
+                "rounds": cost["rounds"].round().astype(int),
+                "KiB": cost["kib"].round().astype(int),
+            },
             index=cost.index,
         ),
         silent,

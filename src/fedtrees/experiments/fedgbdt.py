@@ -352,6 +352,11 @@ def _report(config: FedGBDTConfig, raw: pd.DataFrame) -> Report:
     )
 
 
+def _repeats(rows: pd.DataFrame) -> str:
+    n = rows["repeat"].nunique()
+    return "one repeat" if n == 1 else f"{n} repeats"
+
+
 def _plots(raw: pd.DataFrame) -> tuple[Plot, ...]:
     """Per skewed dataset, each method's accuracy against the skew; heart's bars.
 
@@ -372,13 +377,13 @@ def _plots(raw: pd.DataFrame) -> tuple[Plot, ...]:
         plots.append(
             Plot(
                 f"accuracy_{dataset}",
-                f"{dataset}: test accuracy vs label skew ({rows['repeat'].nunique()} "
-                "repeats)",
+                f"{dataset}: test accuracy vs label skew ({_repeats(rows)})",
                 "lines",
                 values.set_axis(labels),
                 "Dirichlet alpha (smaller: more skew)",
                 "accuracy" if gap is None else f"accuracy minus {POOLED}'s (points)",
                 errors=errors.set_axis(labels),
+                errors_note="bars: sd over repeats",
             )
         )
     heart = raw[raw["dataset"] == "heart"]
@@ -395,6 +400,7 @@ def _plots(raw: pd.DataFrame) -> tuple[Plot, ...]:
                 errors=pivot_sd(
                     heart, rows="method", columns="setting", value="accuracy"
                 ),
+                errors_note="bars: sd over repeats",
             )
         )
     return tuple(plots)

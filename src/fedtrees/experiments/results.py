@@ -149,6 +149,9 @@ def render_plot(plot: Plot) -> Figure:
 
     values = plot.values
     errors = _errors(plot.errors)
+    title = plot.title
+    if errors is not None and plot.errors_note:
+        title += f" ({plot.errors_note})"
     horizontal = plot.kind == "bars" and _crowded(values.index)
     height = _height(values) if horizontal else 5.0
     figure, axes = plt.subplots(figsize=(WIDTH, height), layout="constrained")
@@ -180,7 +183,14 @@ def render_plot(plot: Plot) -> Figure:
         (axes.set_xscale if horizontal else axes.set_yscale)("log")
     if plot.log_x:
         axes.set_xscale("log")
-    axes.set_title(plot.title, fontsize=11)
+    if plot.kind == "lines" and not plot.log_x and _whole(values.index):
+        from matplotlib.ticker import MaxNLocator
+
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        low, high = values.index.min(), values.index.max()
+        if high - low < 2:  # too few whole numbers in view for integer ticks
+            axes.set_xlim(low - 1, high + 1)
+    axes.set_title(title, fontsize=11)
     if values.shape[1] > 1:
         axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return figure
@@ -195,10 +205,18 @@ def _colors(n: int) -> list[Any]:
 
 
 def _errors(errors: pd.DataFrame | None) -> pd.DataFrame | None:
-    """Error bars, with a missing spread (one repeat) drawn as none at all."""
-    if errors is None or bool(errors.isna().all().all()):
+    """Error bars, with a missing or zero spread (one repeat) drawn as none at all."""
+    if errors is None or bool((errors.fillna(0.0) == 0.0).all().all()):
         return None
     return errors.fillna(0.0)
+
+
+def _whole(index: pd.Index) -> bool:
+    """Whether ``index`` holds only whole numbers (rounds, clients, depths)."""
+    if not pd.api.types.is_numeric_dtype(index):  # labels: a category per entry
+        return False
+    values = pd.Series(index, dtype=float)
+    return bool(values.notna().all() and (values == values.round()).all())
 
 
 def _crowded(index: pd.Index) -> bool:
@@ -210,14 +228,26 @@ def _height(values: pd.DataFrame) -> float:
     return max(4.0, 1.6 + BAR_HEIGHT * bars)
 
 
+MARKERS: Final = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINESTYLES: Final = ("-", "--", "-.", ":")
+
+
 def _lines(axes: Axes, values: pd.DataFrame, errors: pd.DataFrame | None) -> None:
-    for column in values.columns:
+    """One line per column, each with its own marker and dash pattern.
+
+    Lines with equal values lie on top of each other; distinct markers (hollow,
+    shrinking with the series' rank) and dash patterns keep every one visible.
+    """
+    for i, column in enumerate(values.columns):
         err = None if errors is None else errors[column]
         axes.errorbar(
             values.index,
             values[column],
             yerr=err,
-            marker="o",
+            marker=MARKERS[i % len(MARKERS)],
+            markersize=max(3.0, 8.0 - i),
+            markerfacecolor="none",
+            linestyle=LINESTYLES[(i // len(MARKERS) + i) % len(LINESTYLES)],
             capsize=3,
             label=str(column),
         )

@@ -170,7 +170,7 @@ def make_server_app(run_job: JobRunner) -> ServerApp:
             [_log_round],
         )
         write_outputs(config.output_path, document, ledger)
-        log(INFO, "fedtrees: wrote %s (%s)", config.output_path, ledger)
+        log(INFO, "%s", job_summary(config.output_path, ledger))
 
     return app
 
@@ -178,7 +178,7 @@ def make_server_app(run_job: JobRunner) -> ServerApp:
 def _log_round(env: RoundEnv) -> None:
     log(
         INFO,
-        "fedtrees round %d (%s): %d/%d replies, %d B down, %d B up, %.2f s %s",
+        "fedtrees round %d (%s): %d/%d replies, %d B down, %d B up, %.2f s%s",
         env.round,
         env.kind,
         env.n_replies,
@@ -186,7 +186,24 @@ def _log_round(env: RoundEnv) -> None:
         env.bytes_down,
         env.bytes_up,
         env.seconds,
-        dict(env.metrics),
+        "".join(f", {k} {v:g}" for k, v in env.metrics.items()),
+    )
+
+
+def job_summary(path: Path, ledger: Ledger) -> str:
+    """Return the job's closing log line: what was sent and what was written.
+
+    Examples
+    --------
+    >>> from fedtrees.federation import Ledger
+    >>> print(job_summary(Path("r.json"), Ledger()))  # doctest: +NORMALIZE_WHITESPACE
+    fedtrees: done in 0 rounds (0 messages, 0.0 KiB down, 0.0 KiB up);
+    wrote r.json and r.ledger.csv
+    """
+    return (
+        f"fedtrees: done in {ledger.rounds} rounds ({ledger.messages} messages, "
+        f"{ledger.bytes_down / 1024:.1f} KiB down, {ledger.bytes_up / 1024:.1f} KiB "
+        f"up); wrote {path} and {path.with_suffix('.ledger.csv')}"
     )
 
 
