@@ -1,6 +1,6 @@
 """Running a method for the audits: a fit that returns its ledger, and tidy data.
 
-:func:`fedtrees.federation.audit_row_scaling` runs a protocol on clients of ``n``
+:func:`fedtrees.audit.audit_row_scaling` runs a protocol on clients of ``n``
 rows and of ``2n + 1`` rows; these helpers give it a ``fit`` per method and data
 on which the protocol's data-dependent choices stay the same when every row is
 copied (a few levels per feature, classes split by one feature).

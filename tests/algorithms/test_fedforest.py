@@ -11,6 +11,7 @@ from sklearn.exceptions import NotFittedError
 
 from fedtrees import FedForestClassifier, FedForestRegressor
 from fedtrees.algorithms.fedforest import diagnose
+from fedtrees.audit import audit_row_scaling, find_client_values
 from fedtrees.datasets.synthetic import make_disjoint_supports, make_fedforest
 from fedtrees.exceptions import (
     ClientDropoutWarning,
@@ -19,13 +20,7 @@ from fedtrees.exceptions import (
     SchemaMismatchError,
     ValidationError,
 )
-from fedtrees.federation import (
-    Fault,
-    Federation,
-    Ledger,
-    audit_row_scaling,
-    find_client_values,
-)
+from fedtrees.federation import Fault, Federation, Ledger
 from fedtrees.tree import NodeKind
 from tests.algorithms.ledger_helpers import (
     check_bin_sizes,

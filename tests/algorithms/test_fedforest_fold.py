@@ -31,21 +31,14 @@ from fedtrees.algorithms.fedforest._payloads import (
     SketchEvaluateReply,
     SketchEvaluateRequest,
 )
+from fedtrees.audit import audit_row_scaling, find_client_values
 from fedtrees.datasets import synthetic
 from fedtrees.exceptions import (
     CentralizedFitWarning,
     ClientDropoutWarning,
     RemoteProtocolError,
 )
-from fedtrees.federation import (
-    Fault,
-    Federation,
-    Ledger,
-    Resync,
-    audit_row_scaling,
-    decode,
-    find_client_values,
-)
+from fedtrees.federation import Fault, Federation, Ledger, Resync, decode
 from fedtrees.tree import NodeKind
 from tests.algorithms.exact_compare import divergences
 from tests.algorithms.ledger_helpers import (

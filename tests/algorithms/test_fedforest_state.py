@@ -12,6 +12,7 @@ import pytest
 from fedtrees import FedForestClassifier, FedForestRegressor
 from fedtrees.algorithms.fedforest._forest import SplitBatch, chain
 from fedtrees.algorithms.fedforest._payloads import ForestState
+from fedtrees.audit import find_client_values
 from fedtrees.federation import (
     ClientState,
     Fault,
@@ -21,7 +22,6 @@ from fedtrees.federation import (
     decode,
     encode,
     encode_broadcast,
-    find_client_values,
 )
 from fedtrees.federation._codec import Envelope
 from fedtrees.tree import NodeKind

@@ -12,15 +12,9 @@ from sklearn.tree import DecisionTreeClassifier
 
 from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
 from fedtrees.algorithms.fedga._protocol import FitnessReply, JoinReply, TreeReply
+from fedtrees.audit import audit_row_scaling, find_client_values
 from fedtrees.exceptions import ClientDropoutWarning, ValidationError
-from fedtrees.federation import (
-    Fault,
-    Federation,
-    Ledger,
-    audit_row_scaling,
-    decode,
-    find_client_values,
-)
+from fedtrees.federation import Fault, Federation, Ledger, decode
 from tests.audit_helpers import estimator_fit, leveled
 
 QUICK = {"n_generations": 8, "depth_range": (2, 6), "random_state": 0}

@@ -26,20 +26,13 @@ from fedtrees.algorithms.fedgbdt._decisions import (
     route,
 )
 from fedtrees.algorithms.fedgbdt._payloads import LevelReply, LocalReply
+from fedtrees.audit import audit_row_scaling, find_client_values
 from fedtrees.exceptions import (
     ClientDropoutWarning,
     RemoteProtocolError,
     ValidationError,
 )
-from fedtrees.federation import (
-    Fault,
-    Federation,
-    Ledger,
-    Resync,
-    audit_row_scaling,
-    decode,
-    find_client_values,
-)
+from fedtrees.federation import Fault, Federation, Ledger, Resync, decode
 from fedtrees.tree import Missing
 from tests.audit_helpers import estimator_fit, leveled
 

@@ -7,7 +7,7 @@ declaration), each client re-codes its column to the declared order, and no
 client sends a value of that column; the model is the same. Declared classes
 (``classes=``) likewise replace the clients' label sets. Every check decodes the
 captured messages itself and also runs the value audit
-(:func:`fedtrees.federation._audit.find_client_values`). On Flower the ClientApp
+(:func:`fedtrees.audit.find_client_values`). On Flower the ClientApp
 applies the run config's declaration to the data of every message.
 """
 
@@ -30,6 +30,7 @@ from fedtrees import (
     ICDTAClassifier,
     SyntheticDataClassifier,
 )
+from fedtrees.audit import find_client_values
 from fedtrees.exceptions import (
     PrivacyAuditError,
     RemoteProtocolError,
@@ -52,7 +53,6 @@ from fedtrees.federation import (
     handler,
     payload,
 )
-from fedtrees.federation._audit import find_client_values
 from fedtrees.federation._schema import report_schema
 from tests.federation.helpers import NullStrategy
 

@@ -24,6 +24,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from fedtrees import FedForestClassifier, FedGAClassifier
 from fedtrees.algorithms.toy import ToyCountsRequest, run_toy
+from fedtrees.audit import find_client_values
 from fedtrees.exceptions import (
     ClientDropoutWarning,
     PrivacyAuditError,
@@ -40,7 +41,6 @@ from fedtrees.federation import (
     Payload,
     decode,
     encode,
-    find_client_values,
 )
 from fedtrees.federation._client import serve
 from fedtrees.learners import fit_id3

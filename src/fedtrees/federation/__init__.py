@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Final
 from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
-    "AuditReport": "fedtrees.federation._audit",
+    "as_frame": "fedtrees.federation._data",
     "BudgetCharge": "fedtrees.federation._budget",
     "BudgetFile": "fedtrees.federation._budget_file",
     "CapturedMessage": "fedtrees.federation._ledger",
@@ -45,7 +45,6 @@ _HOMES: Final[dict[str, str]] = {
     "Federation": "fedtrees.federation._federation",
     "FederationInfo": "fedtrees.federation._driver",
     "Field": "fedtrees.federation._payload",
-    "Finding": "fedtrees.federation._audit",
     "Handle": "fedtrees.federation._client",
     "InProcessTransport": "fedtrees.federation._transport",
     "InvalidField": "fedtrees.federation._checks",
@@ -72,20 +71,16 @@ _HOMES: Final[dict[str, str]] = {
     "Transport": "fedtrees.federation._transport",
     "agree": "fedtrees.federation._schema",
     "as_reply": "fedtrees.federation._checks",
-    "audit_row_scaling": "fedtrees.federation._audit",
     "check_reply": "fedtrees.federation._checks",
-    "compare_message_sizes": "fedtrees.federation._audit",
     "decode": "fedtrees.federation._codec",
     "dispatch": "fedtrees.federation._client",
     "encode": "fedtrees.federation._codec",
     "encode_broadcast": "fedtrees.federation._codec",
-    "find_client_values": "fedtrees.federation._audit",
     "handler": "fedtrees.federation._client",
     "payload": "fedtrees.federation._payload",
     "payload_class": "fedtrees.federation._payload",
     "receive": "fedtrees.federation._driver",
     "refuse": "fedtrees.federation._client",
-    "row_scaled_pair": "fedtrees.federation._audit",
     "run": "fedtrees.federation._driver",
     "check_timeout": "fedtrees.federation._driver",
     "serve": "fedtrees.federation._client",
@@ -96,7 +91,6 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "MAX_ROUNDS",
     "MAX_TIMEOUT",
-    "AuditReport",
     "BudgetCharge",
     "BudgetFile",
     "CapturedMessage",
@@ -108,7 +102,6 @@ __all__ = [
     "Federation",
     "FederationInfo",
     "Field",
-    "Finding",
     "Handle",
     "InProcessTransport",
     "InvalidField",
@@ -131,35 +124,24 @@ __all__ = [
     "Task",
     "Transport",
     "agree",
+    "as_frame",
     "as_reply",
-    "audit_row_scaling",
     "check_reply",
     "check_timeout",
-    "compare_message_sizes",
     "decode",
     "dispatch",
     "encode",
     "encode_broadcast",
-    "find_client_values",
     "handler",
     "payload",
     "payload_class",
     "receive",
     "refuse",
-    "row_scaled_pair",
     "run",
     "serve",
 ]
 
 if TYPE_CHECKING:
-    from fedtrees.federation._audit import (
-        AuditReport,
-        Finding,
-        audit_row_scaling,
-        compare_message_sizes,
-        find_client_values,
-        row_scaled_pair,
-    )
     from fedtrees.federation._budget import BudgetCharge, SiteBudget
     from fedtrees.federation._budget_file import BudgetFile
     from fedtrees.federation._checks import InvalidField, as_reply, check_reply
@@ -171,7 +153,7 @@ if TYPE_CHECKING:
         encode,
         encode_broadcast,
     )
-    from fedtrees.federation._data import ClientData
+    from fedtrees.federation._data import ClientData, as_frame
     from fedtrees.federation._driver import (
         MAX_ROUNDS,
         MAX_TIMEOUT,
