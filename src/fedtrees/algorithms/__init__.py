@@ -14,6 +14,14 @@ from typing import TYPE_CHECKING, Final
 from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
+    "MAX_GRID": "fedtrees.algorithms._params",
+    "MAX_N_ESTIMATORS": "fedtrees.algorithms._params",
+    "MAX_SAMPLES_PER_PATH": "fedtrees.algorithms._params",
+    "MAX_TREE_DEPTH": "fedtrees.algorithms._params",
+    "check_size": "fedtrees.algorithms._params",
+    "client_scores": "fedtrees.algorithms._metrics",
+    "JOB_PACKAGES": "fedtrees.algorithms._handlers",
+    "load_handlers": "fedtrees.algorithms._handlers",
     "JOBS": "fedtrees.algorithms._jobs",
     "run_job": "fedtrees.algorithms._jobs",
     "DPForestClassifier": "fedtrees.algorithms.dpforest",
@@ -50,6 +58,11 @@ _HOMES: Final[dict[str, str]] = {
 
 __all__ = [
     "JOBS",
+    "JOB_PACKAGES",
+    "MAX_GRID",
+    "MAX_N_ESTIMATORS",
+    "MAX_SAMPLES_PER_PATH",
+    "MAX_TREE_DEPTH",
     "DPForestClassifier",
     "FedAvgClassifier",
     "FedForestClassifier",
@@ -67,6 +80,8 @@ __all__ = [
     "SyntheticDataClassifier",
     "ToyResult",
     "ToyStrategy",
+    "check_size",
+    "client_scores",
     "dpforest",
     "fedavg",
     "fedforest",
@@ -74,6 +89,7 @@ __all__ = [
     "fedgbdt",
     "fedid3",
     "icdta",
+    "load_handlers",
     "local",
     "run_job",
     "run_toy",
@@ -94,7 +110,16 @@ if TYPE_CHECKING:
         synthetic,
         toy,
     )
+    from fedtrees.algorithms._handlers import JOB_PACKAGES, load_handlers
     from fedtrees.algorithms._jobs import JOBS, run_job
+    from fedtrees.algorithms._metrics import client_scores
+    from fedtrees.algorithms._params import (
+        MAX_GRID,
+        MAX_N_ESTIMATORS,
+        MAX_SAMPLES_PER_PATH,
+        MAX_TREE_DEPTH,
+        check_size,
+    )
     from fedtrees.algorithms.dpforest import DPForestClassifier
     from fedtrees.algorithms.fedavg import FedAvgClassifier
     from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor

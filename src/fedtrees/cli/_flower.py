@@ -38,7 +38,7 @@ CaFile = Annotated[
 
 def _flower() -> ModuleType:
     try:
-        import fedtrees.federation.flower._deploy as module
+        import fedtrees.federation.flower as module
     except ImportError as exc:
         raise typer.BadParameter(
             "this needs Flower: pip install 'fedtrees[flower]'"
@@ -241,7 +241,7 @@ def _node_config(
     if privacy_ledger is not None:
         config["privacy-ledger"] = str(privacy_ledger.resolve())
     if privacy_budget is not None or privacy_ledger is not None:
-        from fedtrees.federation.flower._site import site_budget
+        from fedtrees.federation.flower import site_budget
 
         site_budget(config, "", 0)  # the site's own check, now, not at a message
     return config

@@ -33,6 +33,11 @@ from typing import TYPE_CHECKING, Final
 from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
+    "category_positions": "fedtrees.federation._values",
+    "RTOL": "fedtrees.federation._checks",
+    "check_at_most": "fedtrees.federation._checks",
+    "check_moments": "fedtrees.federation._checks",
+    "check_same_stats": "fedtrees.federation._checks",
     "as_frame": "fedtrees.federation._data",
     "BudgetCharge": "fedtrees.federation._budget",
     "BudgetFile": "fedtrees.federation._budget_file",
@@ -91,6 +96,7 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "MAX_ROUNDS",
     "MAX_TIMEOUT",
+    "RTOL",
     "BudgetCharge",
     "BudgetFile",
     "CapturedMessage",
@@ -126,7 +132,11 @@ __all__ = [
     "agree",
     "as_frame",
     "as_reply",
+    "category_positions",
+    "check_at_most",
+    "check_moments",
     "check_reply",
+    "check_same_stats",
     "check_timeout",
     "decode",
     "dispatch",
@@ -144,7 +154,15 @@ __all__ = [
 if TYPE_CHECKING:
     from fedtrees.federation._budget import BudgetCharge, SiteBudget
     from fedtrees.federation._budget_file import BudgetFile
-    from fedtrees.federation._checks import InvalidField, as_reply, check_reply
+    from fedtrees.federation._checks import (
+        RTOL,
+        InvalidField,
+        as_reply,
+        check_at_most,
+        check_moments,
+        check_reply,
+        check_same_stats,
+    )
     from fedtrees.federation._client import Handle, dispatch, handler, refuse, serve
     from fedtrees.federation._codec import (
         MAX_MESSAGE_BYTES,
@@ -196,5 +214,6 @@ if TYPE_CHECKING:
         Outgoing,
         Transport,
     )
+    from fedtrees.federation._values import category_positions
 
 __getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -19,6 +19,7 @@ from fedtrees.algorithms.fedforest._handlers import HANDLERS
 
 __all__ = [
     "HANDLERS",
+    "MAX_DEPTH_CAP",
     "DiagnosisReport",
     "FedForestClassifier",
     "FedForestRegressor",
@@ -29,6 +30,7 @@ __all__ = [
 ]
 
 _HOMES: Final[dict[str, str]] = {
+    "MAX_DEPTH_CAP": "fedtrees.algorithms.fedforest._config",
     "DiagnosisReport": "fedtrees.algorithms.fedforest._diagnose",
     "FedForestClassifier": "fedtrees.algorithms.fedforest._estimator",
     "FedForestRegressor": "fedtrees.algorithms.fedforest._estimator",
@@ -39,7 +41,7 @@ _HOMES: Final[dict[str, str]] = {
 }
 
 if TYPE_CHECKING:
-    from fedtrees.algorithms.fedforest._config import ForestConfig
+    from fedtrees.algorithms.fedforest._config import MAX_DEPTH_CAP, ForestConfig
     from fedtrees.algorithms.fedforest._diagnose import DiagnosisReport, diagnose
     from fedtrees.algorithms.fedforest._estimator import (
         FedForestClassifier,

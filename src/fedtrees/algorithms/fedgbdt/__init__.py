@@ -17,6 +17,8 @@ from fedtrees._lazy import lazy_names
 from fedtrees.algorithms.fedgbdt import _handlers
 
 __all__ = [
+    "MAX_BOOSTING_DEPTH",
+    "MAX_BOOSTING_ROUNDS",
     "BoostConfig",
     "BoostResult",
     "FedGBDTClassifier",
@@ -25,6 +27,8 @@ __all__ = [
 ]
 
 _HOMES: Final[dict[str, str]] = {
+    "MAX_BOOSTING_DEPTH": "fedtrees.algorithms.fedgbdt._config",
+    "MAX_BOOSTING_ROUNDS": "fedtrees.algorithms.fedgbdt._config",
     "BoostConfig": "fedtrees.algorithms.fedgbdt._config",
     "BoostResult": "fedtrees.algorithms.fedgbdt._strategy",
     "FedGBDTClassifier": "fedtrees.algorithms.fedgbdt._estimator",
@@ -33,7 +37,11 @@ _HOMES: Final[dict[str, str]] = {
 }
 
 if TYPE_CHECKING:
-    from fedtrees.algorithms.fedgbdt._config import BoostConfig
+    from fedtrees.algorithms.fedgbdt._config import (
+        MAX_BOOSTING_DEPTH,
+        MAX_BOOSTING_ROUNDS,
+        BoostConfig,
+    )
     from fedtrees.algorithms.fedgbdt._estimator import (
         FedGBDTClassifier,
         FedGBDTRegressor,

@@ -19,6 +19,14 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
+    "register_supernode": "fedtrees.federation.flower._deploy",
+    "make_supernode_keys": "fedtrees.federation.flower._deploy",
+    "launch": "fedtrees.federation.flower._worker",
+    "serve_forever": "fedtrees.federation.flower._worker",
+    "SiteAnswer": "fedtrees.federation.flower._wire",
+    "SiteMessage": "fedtrees.federation.flower._wire",
+    "serve_site": "fedtrees.federation.flower._site",
+    "site_budget": "fedtrees.federation.flower._site",
     "FlowerTransport": "fedtrees.federation.flower._transport",
     "JobRunner": "fedtrees.federation.flower._apps",
     "ServerConfig": "fedtrees.federation.flower._apps",
@@ -38,11 +46,19 @@ __all__ = [
     "FlowerTransport",
     "JobRunner",
     "ServerConfig",
+    "SiteAnswer",
+    "SiteMessage",
     "app_dir",
     "flower_env",
+    "launch",
     "make_certificates",
     "make_client_app",
     "make_server_app",
+    "make_supernode_keys",
+    "register_supernode",
+    "serve_forever",
+    "serve_site",
+    "site_budget",
     "superlink_command",
     "supernode_command",
     "write_connection",
@@ -61,10 +77,15 @@ if TYPE_CHECKING:
         app_dir,
         flower_env,
         make_certificates,
+        make_supernode_keys,
+        register_supernode,
         superlink_command,
         supernode_command,
         write_connection,
     )
+    from fedtrees.federation.flower._site import serve_site, site_budget
     from fedtrees.federation.flower._transport import FlowerTransport
+    from fedtrees.federation.flower._wire import SiteAnswer, SiteMessage
+    from fedtrees.federation.flower._worker import launch, serve_forever
 
 __getattr__, __dir__ = lazy_names(__name__, _HOMES)
