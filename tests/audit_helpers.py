@@ -13,21 +13,17 @@ from typing import Any
 
 import numpy as np
 
+from fedtrees.audit import recording
 from fedtrees.federation import Federation, Ledger, ServerStrategy, Task
 
 
-def estimator_fit(
-    make: Callable[[], Any], task: Task = "classification"
-) -> Callable[[Federation], Ledger]:
+def estimator_fit(make: Callable[[], Any]) -> Callable[[Federation], Ledger]:
     """A fit of a fresh ``make()`` estimator that keeps every message."""
 
     def fit(federation: Federation) -> Ledger:
-        ledger = Ledger(keep_messages=True)
-        estimator = make()
-        estimator._run = lambda fed, strategy, callbacks=(): fed.run(
-            strategy, task=task, ledger=ledger
-        )
-        estimator.fit_federation(federation)
+        with recording() as ledgers:
+            make().fit_federation(federation)
+        (ledger,) = ledgers
         return ledger
 
     return fit

@@ -243,9 +243,7 @@ def test_no_regression_message_grows_with_the_rows() -> None:
     params = {"n_estimators": 2, "max_depth": 2, "bootstrap": False}
     params |= {"n_quantiles": 4, "min_samples_leaf": 5, "max_features": None}
     report = audit_row_scaling(
-        estimator_fit(
-            lambda: FedForestRegressor(random_state=0, **params), "regression"
-        ),
+        estimator_fit(lambda: FedForestRegressor(random_state=0, **params)),
         X,
         2.0 * X[:, 0],  # the levels of feature 0: node moments, same splits
         groups,

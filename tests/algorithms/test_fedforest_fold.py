@@ -31,7 +31,7 @@ from fedtrees.algorithms.fedforest._payloads import (
     SketchEvaluateReply,
     SketchEvaluateRequest,
 )
-from fedtrees.audit import audit_row_scaling, find_client_values
+from fedtrees.audit import audit_row_scaling, find_client_values, recording
 from fedtrees.datasets import synthetic
 from fedtrees.exceptions import (
     CentralizedFitWarning,
@@ -77,13 +77,10 @@ def _fit(model: Any, X: Any, y: Any, groups: Any = None, **kw: Any) -> Ledger:
     """Fit ``model`` (keeping every message); ``groups=None``: one client."""
     sites = np.zeros(len(y), dtype=int) if groups is None else groups
     fed = Federation.from_groups(X, y, sites, **kw)
-    ledger = Ledger(keep_messages=True)
-    model._run = lambda federation, strategy, callbacks=(): federation.run(
-        strategy, task=model._task, ledger=ledger
-    )
-    with warnings.catch_warnings():
+    with recording() as ledgers, warnings.catch_warnings():
         warnings.simplefilter("ignore", ClientDropoutWarning)
         model.fit_federation(fed)
+    (ledger,) = ledgers
     return ledger
 
 

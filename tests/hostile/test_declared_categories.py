@@ -30,7 +30,7 @@ from fedtrees import (
     ICDTAClassifier,
     SyntheticDataClassifier,
 )
-from fedtrees.audit import find_client_values
+from fedtrees.audit import find_client_values, recording
 from fedtrees.exceptions import (
     PrivacyAuditError,
     RemoteProtocolError,
@@ -92,15 +92,12 @@ def _fit_keeping(
     estimator: Any, federation: Federation | None = None, *args: Any
 ) -> tuple[Any, Ledger]:
     """Fit ``estimator`` (``fit_federation`` or ``fit(*args)``) keeping messages."""
-    ledger = Ledger(keep_messages=True)
-    task = estimator._task
-    estimator._run = lambda fed, strategy, callbacks=(): fed.run(
-        strategy, task=task, ledger=ledger
-    )
-    if federation is not None:
-        estimator.fit_federation(federation)
-    else:
-        estimator.fit(*args)
+    with recording() as ledgers:
+        if federation is not None:
+            estimator.fit_federation(federation)
+        else:
+            estimator.fit(*args)
+    (ledger,) = ledgers
     return estimator, ledger
 
 

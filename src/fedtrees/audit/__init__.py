@@ -70,6 +70,7 @@ from fedtrees.audit._values import (
     REPLY_DISCLOSURES,
     find_client_values,
 )
+from fedtrees.federation import recording
 
 __all__ = [
     "AGREEMENT_KINDS",
@@ -81,5 +82,6 @@ __all__ = [
     "audit_row_scaling",
     "compare_message_sizes",
     "find_client_values",
+    "recording",
     "row_scaled_pair",
 ]

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Final
 from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
+    "recording": "fedtrees.federation._ledger",
     "category_positions": "fedtrees.federation._values",
     "RTOL": "fedtrees.federation._checks",
     "check_at_most": "fedtrees.federation._checks",
@@ -146,6 +147,7 @@ __all__ = [
     "payload",
     "payload_class",
     "receive",
+    "recording",
     "refuse",
     "run",
     "serve",
@@ -191,6 +193,7 @@ if TYPE_CHECKING:
         Ledger,
         LedgerEntry,
         MeteredTransport,
+        recording,
     )
     from fedtrees.federation._payload import (
         Field,
