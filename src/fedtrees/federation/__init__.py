@@ -33,13 +33,6 @@ from typing import TYPE_CHECKING, Final
 from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
-    "recording": "fedtrees.federation._ledger",
-    "category_positions": "fedtrees.federation._values",
-    "RTOL": "fedtrees.federation._checks",
-    "check_at_most": "fedtrees.federation._checks",
-    "check_moments": "fedtrees.federation._checks",
-    "check_same_stats": "fedtrees.federation._checks",
-    "as_frame": "fedtrees.federation._data",
     "BudgetCharge": "fedtrees.federation._budget",
     "BudgetFile": "fedtrees.federation._budget_file",
     "CapturedMessage": "fedtrees.federation._ledger",
@@ -62,6 +55,7 @@ _HOMES: Final[dict[str, str]] = {
     "MeteredTransport": "fedtrees.federation._ledger",
     "Outgoing": "fedtrees.federation._transport",
     "Payload": "fedtrees.federation._payload",
+    "RTOL": "fedtrees.federation._checks",
     "ReplySpec": "fedtrees.federation._payload",
     "Resync": "fedtrees.federation._state",
     "RoundCallback": "fedtrees.federation._driver",
@@ -76,8 +70,14 @@ _HOMES: Final[dict[str, str]] = {
     "Task": "fedtrees.federation._schema",
     "Transport": "fedtrees.federation._transport",
     "agree": "fedtrees.federation._schema",
+    "as_frame": "fedtrees.federation._data",
     "as_reply": "fedtrees.federation._checks",
+    "category_positions": "fedtrees.federation._values",
+    "check_at_most": "fedtrees.federation._checks",
+    "check_moments": "fedtrees.federation._checks",
     "check_reply": "fedtrees.federation._checks",
+    "check_same_stats": "fedtrees.federation._checks",
+    "check_timeout": "fedtrees.federation._driver",
     "decode": "fedtrees.federation._codec",
     "dispatch": "fedtrees.federation._client",
     "encode": "fedtrees.federation._codec",
@@ -86,9 +86,9 @@ _HOMES: Final[dict[str, str]] = {
     "payload": "fedtrees.federation._payload",
     "payload_class": "fedtrees.federation._payload",
     "receive": "fedtrees.federation._driver",
+    "recording": "fedtrees.federation._ledger",
     "refuse": "fedtrees.federation._client",
     "run": "fedtrees.federation._driver",
-    "check_timeout": "fedtrees.federation._driver",
     "serve": "fedtrees.federation._client",
 }
 """Every public name and the module it loads from."""

@@ -30,13 +30,13 @@ __all__ = [
 ]
 
 _HOMES: Final[dict[str, str]] = {
-    "MAX_DEPTH_CAP": "fedtrees.algorithms.fedforest._config",
     "DiagnosisReport": "fedtrees.algorithms.fedforest._diagnose",
     "FedForestClassifier": "fedtrees.algorithms.fedforest._estimator",
     "FedForestRegressor": "fedtrees.algorithms.fedforest._estimator",
     "FedForestStrategy": "fedtrees.algorithms.fedforest._strategy",
     "ForestConfig": "fedtrees.algorithms.fedforest._config",
     "ForestResult": "fedtrees.algorithms.fedforest._strategy",
+    "MAX_DEPTH_CAP": "fedtrees.algorithms.fedforest._config",
     "diagnose": "fedtrees.algorithms.fedforest._diagnose",
 }
 

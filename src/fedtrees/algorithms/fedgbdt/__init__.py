@@ -27,13 +27,13 @@ __all__ = [
 ]
 
 _HOMES: Final[dict[str, str]] = {
-    "MAX_BOOSTING_DEPTH": "fedtrees.algorithms.fedgbdt._config",
-    "MAX_BOOSTING_ROUNDS": "fedtrees.algorithms.fedgbdt._config",
     "BoostConfig": "fedtrees.algorithms.fedgbdt._config",
     "BoostResult": "fedtrees.algorithms.fedgbdt._strategy",
     "FedGBDTClassifier": "fedtrees.algorithms.fedgbdt._estimator",
     "FedGBDTRegressor": "fedtrees.algorithms.fedgbdt._estimator",
     "FedGBDTStrategy": "fedtrees.algorithms.fedgbdt._strategy",
+    "MAX_BOOSTING_DEPTH": "fedtrees.algorithms.fedgbdt._config",
+    "MAX_BOOSTING_ROUNDS": "fedtrees.algorithms.fedgbdt._config",
 }
 
 if TYPE_CHECKING:
