@@ -371,20 +371,18 @@ EDGES = {"x0": [-10.0, 0.0, 10.0], "x1": [-10.0, 0.0, 10.0], "x2": [0.0]}
 @cache
 def _captured(run: str) -> dict[str, tuple[Any, Any, dict[str, Any]]]:
     """The first request of each kind of a small fit: (envelope, site, kept state)."""
-    from fedtrees.federation import ClientState, Federation, Ledger, decode, serve
+    from fedtrees.audit import recording
+    from fedtrees.federation import ClientState, Federation, decode, serve
 
     X, y, groups = blobs()
     if run.endswith("-words"):
         y = np.array(["healthy", "sick"])[y]
     fed = Federation.from_groups(X, y, groups)
-    ledger = Ledger(keep_messages=True)
     estimator = RUNS[run]()
-    estimator._run = lambda federation, strategy, callbacks=(): federation.run(
-        strategy, task=estimator._task, ledger=ledger
-    )
-    with warnings.catch_warnings():
+    with recording() as ledgers, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         estimator.fit_federation(fed)
+    (ledger,) = ledgers
     sites = fed.on_each_site(lambda data: data)
     states = {c: ClientState() for c in sites}
     out: dict[str, tuple[Any, Any, dict[str, Any]]] = {}

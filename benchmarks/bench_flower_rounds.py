@@ -12,7 +12,7 @@ without (every ClientApp process serves its message itself; ``--worker-only``
 skips these). A round's seconds are its slowest reply, from the ledger the
 ServerApp writes. Every site logs where each message's seconds went
 (``fedtrees site NAME: process CPU before ...``,
-:class:`fedtrees.federation.flower._clientapp.Stopwatch`): the CPU its ClientApp
+:class:`fedtrees.federation.flower._stopwatch.Stopwatch`): the CPU its ClientApp
 process spent before the message reached fedtrees (Python, Flower's set-up,
 importing the app), then the job's handlers, the data (through the run's
 cache) and the work, wherever they ran. What the sites do not account for is

@@ -1,6 +1,6 @@
 """Running a method for the audits: a fit that returns its ledger, and tidy data.
 
-:func:`fedtrees.federation.audit_row_scaling` runs a protocol on clients of ``n``
+:func:`fedtrees.audit.audit_row_scaling` runs a protocol on clients of ``n``
 rows and of ``2n + 1`` rows; these helpers give it a ``fit`` per method and data
 on which the protocol's data-dependent choices stay the same when every row is
 copied (a few levels per feature, classes split by one feature).
@@ -13,21 +13,17 @@ from typing import Any
 
 import numpy as np
 
+from fedtrees.audit import recording
 from fedtrees.federation import Federation, Ledger, ServerStrategy, Task
 
 
-def estimator_fit(
-    make: Callable[[], Any], task: Task = "classification"
-) -> Callable[[Federation], Ledger]:
+def estimator_fit(make: Callable[[], Any]) -> Callable[[Federation], Ledger]:
     """A fit of a fresh ``make()`` estimator that keeps every message."""
 
     def fit(federation: Federation) -> Ledger:
-        ledger = Ledger(keep_messages=True)
-        estimator = make()
-        estimator._run = lambda fed, strategy, callbacks=(): fed.run(
-            strategy, task=task, ledger=ledger
-        )
-        estimator.fit_federation(federation)
+        with recording() as ledgers:
+            make().fit_federation(federation)
+        (ledger,) = ledgers
         return ledger
 
     return fit

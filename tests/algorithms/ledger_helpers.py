@@ -6,17 +6,16 @@ from typing import Any
 
 import numpy as np
 
+from fedtrees.audit import recording
 from fedtrees.federation import Federation, Ledger, Payload, decode
 from fedtrees.tree import Tree
 
 
 def fit_with_ledger(estimator: Any, federation: Federation) -> Ledger:
     """Fit ``estimator`` on ``federation``, keeping every message of the run."""
-    ledger = Ledger(keep_messages=True)
-    estimator._run = lambda fed, strategy, callbacks=(): fed.run(
-        strategy, task="classification", ledger=ledger
-    )
-    estimator.fit_federation(federation)
+    with recording() as ledgers:
+        estimator.fit_federation(federation)
+    (ledger,) = ledgers
     return ledger
 
 

@@ -14,18 +14,13 @@ from fedtrees.algorithms.dpforest import (
     memorization_matrix,
     memorization_rate,
 )
+from fedtrees.audit import audit_row_scaling, find_client_values
 from fedtrees.exceptions import (
     PrivacyLeakWarning,
     RemoteProtocolError,
     ValidationError,
 )
-from fedtrees.federation import (
-    Fault,
-    Federation,
-    Ledger,
-    audit_row_scaling,
-    find_client_values,
-)
+from fedtrees.federation import Fault, Federation, Ledger
 from fedtrees.learners import planned_queries
 from tests.audit_helpers import estimator_fit, leveled
 

@@ -13,15 +13,9 @@ from fedtrees import FedAvgClassifier
 from fedtrees._random import keyed_rng
 from fedtrees.algorithms.fedavg import FedAvgStrategy
 from fedtrees.algorithms.fedavg._network import Layout
+from fedtrees.audit import audit_row_scaling, find_client_values
 from fedtrees.exceptions import ClientDropoutWarning, ValidationError
-from fedtrees.federation import (
-    ClientData,
-    Fault,
-    Federation,
-    Ledger,
-    audit_row_scaling,
-    find_client_values,
-)
+from fedtrees.federation import ClientData, Fault, Federation, Ledger
 from tests.audit_helpers import estimator_fit, leveled
 
 FULL_BATCH = {"local_steps": 1, "batch_size": 10_000, "standardize": "global"}

@@ -11,6 +11,7 @@ from sklearn.exceptions import NotFittedError
 
 from fedtrees import FedForestClassifier, FedForestRegressor
 from fedtrees.algorithms.fedforest import diagnose
+from fedtrees.audit import audit_row_scaling, find_client_values
 from fedtrees.datasets.synthetic import make_disjoint_supports, make_fedforest
 from fedtrees.exceptions import (
     ClientDropoutWarning,
@@ -19,13 +20,7 @@ from fedtrees.exceptions import (
     SchemaMismatchError,
     ValidationError,
 )
-from fedtrees.federation import (
-    Fault,
-    Federation,
-    Ledger,
-    audit_row_scaling,
-    find_client_values,
-)
+from fedtrees.federation import Fault, Federation, Ledger
 from fedtrees.tree import NodeKind
 from tests.algorithms.ledger_helpers import (
     check_bin_sizes,
@@ -248,9 +243,7 @@ def test_no_regression_message_grows_with_the_rows() -> None:
     params = {"n_estimators": 2, "max_depth": 2, "bootstrap": False}
     params |= {"n_quantiles": 4, "min_samples_leaf": 5, "max_features": None}
     report = audit_row_scaling(
-        estimator_fit(
-            lambda: FedForestRegressor(random_state=0, **params), "regression"
-        ),
+        estimator_fit(lambda: FedForestRegressor(random_state=0, **params)),
         X,
         2.0 * X[:, 0],  # the levels of feature 0: node moments, same splits
         groups,

@@ -31,21 +31,14 @@ from fedtrees.algorithms.fedforest._payloads import (
     SketchEvaluateReply,
     SketchEvaluateRequest,
 )
+from fedtrees.audit import audit_row_scaling, find_client_values, recording
 from fedtrees.datasets import synthetic
 from fedtrees.exceptions import (
     CentralizedFitWarning,
     ClientDropoutWarning,
     RemoteProtocolError,
 )
-from fedtrees.federation import (
-    Fault,
-    Federation,
-    Ledger,
-    Resync,
-    audit_row_scaling,
-    decode,
-    find_client_values,
-)
+from fedtrees.federation import Fault, Federation, Ledger, Resync, decode
 from fedtrees.tree import NodeKind
 from tests.algorithms.exact_compare import divergences
 from tests.algorithms.ledger_helpers import (
@@ -84,13 +77,10 @@ def _fit(model: Any, X: Any, y: Any, groups: Any = None, **kw: Any) -> Ledger:
     """Fit ``model`` (keeping every message); ``groups=None``: one client."""
     sites = np.zeros(len(y), dtype=int) if groups is None else groups
     fed = Federation.from_groups(X, y, sites, **kw)
-    ledger = Ledger(keep_messages=True)
-    model._run = lambda federation, strategy, callbacks=(): federation.run(
-        strategy, task=model._task, ledger=ledger
-    )
-    with warnings.catch_warnings():
+    with recording() as ledgers, warnings.catch_warnings():
         warnings.simplefilter("ignore", ClientDropoutWarning)
         model.fit_federation(fed)
+    (ledger,) = ledgers
     return ledger
 
 

@@ -12,6 +12,7 @@ import pytest
 from fedtrees import FedForestClassifier, FedForestRegressor
 from fedtrees.algorithms.fedforest._forest import SplitBatch, chain
 from fedtrees.algorithms.fedforest._payloads import ForestState
+from fedtrees.audit import find_client_values, recording
 from fedtrees.federation import (
     ClientState,
     Fault,
@@ -21,7 +22,6 @@ from fedtrees.federation import (
     decode,
     encode,
     encode_broadcast,
-    find_client_values,
 )
 from fedtrees.federation._codec import Envelope
 from fedtrees.tree import NodeKind
@@ -47,12 +47,9 @@ def _fit(
 ) -> tuple[list[object], Ledger]:
     X, y, groups = _data(regression)
     fed = Federation.from_groups(X, y, groups, faults=faults)
-    ledger = Ledger(keep_messages=True)
-    task = "regression" if regression else "classification"
-    model._run = lambda federation, strategy, callbacks=(): federation.run(  # type: ignore[union-attr]
-        strategy, task=task, ledger=ledger
-    )
-    model.fit_federation(fed)
+    with recording() as ledgers:
+        model.fit_federation(fed)
+    (ledger,) = ledgers
     assert find_client_values(ledger, fed).messages == len(ledger.captured)
     return list(model.trees_), ledger
 
@@ -197,12 +194,10 @@ def test_a_client_with_another_version_asks_for_a_resync() -> None:
 
     X, y, groups = _data()
     fed = Federation.from_groups(X, y, groups)
-    ledger = Ledger(keep_messages=True)
     model = FedForestClassifier(n_estimators=2, max_depth=3, random_state=0, **PAPER)
-    model._run = lambda federation, strategy, callbacks=(): federation.run(  # type: ignore[method-assign]
-        strategy, task="classification", ledger=ledger
-    )
-    model.fit_federation(fed)
+    with recording() as ledgers:
+        model.fit_federation(fed)
+    (ledger,) = ledgers
     requests = [
         decode(m.data).payload
         for m in ledger.captured

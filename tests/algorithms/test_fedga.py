@@ -12,15 +12,9 @@ from sklearn.tree import DecisionTreeClassifier
 
 from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
 from fedtrees.algorithms.fedga._protocol import FitnessReply, JoinReply, TreeReply
+from fedtrees.audit import audit_row_scaling, find_client_values, recording
 from fedtrees.exceptions import ClientDropoutWarning, ValidationError
-from fedtrees.federation import (
-    Fault,
-    Federation,
-    Ledger,
-    audit_row_scaling,
-    decode,
-    find_client_values,
-)
+from fedtrees.federation import Fault, Federation, decode
 from tests.audit_helpers import estimator_fit, leveled
 
 QUICK = {"n_generations": 8, "depth_range": (2, 6), "random_state": 0}
@@ -81,12 +75,10 @@ def test_only_the_last_round_holds_thresholds_and_epsilon_is_spent() -> None:
     X = rng.normal(size=(sum(sizes), 5))
     y = (X[:, 0] + X[:, 3] > 0).astype(int)
     federation = Federation.from_groups(X, y, np.repeat(["a", "b", "c"], sizes))
-    ledger = Ledger(keep_messages=True)
     model = FedGAClassifier(epsilon=0.5, **QUICK)
-    model._run = lambda fed, strategy, callbacks=(): fed.run(  # type: ignore[method-assign]
-        strategy, task="classification", ledger=ledger
-    )
-    model.fit_federation(federation)
+    with recording() as ledgers:
+        model.fit_federation(federation)
+    (ledger,) = ledgers
     report = find_client_values(ledger, federation)
     assert report.messages == len(ledger.captured)
     last = 2 + QUICK["n_generations"] + 2
@@ -120,7 +112,6 @@ def test_no_message_grows_with_the_rows(regression: bool) -> None:
     report = audit_row_scaling(
         estimator_fit(
             lambda: model(random_state=0, **small),
-            "regression" if regression else "classification",
         ),
         X,
         2.0 * X[:, 0] if regression else y,

@@ -26,20 +26,13 @@ from fedtrees.algorithms.fedgbdt._decisions import (
     route,
 )
 from fedtrees.algorithms.fedgbdt._payloads import LevelReply, LocalReply
+from fedtrees.audit import audit_row_scaling, find_client_values, recording
 from fedtrees.exceptions import (
     ClientDropoutWarning,
     RemoteProtocolError,
     ValidationError,
 )
-from fedtrees.federation import (
-    Fault,
-    Federation,
-    Ledger,
-    Resync,
-    audit_row_scaling,
-    decode,
-    find_client_values,
-)
+from fedtrees.federation import Fault, Federation, Resync, decode
 from fedtrees.tree import Missing
 from tests.audit_helpers import estimator_fit, leveled
 
@@ -206,13 +199,11 @@ def _sites(n: int = 600) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _run(faults=(), **params):
     X, y, groups = _sites()
-    ledger = Ledger(keep_messages=True)
     fed = Federation.from_groups(X, y, groups, faults=tuple(faults))
     model = FedGBDTClassifier(**{**PARAMS, **params})
-    model._run = lambda f, strategy, callbacks=(): f.run(
-        strategy, task="classification", ledger=ledger
-    )
-    model.fit_federation(fed)
+    with recording() as ledgers:
+        model.fit_federation(fed)
+    (ledger,) = ledgers
     return model, ledger, X
 
 

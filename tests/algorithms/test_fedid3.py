@@ -13,17 +13,13 @@ from hypothesis import strategies as st
 
 from fedtrees import FederatedID3Classifier, datasets
 from fedtrees.algorithms.fedid3 import LevelReply, LevelRequest
+from fedtrees.audit import audit_row_scaling, find_client_values
 from fedtrees.exceptions import (
     RemoteProtocolError,
     SchemaMismatchError,
     ValidationError,
 )
-from fedtrees.federation import (
-    Fault,
-    Federation,
-    audit_row_scaling,
-    find_client_values,
-)
+from fedtrees.federation import Fault, Federation
 from fedtrees.learners import fit_id3
 from fedtrees.tree import Tree
 from tests.algorithms.ledger_helpers import (

@@ -20,19 +20,14 @@ from fedtrees.algorithms.icdta._protocol import (
     ScoresReply,
     TreeReply,
 )
+from fedtrees.audit import audit_row_scaling, find_client_values
 from fedtrees.exceptions import (
     RemoteProtocolError,
     RuleLimitExceeded,
     SchemaMismatchError,
     ValidationError,
 )
-from fedtrees.federation import (
-    Fault,
-    Federation,
-    Ledger,
-    audit_row_scaling,
-    find_client_values,
-)
+from fedtrees.federation import Fault, Federation, Ledger
 from tests.algorithms.ledger_helpers import (
     array_bytes,
     exchanges,

@@ -17,14 +17,9 @@ from fedtrees import (
 )
 from fedtrees._random import client_key, keyed_rng
 from fedtrees.algorithms.local import LocalForestStrategy
+from fedtrees.audit import audit_row_scaling, find_client_values
 from fedtrees.exceptions import RemoteProtocolError, ValidationError
-from fedtrees.federation import (
-    Fault,
-    Federation,
-    Ledger,
-    audit_row_scaling,
-    find_client_values,
-)
+from fedtrees.federation import Fault, Federation, Ledger
 from tests.audit_helpers import estimator_fit, leveled
 
 PARAMS = {"n_estimators": 7, "max_depth": 4, "random_state": 3}

@@ -20,13 +20,9 @@ from fedtrees.algorithms.synthetic import (
     sub_path_boxes,
 )
 from fedtrees.algorithms.synthetic._protocol import TreeReply
+from fedtrees.audit import audit_row_scaling, find_client_values
 from fedtrees.exceptions import RemoteProtocolError, ValidationError
-from fedtrees.federation import (
-    Fault,
-    Federation,
-    audit_row_scaling,
-    find_client_values,
-)
+from fedtrees.federation import Fault, Federation
 from fedtrees.learners import fit_cart
 from fedtrees.tree import NodeKind, vote_shares
 from tests.algorithms.ledger_helpers import (

@@ -18,6 +18,12 @@ import pytest
 
 from fedtrees import FedForestClassifier
 from fedtrees.algorithms.toy import run_toy
+from fedtrees.audit import (
+    audit_row_scaling,
+    compare_message_sizes,
+    find_client_values,
+    row_scaled_pair,
+)
 from fedtrees.exceptions import PrivacyAuditError, RemoteProtocolError
 from fedtrees.federation import (
     CapturedMessage,
@@ -30,12 +36,8 @@ from fedtrees.federation import (
     Payload,
     ReplySpec,
     RoundPlan,
-    audit_row_scaling,
-    compare_message_sizes,
-    find_client_values,
     handler,
     payload,
-    row_scaled_pair,
 )
 from tests.audit_helpers import estimator_fit
 

@@ -48,6 +48,7 @@ from fedtrees.algorithms import (
     run_toy,
 )
 from fedtrees.algorithms.fedforest._strategy import FedForestStrategy
+from fedtrees.audit import recording
 from fedtrees.exceptions import CodecError, RemoteProtocolError
 from fedtrees.federation import (
     ClientData,
@@ -114,11 +115,9 @@ def _fit(
 
     def runner() -> tuple[Federation, Ledger]:
         fed = Federation.from_groups(X, y, groups, faults=faults)
-        ledger = Ledger(keep_messages=True)
-        estimator._run = lambda federation, strategy, callbacks=(): federation.run(
-            strategy, task=estimator._task, ledger=ledger
-        )
-        estimator.fit_federation(fed, **kw)
+        with recording() as ledgers:
+            estimator.fit_federation(fed, **kw)
+        (ledger,) = ledgers
         return fed, ledger
 
     return runner

@@ -19,6 +19,7 @@ import pytest
 from fedtrees.algorithms import DPForestClassifier, run_toy
 from fedtrees.algorithms.dpforest._protocol import DPTreeRequest
 from fedtrees.algorithms.toy import HistogramReply, HistogramRequest, ToyStrategy
+from fedtrees.audit import recording
 from fedtrees.exceptions import (
     CodecError,
     LocalProtocolError,
@@ -31,7 +32,6 @@ from fedtrees.federation import (
     Delivery,
     Envelope,
     Federation,
-    Ledger,
     Payload,
     decode,
     encode,
@@ -172,12 +172,10 @@ def dp_exchange() -> tuple[Payload, bytes]:
     X = rng.normal(size=(30, 2))
     y = (X[:, 0] > 0).astype(int)
     fed = Federation.from_groups(X, y, np.repeat(["a", "b"], 15))
-    ledger = Ledger(keep_messages=True)
     model = DPForestClassifier(1.0, 2, [(-4.0, 4.0)] * 2, random_state=0)
-    model._run = lambda federation, strategy, callbacks=(): federation.run(  # type: ignore[method-assign]
-        strategy, task="classification", ledger=ledger
-    )
-    model.fit_federation(fed)
+    with recording() as ledgers:
+        model.fit_federation(fed)
+    (ledger,) = ledgers
     down, up = (
         next(
             m

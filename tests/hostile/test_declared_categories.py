@@ -7,7 +7,7 @@ declaration), each client re-codes its column to the declared order, and no
 client sends a value of that column; the model is the same. Declared classes
 (``classes=``) likewise replace the clients' label sets. Every check decodes the
 captured messages itself and also runs the value audit
-(:func:`fedtrees.federation._audit.find_client_values`). On Flower the ClientApp
+(:func:`fedtrees.audit.find_client_values`). On Flower the ClientApp
 applies the run config's declaration to the data of every message.
 """
 
@@ -30,6 +30,7 @@ from fedtrees import (
     ICDTAClassifier,
     SyntheticDataClassifier,
 )
+from fedtrees.audit import find_client_values, recording
 from fedtrees.exceptions import (
     PrivacyAuditError,
     RemoteProtocolError,
@@ -52,7 +53,6 @@ from fedtrees.federation import (
     handler,
     payload,
 )
-from fedtrees.federation._audit import find_client_values
 from fedtrees.federation._schema import report_schema
 from tests.federation.helpers import NullStrategy
 
@@ -92,15 +92,12 @@ def _fit_keeping(
     estimator: Any, federation: Federation | None = None, *args: Any
 ) -> tuple[Any, Ledger]:
     """Fit ``estimator`` (``fit_federation`` or ``fit(*args)``) keeping messages."""
-    ledger = Ledger(keep_messages=True)
-    task = estimator._task
-    estimator._run = lambda fed, strategy, callbacks=(): fed.run(
-        strategy, task=task, ledger=ledger
-    )
-    if federation is not None:
-        estimator.fit_federation(federation)
-    else:
-        estimator.fit(*args)
+    with recording() as ledgers:
+        if federation is not None:
+            estimator.fit_federation(federation)
+        else:
+            estimator.fit(*args)
+    (ledger,) = ledgers
     return estimator, ledger
 
 

@@ -18,8 +18,9 @@ import pytest
 
 from fedtrees import FedAvgClassifier, Federation
 from fedtrees.algorithms.fedavg import FedAvgStrategy
+from fedtrees.audit import find_client_values
 from fedtrees.exceptions import RemoteProtocolError
-from fedtrees.federation import Ledger, find_client_values
+from fedtrees.federation import Ledger
 
 
 def _federation(

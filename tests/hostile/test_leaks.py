@@ -24,6 +24,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from fedtrees import FedForestClassifier, FedGAClassifier
 from fedtrees.algorithms.toy import ToyCountsRequest, run_toy
+from fedtrees.audit import find_client_values, recording
 from fedtrees.exceptions import (
     ClientDropoutWarning,
     PrivacyAuditError,
@@ -40,7 +41,6 @@ from fedtrees.federation import (
     Payload,
     decode,
     encode,
-    find_client_values,
 )
 from fedtrees.federation._client import serve
 from fedtrees.learners import fit_id3
@@ -57,11 +57,9 @@ def _sites(rows: int = 300, seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def _fit(model: FedForestClassifier, federation: Federation) -> Ledger:
-    ledger = Ledger(keep_messages=True)
-    model._run = lambda fed, strategy, callbacks=(): fed.run(  # type: ignore[attr-defined]
-        strategy, task=model._task, ledger=ledger
-    )
-    model.fit_federation(federation)
+    with recording() as ledgers:
+        model.fit_federation(federation)
+    (ledger,) = ledgers
     return ledger
 
 
@@ -255,14 +253,14 @@ def test_the_value_audit_finds_a_named_label_and_notes_what_errors_reveal() -> N
     X = rng.normal(size=(40, 2))
     y = np.where(X[:, 0] > 0, "sick", "well").astype(object)
     federation = Federation.from_groups(X, y, np.repeat(["a", "b"], [30, 10]))
-    ledger = Ledger(keep_messages=True)
     model = FedGAClassifier(n_generations=1, population_size=4, depth_range=(2, 3),
                             cv_folds=12, random_state=0)  # fmt: skip
-    model._run = lambda fed, strategy, callbacks=(): fed.run(  # type: ignore[attr-defined]
-        strategy, task=model._task, ledger=ledger
-    )
-    with pytest.warns(ClientDropoutWarning, match="'b', round 1"):
+    with (
+        recording() as ledgers,
+        pytest.warns(ClientDropoutWarning, match="'b', round 1"),
+    ):
         model.fit_federation(federation)  # site b is below 12 rows
+    (ledger,) = ledgers
     report = find_client_values(ledger, federation)
     assert any("by design, a site with fewer rows than" in n for n in report.notes)
     # An error that named a label or the row count would be a finding:

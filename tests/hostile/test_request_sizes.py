@@ -33,12 +33,12 @@ from fedtrees.algorithms import (
     run_toy,
 )
 from fedtrees.algorithms.fedforest._strategy import FedForestStrategy
+from fedtrees.audit import recording
 from fedtrees.federation import (
     ClientData,
     ClientState,
     Envelope,
     Federation,
-    Ledger,
     Payload,
     decode,
     encode,
@@ -73,29 +73,26 @@ class Captured:
 def _capture(estimator: Any) -> dict[str, Captured]:
     """Fit ``estimator`` on the tiny federation; the first request of each kind."""
 
-    def fit(fed: Federation, ledger: Ledger) -> None:
-        estimator._run = lambda federation, strategy, callbacks=(): federation.run(
-            strategy, task=estimator._task, ledger=ledger
-        )
+    def fit(fed: Federation) -> None:
         estimator.fit_federation(fed)
 
     return _captured_by(fit)
 
 
-def _holdout(fed: Federation, ledger: Ledger) -> None:
+def _holdout(fed: Federation) -> None:
     """FedForest with held-out rows: its last round scores them."""
     config = FedForestClassifier(1, max_depth=2, random_state=0)._config()
     strategy = FedForestStrategy(dataclasses.replace(config, holdout=0.3))
-    fed.run(strategy, task="classification", ledger=ledger)
+    fed.run(strategy, task="classification")
 
 
-def _captured_by(runner: Callable[[Federation, Ledger], object]) -> dict[str, Captured]:
+def _captured_by(runner: Callable[[Federation], object]) -> dict[str, Captured]:
     """Run ``runner`` keeping every message; the first request of each kind."""
     fed = Federation.from_groups(X, Y, GROUPS)
-    ledger = Ledger(keep_messages=True)
-    with warnings.catch_warnings():
+    with recording() as ledgers, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        runner(fed, ledger)
+        runner(fed)
+    (ledger,) = ledgers
     sites = fed.on_each_site(lambda data: data)
     states = {c: ClientState() for c in sites}
     out: dict[str, Captured] = {}
@@ -137,9 +134,7 @@ RUNS: dict[str, Callable[[], dict[str, Captured]]] = {
         FedForestClassifier(1, max_depth=2, random_state=0, candidates="hist")
     ),
     "local": lambda: _capture(LocalEnsembleClassifier(2, max_depth=2, random_state=0)),
-    "toy": lambda: _captured_by(
-        lambda fed, ledger: run_toy(fed, n_rounds=1, ledger=ledger)
-    ),
+    "toy": lambda: _captured_by(lambda fed: run_toy(fed, n_rounds=1)),
     "fedga": lambda: _capture(
         FedGAClassifier(
             population_size=4,

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Final
 from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
-    "JOBS": "fedtrees.algorithms._jobs",
-    "run_job": "fedtrees.algorithms._jobs",
     "DPForestClassifier": "fedtrees.algorithms.dpforest",
     "FedAvgClassifier": "fedtrees.algorithms.fedavg",
     "FedForestClassifier": "fedtrees.algorithms.fedforest",
@@ -26,14 +24,21 @@ _HOMES: Final[dict[str, str]] = {
     "FedGBDTRegressor": "fedtrees.algorithms.fedgbdt",
     "FederatedID3Classifier": "fedtrees.algorithms.fedid3",
     "ICDTAClassifier": "fedtrees.algorithms.icdta",
+    "JOBS": "fedtrees.algorithms._jobs",
+    "JOB_PACKAGES": "fedtrees.algorithms._handlers",
     "LocalEnsembleClassifier": "fedtrees.algorithms.local",
     "LocalEnsembleRegressor": "fedtrees.algorithms.local",
     "LocalModelsClassifier": "fedtrees.algorithms.local",
     "LocalModelsRegressor": "fedtrees.algorithms.local",
+    "MAX_GRID": "fedtrees.algorithms._params",
+    "MAX_N_ESTIMATORS": "fedtrees.algorithms._params",
+    "MAX_SAMPLES_PER_PATH": "fedtrees.algorithms._params",
+    "MAX_TREE_DEPTH": "fedtrees.algorithms._params",
     "SyntheticDataClassifier": "fedtrees.algorithms.synthetic",
     "ToyResult": "fedtrees.algorithms.toy",
     "ToyStrategy": "fedtrees.algorithms.toy",
-    "run_toy": "fedtrees.algorithms.toy",
+    "check_size": "fedtrees.algorithms._params",
+    "client_scores": "fedtrees.algorithms._metrics",
     "dpforest": "fedtrees.algorithms.dpforest",
     "fedavg": "fedtrees.algorithms.fedavg",
     "fedforest": "fedtrees.algorithms.fedforest",
@@ -41,7 +46,10 @@ _HOMES: Final[dict[str, str]] = {
     "fedgbdt": "fedtrees.algorithms.fedgbdt",
     "fedid3": "fedtrees.algorithms.fedid3",
     "icdta": "fedtrees.algorithms.icdta",
+    "load_handlers": "fedtrees.algorithms._handlers",
     "local": "fedtrees.algorithms.local",
+    "run_job": "fedtrees.algorithms._jobs",
+    "run_toy": "fedtrees.algorithms.toy",
     "synthetic": "fedtrees.algorithms.synthetic",
     "toy": "fedtrees.algorithms.toy",
 }
@@ -50,6 +58,11 @@ _HOMES: Final[dict[str, str]] = {
 
 __all__ = [
     "JOBS",
+    "JOB_PACKAGES",
+    "MAX_GRID",
+    "MAX_N_ESTIMATORS",
+    "MAX_SAMPLES_PER_PATH",
+    "MAX_TREE_DEPTH",
     "DPForestClassifier",
     "FedAvgClassifier",
     "FedForestClassifier",
@@ -67,6 +80,8 @@ __all__ = [
     "SyntheticDataClassifier",
     "ToyResult",
     "ToyStrategy",
+    "check_size",
+    "client_scores",
     "dpforest",
     "fedavg",
     "fedforest",
@@ -74,6 +89,7 @@ __all__ = [
     "fedgbdt",
     "fedid3",
     "icdta",
+    "load_handlers",
     "local",
     "run_job",
     "run_toy",
@@ -94,7 +110,16 @@ if TYPE_CHECKING:
         synthetic,
         toy,
     )
+    from fedtrees.algorithms._handlers import JOB_PACKAGES, load_handlers
     from fedtrees.algorithms._jobs import JOBS, run_job
+    from fedtrees.algorithms._metrics import client_scores
+    from fedtrees.algorithms._params import (
+        MAX_GRID,
+        MAX_N_ESTIMATORS,
+        MAX_SAMPLES_PER_PATH,
+        MAX_TREE_DEPTH,
+        check_size,
+    )
     from fedtrees.algorithms.dpforest import DPForestClassifier
     from fedtrees.algorithms.fedavg import FedAvgClassifier
     from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor

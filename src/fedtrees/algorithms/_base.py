@@ -80,10 +80,10 @@ from fedtrees.federation import (
     RoundCallback,
     RunResult,
     ServerStrategy,
+    as_frame,
+    category_positions,
     check_timeout,
 )
-from fedtrees.federation._data import as_frame
-from fedtrees.federation._values import category_positions
 from fedtrees.tree import FlatForest, Tree
 
 __all__ = ["ACCEPTS_MISSING", "FederatedEstimator", "estimator_frame"]

@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import Field, InvalidField, Payload
-from fedtrees.federation._checks import check_at_most
+from fedtrees.federation import Field, InvalidField, Payload, check_at_most
 from fedtrees.tree import PACKED_FIELDS, NodeKind, Tree, unpack_trees
 
 __all__ = [

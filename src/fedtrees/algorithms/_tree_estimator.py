@@ -111,19 +111,23 @@ class SingleTreeClassifier(FederatedEstimator):
             numeric columns before fitting).
         """
         # Imported here: it imports sklearn.ensemble, which fit does not need.
-        from fedtrees.tree import _to_sklearn
+        from fedtrees.tree import (
+            check_exportable,
+            refuse_categorical_columns,
+            tree_to_sklearn,
+        )
 
         check_is_fitted(self, "tree_")
         owner = f"{type(self).__name__}.to_sklearn"
         tree: Tree = self.tree_  # type: ignore[attr-defined]
-        _to_sklearn.check_exportable([tree], owner, forest=False)
+        check_exportable([tree], owner, forest=False)
         names = getattr(self, "feature_names_in_", None)
         names = None if names is None else tuple(str(n) for n in names)
-        _to_sklearn.refuse_categorical_columns(self.categories_, names, owner)
+        refuse_categorical_columns(self.categories_, names, owner)
         # The X of predict: the estimator's column names (the synthetic tree's
         # are its one-hot names, which equal them over numeric columns).
         tree = dataclasses.replace(tree, feature_names=names)
-        return _to_sklearn.tree_to_sklearn(tree, classes=self.classes_, owner=owner)
+        return tree_to_sklearn(tree, classes=self.classes_, owner=owner)
 
     def __sklearn_tags__(self) -> Any:
         """Mark the poor score: a depth-|F|/2 tree on 5 bins is weak on toy data."""

@@ -38,7 +38,7 @@ CaFile = Annotated[
 
 def _flower() -> ModuleType:
     try:
-        import fedtrees.federation.flower._deploy as module
+        import fedtrees.federation.flower as module
     except ImportError as exc:
         raise typer.BadParameter(
             "this needs Flower: pip install '.[flower]' in a fedtrees clone"
@@ -250,7 +250,7 @@ def _node_config(
             f"--privacy-budget must be a finite epsilon > 0, got {privacy_budget}"
         )
     if privacy_budget is not None or privacy_ledger is not None:
-        from fedtrees.federation.flower._site import site_budget
+        from fedtrees.federation.flower import site_budget
 
         site_budget(config, "", 0)  # the site's own check, now, not at a message
     return config

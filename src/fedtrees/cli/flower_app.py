@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from fedtrees.federation.flower._wire import SiteAnswer, SiteMessage
+    from fedtrees.federation.flower import SiteAnswer, SiteMessage
 
 __all__ = ["clientapp", "serve_here", "serverapp", "warm_up"]  # noqa: F822
 
@@ -27,12 +27,12 @@ __all__ = ["clientapp", "serve_here", "serverapp", "warm_up"]  # noqa: F822
 def __getattr__(name: str) -> Any:
     """Build ``serverapp`` or ``clientapp`` on first use."""
     if name == "serverapp":
-        from fedtrees.algorithms._jobs import run_job
+        from fedtrees.algorithms import run_job
         from fedtrees.federation.flower import make_server_app
 
         app: Any = make_server_app(run_job)
     elif name == "clientapp":
-        from fedtrees.federation.flower._clientapp import make_client_app
+        from fedtrees.federation.flower import make_client_app
 
         app = make_client_app(_load_site_data, _load_handlers, site_worker=True)
     else:
@@ -43,7 +43,7 @@ def __getattr__(name: str) -> Any:
 
 def serve_here(message: SiteMessage) -> SiteAnswer:
     """Serve one request of this site, in this process."""
-    from fedtrees.federation.flower._site import serve_site
+    from fedtrees.federation.flower import serve_site
 
     return serve_site(message, _load_site_data, _load_handlers)
 
@@ -55,8 +55,8 @@ def warm_up() -> None:
     here would hold the first message for as long as that takes whenever the
     installed kernels cannot serve (about 40 s on 2 cores).
     """
-    from fedtrees.algorithms._handlers import JOB_PACKAGES, load_handlers
-    from fedtrees.federation.flower import _site  # noqa: F401
+    from fedtrees.algorithms import JOB_PACKAGES, load_handlers
+    from fedtrees.federation.flower import serve_site  # noqa: F401
 
     for job in JOB_PACKAGES:
         load_handlers(job)
@@ -71,6 +71,6 @@ def _load_site_data(
 
 
 def _load_handlers(job: str) -> None:
-    from fedtrees.algorithms._handlers import load_handlers
+    from fedtrees.algorithms import load_handlers
 
     load_handlers(job)

@@ -37,7 +37,7 @@ def with_site_worker(supernode: Sequence[str]) -> list[str]:
 def main(argv: Sequence[str]) -> None:
     """Launch a SuperNode with its worker, or (``--serve``) be the worker."""
     from fedtrees.exceptions import ValidationError
-    from fedtrees.federation.flower._worker import launch, serve_forever
+    from fedtrees.federation.flower import launch, serve_forever
 
     if not argv:
         raise SystemExit(

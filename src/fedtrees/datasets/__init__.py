@@ -16,7 +16,7 @@ from fedtrees.datasets._bundled import verify_bundled
 from fedtrees.datasets._client_files import load_client_file, save_client_file
 from fedtrees.datasets._dataset import Dataset, FeatureKind
 from fedtrees.datasets._fedga import FEDGA_DATASETS, load_fedga
-from fedtrees.datasets._hugadb import ACTIVITIES
+from fedtrees.datasets._hugadb import ACTIVITIES, load_hugadb
 from fedtrees.datasets._registry import BUNDLED, available, load
 from fedtrees.datasets._site_cache import load_site_data
 
@@ -30,6 +30,7 @@ __all__ = [
     "load",
     "load_client_file",
     "load_fedga",
+    "load_hugadb",
     "load_site_data",
     "partition",
     "save_client_file",

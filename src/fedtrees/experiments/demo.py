@@ -25,9 +25,13 @@ import pandas as pd
 from sklearn.ensemble import RandomForestClassifier
 
 from fedtrees._validation import check_int
-from fedtrees.algorithms import FedForestClassifier, LocalModelsClassifier
-from fedtrees.algorithms._params import MAX_N_ESTIMATORS, check_size
-from fedtrees.algorithms.fedforest._config import MAX_DEPTH_CAP
+from fedtrees.algorithms import (
+    MAX_N_ESTIMATORS,
+    FedForestClassifier,
+    LocalModelsClassifier,
+    check_size,
+)
+from fedtrees.algorithms.fedforest import MAX_DEPTH_CAP
 from fedtrees.datasets import Dataset, load
 from fedtrees.federation import Ledger
 

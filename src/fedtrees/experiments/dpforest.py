@@ -33,8 +33,7 @@ from sklearn.tree import DecisionTreeClassifier
 from fedtrees._random import keyed_rng
 from fedtrees._validation import check_choice, check_int, invalid
 from fedtrees.algorithms.dpforest import DPForestClassifier, memorization_rate
-from fedtrees.datasets import Dataset, load
-from fedtrees.datasets._hugadb import load_hugadb
+from fedtrees.datasets import Dataset, load, load_hugadb
 from fedtrees.exceptions import PrivacyLeakWarning
 from fedtrees.experiments._report import Plot, Progress, Report
 

@@ -28,12 +28,14 @@ from sklearn.ensemble import RandomForestClassifier
 from fedtrees._random import keyed_rng
 from fedtrees._validation import check_int, invalid
 from fedtrees.algorithms import (
+    MAX_GRID,
+    MAX_N_ESTIMATORS,
     FedAvgClassifier,
     FedForestClassifier,
     LocalEnsembleClassifier,
     LocalModelsClassifier,
+    check_size,
 )
-from fedtrees.algorithms._params import MAX_GRID, MAX_N_ESTIMATORS, check_size
 from fedtrees.datasets import Dataset, load
 from fedtrees.experiments._report import (
     Plot,

@@ -27,12 +27,14 @@ from sklearn.ensemble import RandomForestRegressor
 from fedtrees._random import keyed_rng
 from fedtrees._validation import check_float, check_int, invalid
 from fedtrees.algorithms import (
+    MAX_GRID,
+    MAX_N_ESTIMATORS,
     FedForestRegressor,
     LocalEnsembleRegressor,
     LocalModelsRegressor,
+    check_size,
 )
-from fedtrees.algorithms._params import MAX_GRID, MAX_N_ESTIMATORS, check_size
-from fedtrees.algorithms.fedforest._config import MAX_DEPTH_CAP
+from fedtrees.algorithms.fedforest import MAX_DEPTH_CAP
 from fedtrees.datasets.synthetic import (
     SyntheticFederation,
     make_disjoint_supports,

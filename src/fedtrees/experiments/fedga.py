@@ -44,8 +44,8 @@ import pandas as pd
 
 from fedtrees._random import keyed_rng
 from fedtrees._validation import check_float, check_int, invalid
-from fedtrees.algorithms._params import MAX_GRID, check_size
-from fedtrees.algorithms.fedga._strategy import ROUNDS_BESIDE_GENERATIONS
+from fedtrees.algorithms import MAX_GRID, check_size
+from fedtrees.algorithms.fedga import ROUNDS_BESIDE_GENERATIONS
 from fedtrees.exceptions import DataNotFoundError
 from fedtrees.experiments._fedga_data import (
     CLASSIFICATION,

@@ -38,9 +38,12 @@ from sklearn.model_selection import train_test_split
 
 from fedtrees._random import keyed_rng
 from fedtrees._validation import check_float, check_int, invalid
-from fedtrees.algorithms._params import check_size
-from fedtrees.algorithms.fedgbdt import FedGBDTClassifier
-from fedtrees.algorithms.fedgbdt._config import MAX_BOOSTING_DEPTH, MAX_BOOSTING_ROUNDS
+from fedtrees.algorithms import check_size
+from fedtrees.algorithms.fedgbdt import (
+    MAX_BOOSTING_DEPTH,
+    MAX_BOOSTING_ROUNDS,
+    FedGBDTClassifier,
+)
 from fedtrees.datasets import Dataset, load, partition
 from fedtrees.exceptions import ValidationError
 from fedtrees.experiments._report import Plot, Progress, Report, pivot_mean, pivot_sd

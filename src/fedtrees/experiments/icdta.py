@@ -70,7 +70,7 @@ import pandas as pd
 
 from fedtrees._random import keyed_rng
 from fedtrees._validation import check_choice, check_float, check_int, invalid
-from fedtrees.algorithms._metrics import client_scores
+from fedtrees.algorithms import client_scores
 from fedtrees.algorithms.fedid3 import FederatedID3Classifier
 from fedtrees.algorithms.icdta import ICDTAClassifier, TreeFilter
 from fedtrees.exceptions import RuleLimitExceeded, ValidationError

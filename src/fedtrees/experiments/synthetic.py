@@ -66,12 +66,12 @@ import pandas as pd
 
 from fedtrees._random import keyed_rng
 from fedtrees._validation import check_choice, check_float, check_int, invalid
-from fedtrees.algorithms._params import (
+from fedtrees.algorithms import (
     MAX_SAMPLES_PER_PATH,
     MAX_TREE_DEPTH,
     check_size,
 )
-from fedtrees.algorithms.fedavg._limits import MAX_BATCH_SIZE
+from fedtrees.algorithms.fedavg import MAX_BATCH_SIZE
 from fedtrees.experiments._report import Progress, Report
 from fedtrees.experiments._synthetic_data import (
     DATASETS,

@@ -19,8 +19,8 @@ read with an error envelope. A site may declare its own privacy budget
 (:class:`SiteBudget`, kept across runs in a :class:`BudgetFile`): every DP
 release is charged to it, and a request that would exceed it is refused with an
 error naming the budget. Not defended: a malicious server, collusion,
-traffic analysis. :func:`audit_row_scaling` and :func:`find_client_values` test
-that no message carries row-level data (docs/security.md).
+traffic analysis. The audit (:mod:`fedtrees.audit`, a layer above this one)
+tests that no message carries row-level data (docs/security.md).
 
 The names below load on first use (PEP 562): a Flower ClientApp process, which
 only hands its message to the site worker, pays for none of them.
@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Final
 from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
-    "AuditReport": "fedtrees.federation._audit",
     "BudgetCharge": "fedtrees.federation._budget",
     "BudgetFile": "fedtrees.federation._budget_file",
     "CapturedMessage": "fedtrees.federation._ledger",
@@ -45,7 +44,6 @@ _HOMES: Final[dict[str, str]] = {
     "Federation": "fedtrees.federation._federation",
     "FederationInfo": "fedtrees.federation._driver",
     "Field": "fedtrees.federation._payload",
-    "Finding": "fedtrees.federation._audit",
     "Handle": "fedtrees.federation._client",
     "InProcessTransport": "fedtrees.federation._transport",
     "InvalidField": "fedtrees.federation._checks",
@@ -57,6 +55,7 @@ _HOMES: Final[dict[str, str]] = {
     "MeteredTransport": "fedtrees.federation._ledger",
     "Outgoing": "fedtrees.federation._transport",
     "Payload": "fedtrees.federation._payload",
+    "RTOL": "fedtrees.federation._checks",
     "ReplySpec": "fedtrees.federation._payload",
     "Resync": "fedtrees.federation._state",
     "RoundCallback": "fedtrees.federation._driver",
@@ -71,23 +70,25 @@ _HOMES: Final[dict[str, str]] = {
     "Task": "fedtrees.federation._schema",
     "Transport": "fedtrees.federation._transport",
     "agree": "fedtrees.federation._schema",
+    "as_frame": "fedtrees.federation._data",
     "as_reply": "fedtrees.federation._checks",
-    "audit_row_scaling": "fedtrees.federation._audit",
+    "category_positions": "fedtrees.federation._values",
+    "check_at_most": "fedtrees.federation._checks",
+    "check_moments": "fedtrees.federation._checks",
     "check_reply": "fedtrees.federation._checks",
-    "compare_message_sizes": "fedtrees.federation._audit",
+    "check_same_stats": "fedtrees.federation._checks",
+    "check_timeout": "fedtrees.federation._driver",
     "decode": "fedtrees.federation._codec",
     "dispatch": "fedtrees.federation._client",
     "encode": "fedtrees.federation._codec",
     "encode_broadcast": "fedtrees.federation._codec",
-    "find_client_values": "fedtrees.federation._audit",
     "handler": "fedtrees.federation._client",
     "payload": "fedtrees.federation._payload",
     "payload_class": "fedtrees.federation._payload",
     "receive": "fedtrees.federation._driver",
+    "recording": "fedtrees.federation._ledger",
     "refuse": "fedtrees.federation._client",
-    "row_scaled_pair": "fedtrees.federation._audit",
     "run": "fedtrees.federation._driver",
-    "check_timeout": "fedtrees.federation._driver",
     "serve": "fedtrees.federation._client",
 }
 """Every public name and the module it loads from."""
@@ -96,7 +97,7 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "MAX_ROUNDS",
     "MAX_TIMEOUT",
-    "AuditReport",
+    "RTOL",
     "BudgetCharge",
     "BudgetFile",
     "CapturedMessage",
@@ -108,7 +109,6 @@ __all__ = [
     "Federation",
     "FederationInfo",
     "Field",
-    "Finding",
     "Handle",
     "InProcessTransport",
     "InvalidField",
@@ -131,38 +131,40 @@ __all__ = [
     "Task",
     "Transport",
     "agree",
+    "as_frame",
     "as_reply",
-    "audit_row_scaling",
+    "category_positions",
+    "check_at_most",
+    "check_moments",
     "check_reply",
+    "check_same_stats",
     "check_timeout",
-    "compare_message_sizes",
     "decode",
     "dispatch",
     "encode",
     "encode_broadcast",
-    "find_client_values",
     "handler",
     "payload",
     "payload_class",
     "receive",
+    "recording",
     "refuse",
-    "row_scaled_pair",
     "run",
     "serve",
 ]
 
 if TYPE_CHECKING:
-    from fedtrees.federation._audit import (
-        AuditReport,
-        Finding,
-        audit_row_scaling,
-        compare_message_sizes,
-        find_client_values,
-        row_scaled_pair,
-    )
     from fedtrees.federation._budget import BudgetCharge, SiteBudget
     from fedtrees.federation._budget_file import BudgetFile
-    from fedtrees.federation._checks import InvalidField, as_reply, check_reply
+    from fedtrees.federation._checks import (
+        RTOL,
+        InvalidField,
+        as_reply,
+        check_at_most,
+        check_moments,
+        check_reply,
+        check_same_stats,
+    )
     from fedtrees.federation._client import Handle, dispatch, handler, refuse, serve
     from fedtrees.federation._codec import (
         MAX_MESSAGE_BYTES,
@@ -171,7 +173,7 @@ if TYPE_CHECKING:
         encode,
         encode_broadcast,
     )
-    from fedtrees.federation._data import ClientData
+    from fedtrees.federation._data import ClientData, as_frame
     from fedtrees.federation._driver import (
         MAX_ROUNDS,
         MAX_TIMEOUT,
@@ -191,6 +193,7 @@ if TYPE_CHECKING:
         Ledger,
         LedgerEntry,
         MeteredTransport,
+        recording,
     )
     from fedtrees.federation._payload import (
         Field,
@@ -214,5 +217,6 @@ if TYPE_CHECKING:
         Outgoing,
         Transport,
     )
+    from fedtrees.federation._values import category_positions
 
 __getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -27,7 +27,7 @@ from fedtrees.exceptions import (
 )
 from fedtrees.federation._checks import InvalidField, check_reply
 from fedtrees.federation._codec import MAX_MESSAGE_BYTES, decode, encode_broadcast
-from fedtrees.federation._ledger import Ledger, MeteredTransport
+from fedtrees.federation._ledger import Ledger, MeteredTransport, join_recordings
 from fedtrees.federation._payload import Payload
 from fedtrees.federation._schema import Schema, SchemaReply, SchemaRequest, Task, agree
 from fedtrees.federation._state import Resync
@@ -242,7 +242,7 @@ def run(
     max_message_bytes = check_int(
         max_message_bytes, "max_message_bytes", "run", min_value=1
     )
-    ledger = ledger if ledger is not None else Ledger()
+    ledger = join_recordings(ledger if ledger is not None else Ledger())
     workers = transport.workers if isinstance(transport, InProcessTransport) else 1
     loop = _Loop(MeteredTransport(transport, ledger), timeout, min_clients, workers)
     loop.per_message = isinstance(transport, InProcessTransport)

@@ -9,7 +9,9 @@ the in-process and the Flower transports report the same numbers for the same ru
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal
 
@@ -17,7 +19,14 @@ import pandas as pd
 
 from fedtrees.federation._transport import Delivery, Outgoing, Transport
 
-__all__ = ["CapturedMessage", "Ledger", "LedgerEntry", "MeteredTransport"]
+__all__ = [
+    "CapturedMessage",
+    "Ledger",
+    "LedgerEntry",
+    "MeteredTransport",
+    "join_recordings",
+    "recording",
+]
 
 
 @dataclass(frozen=True)
@@ -174,3 +183,43 @@ class MeteredTransport:
         deliveries = self.inner.exchange(round, messages, timeout)
         self.ledger.record(round, messages, deliveries)
         return deliveries
+
+
+_RECORDINGS: ContextVar[tuple[list[Ledger], ...]] = ContextVar(
+    "fedtrees_recordings", default=()
+)
+
+
+@contextmanager
+def recording() -> Iterator[list[Ledger]]:
+    """Keep every message of the runs started inside the block.
+
+    Each run of the round loop started inside the block (an estimator's ``fit``
+    or ``fit_federation``, :func:`fedtrees.federation.run`) keeps its messages
+    (``keep_messages=True``) and its ledger is appended to the yielded list as
+    the run starts, so a run that fails leaves its messages too. Blocks nest;
+    an inner block's runs are in the outer list as well.
+
+    Examples
+    --------
+    >>> with recording() as ledgers:
+    ...     pass  # fit estimators here: ledgers[i].captured holds run i's messages
+    >>> ledgers
+    []
+    """
+    ledgers: list[Ledger] = []
+    token = _RECORDINGS.set((*_RECORDINGS.get(), ledgers))
+    try:
+        yield ledgers
+    finally:
+        _RECORDINGS.reset(token)
+
+
+def join_recordings(ledger: Ledger) -> Ledger:
+    """Return ``ledger``, keeping messages and listed if a recording is open."""
+    recordings = _RECORDINGS.get()
+    if recordings:
+        ledger.keep_messages = True
+        for ledgers in recordings:
+            ledgers.append(ledger)
+    return ledger

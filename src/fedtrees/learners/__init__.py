@@ -6,6 +6,7 @@ return fedtrees :class:`~fedtrees.tree.Tree` objects.
 
 from fedtrees.learners._dp_tree import (
     BUDGETS,
+    MAX_DEPTH,
     SCORES,
     DPTree,
     fit_dp_tree,
@@ -14,6 +15,7 @@ from fedtrees.learners._dp_tree import (
     query_epsilon,
     random_thresholds,
     split_scores,
+    validate_plan,
 )
 from fedtrees.learners._forest import (
     FOREST_PARAMS,
@@ -29,6 +31,7 @@ from fedtrees.learners._id3_growth import TIE_TOLERANCE, Id3Growth
 __all__ = [
     "BUDGETS",
     "FOREST_PARAMS",
+    "MAX_DEPTH",
     "SCORES",
     "TIE_TOLERANCE",
     "DPTree",
@@ -46,5 +49,6 @@ __all__ = [
     "query_epsilon",
     "random_thresholds",
     "split_scores",
+    "validate_plan",
     "value_class_counts",
 ]

@@ -73,8 +73,7 @@ from fedtrees._validation import (
     invalid,
 )
 from fedtrees.exceptions import ValidationError
-from fedtrees.privacy import ClippedLaplace, PrivacyAccountant, Sampler
-from fedtrees.privacy._accountant import even_share
+from fedtrees.privacy import ClippedLaplace, PrivacyAccountant, Sampler, even_share
 from fedtrees.tree import NodeStats, Tree, TreeBuilder
 
 __all__ = [

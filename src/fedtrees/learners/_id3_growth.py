@@ -19,8 +19,7 @@ import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees.learners._id3_counts import Layout
-from fedtrees.stats import entropy, gini
-from fedtrees.stats._splits import Best, best_categorical, best_numeric, combine
+from fedtrees.stats import Best, best_categorical, best_numeric, combine, entropy, gini
 from fedtrees.tree import NodeStats, Tree, TreeBuilder
 
 __all__ = ["TIE_TOLERANCE", "Id3Growth"]

@@ -20,6 +20,9 @@ Examples
 True
 """
 
+from typing import TYPE_CHECKING, Final
+
+from fedtrees._lazy import lazy_names
 from fedtrees.tree._builder import NodeStats, TreeBuilder
 from fedtrees.tree._ensemble import mean_value, vote_shares
 from fedtrees.tree._flat import FlatForest
@@ -45,11 +48,33 @@ __all__ = [
     "Rule",
     "Tree",
     "TreeBuilder",
+    "check_exportable",
     "client_codes",
     "export_text",
+    "forest_to_sklearn",
     "format_condition",
     "mean_value",
     "pack_trees",
+    "refuse_categorical_columns",
+    "tree_to_sklearn",
     "unpack_trees",
     "vote_shares",
 ]
+
+_HOMES: Final[dict[str, str]] = {
+    "check_exportable": "fedtrees.tree._to_sklearn",
+    "forest_to_sklearn": "fedtrees.tree._to_sklearn",
+    "refuse_categorical_columns": "fedtrees.tree._to_sklearn",
+    "tree_to_sklearn": "fedtrees.tree._to_sklearn",
+}
+"""The names that load scikit-learn, loaded on first use (PEP 562)."""
+
+if TYPE_CHECKING:
+    from fedtrees.tree._to_sklearn import (
+        check_exportable,
+        forest_to_sklearn,
+        refuse_categorical_columns,
+        tree_to_sklearn,
+    )
+
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

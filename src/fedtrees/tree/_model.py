@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -18,9 +18,9 @@ import numpy.typing as npt
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.tree import _predict, _structure
 from fedtrees.tree._kinds import NodeKind
-
-if TYPE_CHECKING:
-    from fedtrees.tree._rules import Rule
+from fedtrees.tree._render import export_text
+from fedtrees.tree._rules import Rule, extract_rules
+from fedtrees.tree._serialize import tree_from_dict, tree_from_json, tree_to_dict
 
 __all__ = ["Tree"]
 
@@ -198,29 +198,21 @@ class Tree:
     # -- views ----------------------------------------------------------------------
     def rules(self) -> list[Rule]:
         """Every root-to-leaf conjunction with its leaf value and support."""
-        from fedtrees.tree._rules import extract_rules
-
         return extract_rules(self)
 
     def to_text(self, *, decimals: int = 3, show_counts: bool = True) -> str:
         """Render the tree as indented text (see :func:`fedtrees.tree.export_text`)."""
-        from fedtrees.tree._render import export_text
-
         return export_text(self, decimals=decimals, show_counts=show_counts)
 
     # -- persistence ------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Return the versioned JSON-compatible document of this tree."""
-        from fedtrees.tree._serialize import tree_to_dict
-
         return tree_to_dict(self)
 
     @classmethod
     def from_dict(cls, document: dict[str, Any]) -> Tree:
         """Rebuild a tree from :meth:`to_dict`'s document (validated)."""
-        from fedtrees.tree._serialize import tree_from_dict
-
-        return tree_from_dict(document)
+        return tree_from_dict(document, cls)
 
     def to_json(self) -> str:
         """Serialize to a JSON string (standard JSON: no NaN literals)."""
@@ -229,16 +221,14 @@ class Tree:
     @classmethod
     def from_json(cls, text: str) -> Tree:
         """Parse :meth:`to_json`'s output."""
-        from fedtrees.tree._serialize import tree_from_json
-
-        return tree_from_json(text)
+        return tree_from_json(text, cls)
 
     @classmethod
     def from_sklearn(cls, estimator: object) -> Tree:
         """Convert a fitted scikit-learn DecisionTreeClassifier/Regressor."""
         from fedtrees.tree._sklearn import tree_from_sklearn
 
-        return tree_from_sklearn(estimator)
+        return tree_from_sklearn(estimator, cls)
 
     def to_sklearn(self) -> Any:
         """Return a fitted scikit-learn DecisionTreeClassifier/Regressor.

@@ -79,19 +79,17 @@ def encode_array(array: npt.NDArray[Any]) -> dict[str, Any]:
     return {"dtype": array.dtype.str, "shape": list(array.shape), "data": data}
 
 
-def tree_from_json(text: str) -> Tree:
+def tree_from_json(text: str, tree_class: type[Tree]) -> Tree:
     """Parse a JSON string written by :meth:`Tree.to_json`."""
     try:
         document = json.loads(text)
     except (TypeError, ValueError) as exc:
         raise SerializationError(f"Not a JSON tree document: {exc}") from exc
-    return tree_from_dict(document)
+    return tree_from_dict(document, tree_class)
 
 
-def tree_from_dict(document: object) -> Tree:
+def tree_from_dict(document: object, tree_class: type[Tree]) -> Tree:
     """Rebuild a tree from its document, checking format, version and every field."""
-    from fedtrees.tree._model import Tree
-
     doc = _require_mapping(document, "document")
     version = _check_header(doc)
     nodes = _require_mapping(doc.get("nodes"), "nodes")
@@ -103,7 +101,7 @@ def tree_from_dict(document: object) -> Tree:
     }
     classes = doc.get("classes")
     try:
-        return Tree(
+        return tree_class(
             **arrays,
             n_features=_require_int(doc.get("n_features"), "n_features"),
             classes=None

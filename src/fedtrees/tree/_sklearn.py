@@ -43,7 +43,7 @@ __all__ = ["float32_equivalent_threshold", "tree_from_sklearn"]
 _SKLEARN_LEAF = -1
 
 
-def tree_from_sklearn(estimator: object) -> Tree:
+def tree_from_sklearn(estimator: object, tree_class: type[Tree]) -> Tree:
     """Return the fedtrees Tree of a fitted single-output sklearn decision tree.
 
     Parameters
@@ -80,8 +80,6 @@ def tree_from_sklearn(estimator: object) -> Tree:
     >>> tree.predict([[np.nan]]).tolist()
     ['b']
     """
-    from fedtrees.tree._model import Tree
-
     skl = _fitted_tree(estimator)
     leaf = skl.children_left == _SKLEARN_LEAF
     n = skl.node_count
@@ -91,7 +89,7 @@ def tree_from_sklearn(estimator: object) -> Tree:
         # Recent sklearn stores fractions, older versions counts: normalise both.
         value = value / value.sum(axis=1, keepdims=True)
     names = getattr(estimator, "feature_names_in_", None)
-    return Tree(
+    return tree_class(
         kind=np.where(leaf, NodeKind.LEAF, NodeKind.NUMERIC).astype(np.int8),
         feature=np.where(leaf, LEAF, skl.feature),
         threshold=np.where(leaf, np.nan, _thresholds(skl.threshold)),

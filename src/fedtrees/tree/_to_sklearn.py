@@ -50,7 +50,7 @@ Tested with scikit-learn 1.5 (the oldest supported) and 1.9.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -62,10 +62,12 @@ from sklearn.tree._tree import Tree as SklearnTree
 from fedtrees._typing import FloatArray
 from fedtrees.exceptions import ValidationError
 from fedtrees.tree._kinds import NodeKind
-from fedtrees.tree._model import Tree
 from fedtrees.tree._render import format_condition
 from fedtrees.tree._rules import child_conditions
 from fedtrees.tree._structure import missing_goes_left
+
+if TYPE_CHECKING:
+    from fedtrees.tree._model import Tree
 
 __all__ = [
     "check_exportable",

@@ -19,8 +19,7 @@ from fedtrees.algorithms._packed import rebuild_packed
 from fedtrees.algorithms.dpforest._protocol import DPTrees, DPTreeStrategy
 from fedtrees.exceptions import PrivacyLeakWarning, ValidationError
 from fedtrees.federation import Federation, RoundCallback
-from fedtrees.learners import BUDGETS, SCORES
-from fedtrees.learners._dp_tree import MAX_DEPTH, validate_plan
+from fedtrees.learners import BUDGETS, MAX_DEPTH, SCORES, validate_plan
 from fedtrees.privacy import SAMPLERS
 
 __all__ = ["DPForestClassifier"]

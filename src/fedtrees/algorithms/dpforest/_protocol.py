@@ -45,8 +45,7 @@ from fedtrees.federation import (
     handler,
     payload,
 )
-from fedtrees.learners import fit_dp_tree
-from fedtrees.learners._dp_tree import validate_plan
+from fedtrees.learners import fit_dp_tree, validate_plan
 from fedtrees.privacy import PrivacyAccountant
 from fedtrees.tree import NodeKind, Tree, pack_trees
 

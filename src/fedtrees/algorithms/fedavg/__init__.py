@@ -6,8 +6,9 @@ same runtime (messages, ledger, audit) as every tree method.
 
 from fedtrees.algorithms.fedavg import _protocol  # registers the client handlers
 from fedtrees.algorithms.fedavg._estimator import FedAvgClassifier
+from fedtrees.algorithms.fedavg._limits import MAX_BATCH_SIZE
 from fedtrees.algorithms.fedavg._protocol import FedAvgStrategy
 
-__all__ = ["FedAvgClassifier", "FedAvgStrategy"]
+__all__ = ["MAX_BATCH_SIZE", "FedAvgClassifier", "FedAvgStrategy"]
 
 del _protocol

@@ -46,8 +46,8 @@ from fedtrees.federation import (
     FederationInfo,
     Ledger,
     RoundCallback,
+    as_frame,
 )
-from fedtrees.federation._data import as_frame
 from fedtrees.tree import client_codes
 
 __all__ = ["FedAvgClassifier"]

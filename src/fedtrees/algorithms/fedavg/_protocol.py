@@ -51,10 +51,12 @@ from fedtrees.federation import (
     Payload,
     ReplySpec,
     RoundPlan,
+    check_at_most,
+    check_moments,
+    check_same_stats,
     handler,
     payload,
 )
-from fedtrees.federation._checks import check_at_most, check_moments, check_same_stats
 
 __all__ = [
     "MAX_LOCAL_EPOCHS",

@@ -19,6 +19,7 @@ from fedtrees.algorithms.fedforest._handlers import HANDLERS
 
 __all__ = [
     "HANDLERS",
+    "MAX_DEPTH_CAP",
     "DiagnosisReport",
     "FedForestClassifier",
     "FedForestRegressor",
@@ -35,11 +36,12 @@ _HOMES: Final[dict[str, str]] = {
     "FedForestStrategy": "fedtrees.algorithms.fedforest._strategy",
     "ForestConfig": "fedtrees.algorithms.fedforest._config",
     "ForestResult": "fedtrees.algorithms.fedforest._strategy",
+    "MAX_DEPTH_CAP": "fedtrees.algorithms.fedforest._config",
     "diagnose": "fedtrees.algorithms.fedforest._diagnose",
 }
 
 if TYPE_CHECKING:
-    from fedtrees.algorithms.fedforest._config import ForestConfig
+    from fedtrees.algorithms.fedforest._config import MAX_DEPTH_CAP, ForestConfig
     from fedtrees.algorithms.fedforest._diagnose import DiagnosisReport, diagnose
     from fedtrees.algorithms.fedforest._estimator import (
         FedForestClassifier,

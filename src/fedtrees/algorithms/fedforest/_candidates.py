@@ -29,8 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees.stats import exact_candidates
-from fedtrees.stats._quantile import mixtures_ragged
+from fedtrees.stats import exact_candidates, mixtures_ragged
 
 __all__ = ["exact_thresholds", "own_candidates"]
 

@@ -44,8 +44,7 @@ from fedtrees.algorithms.fedforest._payloads import (
     TopKReply,
     TopKRequest,
 )
-from fedtrees.federation import Payload
-from fedtrees.federation._checks import check_at_most, check_same_stats
+from fedtrees.federation import Payload, check_at_most, check_same_stats
 from fedtrees.stats import impurity
 
 __all__ = ["NodeTotals"]

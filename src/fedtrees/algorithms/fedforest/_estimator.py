@@ -118,7 +118,7 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
             encode it into numeric columns before fitting).
         """
         # Imported here: it imports sklearn.ensemble, which fit does not need.
-        from fedtrees.tree._to_sklearn import forest_to_sklearn
+        from fedtrees.tree import forest_to_sklearn
 
         check_is_fitted(self, "trees_")
         return forest_to_sklearn(

@@ -24,8 +24,7 @@ from fedtrees.algorithms.fedforest._config import ForestConfig, resolve_max_feat
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
 from fedtrees.algorithms.fedforest._reach import Reach
 from fedtrees.federation import FederationInfo
-from fedtrees.stats import impurity, node_count
-from fedtrees.stats._splits import CLIENT, Best
+from fedtrees.stats import CLIENT, Best, impurity, node_count
 from fedtrees.tree import LEAF, NodeKind, Tree
 
 __all__ = ["ForestGrowth"]

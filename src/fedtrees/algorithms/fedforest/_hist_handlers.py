@@ -47,12 +47,10 @@ from fedtrees.algorithms.histogram import (
     RowStats,
     bin_codes,
     client_histograms,
-    partition,
-    sketch_columns,
-)
-from fedtrees.algorithms.histogram._wire import (
     keep_grid,
     matrix_with_missing,
+    partition,
+    sketch_columns,
     skipped_columns,
 )
 from fedtrees.federation import ClientData, ClientState, Resync, handler

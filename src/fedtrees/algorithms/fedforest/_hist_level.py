@@ -17,9 +17,7 @@ import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.histogram import Bins, Grid, search
-from fedtrees.stats import split_gains
-from fedtrees.stats._impurity import Criterion
-from fedtrees.stats._splits import CATEGORICAL, NUMERIC, Best
+from fedtrees.stats import CATEGORICAL, NUMERIC, Best, Criterion, split_gains
 
 __all__ = ["grid_splits"]
 

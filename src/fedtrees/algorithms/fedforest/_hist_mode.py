@@ -60,7 +60,7 @@ from fedtrees.algorithms.histogram import (
 )
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
-from fedtrees.stats._splits import best_client, combine
+from fedtrees.stats import best_client, combine
 
 __all__ = ["GridAgreement", "GridStep", "HistMode", "HistogramStep"]
 

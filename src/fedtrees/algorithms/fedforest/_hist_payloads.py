@@ -28,10 +28,21 @@ from typing import Any, Final
 import numpy as np
 
 from fedtrees.algorithms.fedforest._payloads import LevelFields
-from fedtrees.algorithms.histogram import MAX_BINS, MISSING, Histograms
-from fedtrees.algorithms.histogram._wire import check_grid_reply, grid_reply_fields
-from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
-from fedtrees.federation._checks import check_same_stats
+from fedtrees.algorithms.histogram import (
+    MAX_BINS,
+    MISSING,
+    Histograms,
+    check_grid_reply,
+    grid_reply_fields,
+)
+from fedtrees.federation import (
+    Field,
+    InvalidField,
+    Payload,
+    ReplySpec,
+    check_same_stats,
+    payload,
+)
 
 __all__ = [
     "GridReply",

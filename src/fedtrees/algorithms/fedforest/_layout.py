@@ -30,9 +30,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees.algorithms.histogram._check_kernels import whole_max
-from fedtrees.federation import InvalidField
-from fedtrees.federation._checks import check_moments, check_same_stats
+from fedtrees.algorithms.histogram import whole_max
+from fedtrees.federation import InvalidField, check_moments, check_same_stats
 
 if TYPE_CHECKING:
     from fedtrees.algorithms.fedforest._payloads import (

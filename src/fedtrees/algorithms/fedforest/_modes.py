@@ -45,7 +45,7 @@ from fedtrees.algorithms.fedforest._state import LevelState
 from fedtrees.algorithms.fedforest._steps import CandidateMode, Phase, Step
 from fedtrees.algorithms.fedforest._uniform import UniformMode
 from fedtrees.exceptions import ValidationError
-from fedtrees.stats._quantile import mixtures_ragged
+from fedtrees.stats import mixtures_ragged
 
 __all__ = ["ExactMode", "QuantileMode", "SketchMode", "candidate_mode"]
 

@@ -45,11 +45,15 @@ from fedtrees.algorithms.fedforest._layout import (
     pair_totals,
 )
 from fedtrees.exceptions import FedTreesError
-from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
-from fedtrees.federation._checks import (
+from fedtrees.federation import (
+    Field,
+    InvalidField,
+    Payload,
+    ReplySpec,
     check_at_most,
     check_moments,
     check_same_stats,
+    payload,
 )
 
 __all__ = [

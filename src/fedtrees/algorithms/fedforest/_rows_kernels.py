@@ -21,7 +21,7 @@ import numpy as np
 
 from fedtrees._compiling import boolean, f64, i64, kernel, ro, rw
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, _member
-from fedtrees.stats._quantile_kernel import sketch_quantiles as _quantiles
+from fedtrees.stats import sketch_quantiles as _quantiles
 
 __all__ = [
     "category_statistics",

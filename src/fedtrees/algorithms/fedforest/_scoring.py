@@ -22,9 +22,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees.stats._impurity import Criterion
-from fedtrees.stats._splits import (
+from fedtrees.stats import (
     Best,
+    Criterion,
     best_avgimp,
     best_categorical,
     best_client,

@@ -55,7 +55,7 @@ from fedtrees.algorithms.fedforest._state import LevelState, Pending
 from fedtrees.algorithms.fedforest._steps import Ask, Fold, Got, Phase, fixed
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
-from fedtrees.stats._splits import Best, best_numeric
+from fedtrees.stats import Best, best_numeric
 
 if TYPE_CHECKING:
     from fedtrees.algorithms.fedforest._modes import SketchMode

@@ -31,7 +31,7 @@ from fedtrees.algorithms.fedforest._reach import Reach
 from fedtrees.algorithms.fedforest._steps import Phase
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import FederationInfo
-from fedtrees.stats._splits import Best, combine
+from fedtrees.stats import Best, combine
 
 __all__ = ["LevelState", "Pending"]
 

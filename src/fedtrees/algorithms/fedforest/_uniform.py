@@ -47,8 +47,7 @@ from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, Step
 from fedtrees.algorithms.histogram import Grid
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
-from fedtrees.stats import spaced_points
-from fedtrees.stats._splits import Best, best_client, best_numeric
+from fedtrees.stats import Best, best_client, best_numeric, spaced_points
 
 __all__ = [
     "UniformEvaluateStep",

@@ -57,6 +57,7 @@ from fedtrees.algorithms.fedga._operators import (
     tournament_select,
     update,
 )
+from fedtrees.algorithms.fedga._strategy import ROUNDS_BESIDE_GENERATIONS
 from fedtrees.algorithms.fedga._votes import (
     VoteStatistics,
     coefficient_of_variation,
@@ -67,6 +68,7 @@ from fedtrees.algorithms.fedga._votes import (
 __all__ = [
     "MUTATIONS",
     "NIL",
+    "ROUNDS_BESIDE_GENERATIONS",
     "ClientSummary",
     "DecodedStructure",
     "DepthSearch",

@@ -17,6 +17,8 @@ from fedtrees._lazy import lazy_names
 from fedtrees.algorithms.fedgbdt import _handlers
 
 __all__ = [
+    "MAX_BOOSTING_DEPTH",
+    "MAX_BOOSTING_ROUNDS",
     "BoostConfig",
     "BoostResult",
     "FedGBDTClassifier",
@@ -30,10 +32,16 @@ _HOMES: Final[dict[str, str]] = {
     "FedGBDTClassifier": "fedtrees.algorithms.fedgbdt._estimator",
     "FedGBDTRegressor": "fedtrees.algorithms.fedgbdt._estimator",
     "FedGBDTStrategy": "fedtrees.algorithms.fedgbdt._strategy",
+    "MAX_BOOSTING_DEPTH": "fedtrees.algorithms.fedgbdt._config",
+    "MAX_BOOSTING_ROUNDS": "fedtrees.algorithms.fedgbdt._config",
 }
 
 if TYPE_CHECKING:
-    from fedtrees.algorithms.fedgbdt._config import BoostConfig
+    from fedtrees.algorithms.fedgbdt._config import (
+        MAX_BOOSTING_DEPTH,
+        MAX_BOOSTING_ROUNDS,
+        BoostConfig,
+    )
     from fedtrees.algorithms.fedgbdt._estimator import (
         FedGBDTClassifier,
         FedGBDTRegressor,

@@ -57,12 +57,10 @@ from fedtrees.algorithms.histogram import (
     Histograms,
     NodeRows,
     bin_codes,
-    partition,
-    sketch_columns,
-)
-from fedtrees.algorithms.histogram._wire import (
     keep_grid,
     matrix_with_missing,
+    partition,
+    sketch_columns,
     skipped_columns,
 )
 from fedtrees.federation import ClientData, ClientState, Resync, handler

@@ -31,10 +31,23 @@ from typing import Any, Final
 
 import numpy as np
 
-from fedtrees.algorithms.histogram import MAX_BINS, MISSING, Histograms
-from fedtrees.algorithms.histogram._wire import check_grid_reply, grid_reply_fields
-from fedtrees.federation import Field, InvalidField, Payload, ReplySpec, payload
-from fedtrees.federation._checks import RTOL, check_at_most, check_same_stats
+from fedtrees.algorithms.histogram import (
+    MAX_BINS,
+    MISSING,
+    Histograms,
+    check_grid_reply,
+    grid_reply_fields,
+)
+from fedtrees.federation import (
+    RTOL,
+    Field,
+    InvalidField,
+    Payload,
+    ReplySpec,
+    check_at_most,
+    check_same_stats,
+    payload,
+)
 
 __all__ = [
     "BoostState",

@@ -41,12 +41,10 @@ from fedtrees.algorithms.fedgbdt._payloads import (
 from fedtrees.algorithms.histogram import (
     Grid,
     GridSketch,
-    agree_grid,
-    declared_grid,
-)
-from fedtrees.algorithms.histogram._level import (
     Kept,
     LevelPlan,
+    agree_grid,
+    declared_grid,
     keep_split,
     level_histograms,
     plan_level,

@@ -70,10 +70,10 @@ from fedtrees.federation import (
     ReplySpec,
     RoundPlan,
     as_reply,
+    check_same_stats,
     handler,
     payload,
 )
-from fedtrees.federation._checks import check_same_stats
 from fedtrees.learners import Id3Growth, Layout, default_max_depth, value_class_counts
 from fedtrees.privacy import Laplace, PrivacyAccountant, even_share
 from fedtrees.tree import Tree, pack_trees

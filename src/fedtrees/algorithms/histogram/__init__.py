@@ -32,6 +32,7 @@ XGBoost and LightGBM; at most 255 bins (and 255 categories) per feature plus
 the missing code; thresholds are grid edges.
 """
 
+from fedtrees.algorithms.histogram._check_kernels import whole_max
 from fedtrees.algorithms.histogram._grid import (
     MAX_BINS,
     MISSING,
@@ -63,6 +64,13 @@ from fedtrees.algorithms.histogram._level import (
 )
 from fedtrees.algorithms.histogram._rows import CodeSplits, NodeRows, partition
 from fedtrees.algorithms.histogram._search import CRITERION_CODES, Found, search
+from fedtrees.algorithms.histogram._wire import (
+    check_grid_reply,
+    grid_reply_fields,
+    keep_grid,
+    matrix_with_missing,
+    skipped_columns,
+)
 
 __all__ = [
     "CRITERION_CODES",
@@ -82,16 +90,22 @@ __all__ = [
     "bin_codes",
     "check_bin_edges",
     "check_declared_edges",
+    "check_grid_reply",
     "check_max_bins",
     "client_histograms",
     "declared_grid",
+    "grid_reply_fields",
+    "keep_grid",
     "keep_split",
     "level_histograms",
+    "matrix_with_missing",
     "partition",
     "plan_level",
     "pool",
     "search",
     "sketch_columns",
+    "skipped_columns",
     "subtract",
     "type1_points",
+    "whole_max",
 ]

@@ -28,9 +28,9 @@ from fedtrees.federation import (
     Field,
     InvalidField,
     Payload,
+    check_same_stats,
     payload,
 )
-from fedtrees.federation._checks import check_same_stats
 
 __all__ = [
     "GridFields",

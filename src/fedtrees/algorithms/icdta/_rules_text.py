@@ -3,14 +3,42 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from fedtrees.algorithms.icdta._ruleset import RuleSet
+from fedtrees._typing import FloatArray, IntArray
 
-__all__ = ["format_number", "rule_texts"]
+__all__ = ["Conditions", "format_number", "rule_texts"]
+
+
+class Conditions(Protocol):
+    """What the texts read of a rule set (a RuleSet is one)."""
+
+    @property
+    def base(self) -> str:
+        """``"id3"`` (category codes) or ``"cart"`` (intervals)."""
+        ...
+
+    @property
+    def n_features(self) -> int:
+        """Columns the conditions refer to."""
+        ...
+
+    @property
+    def values(self) -> IntArray:
+        """ID3 rules: the code each feature must equal (-1: any)."""
+        ...
+
+    @property
+    def low(self) -> FloatArray:
+        """CART rules: the lower bound of each feature (exclusive)."""
+        ...
+
+    @property
+    def high(self) -> FloatArray:
+        """CART rules: the upper bound of each feature (inclusive)."""
+        ...
 
 
 def format_number(x: float, decimals: int) -> str:
@@ -19,7 +47,7 @@ def format_number(x: float, decimals: int) -> str:
 
 
 def rule_texts(
-    rules: RuleSet,
+    rules: Conditions,
     feature_names: Sequence[str] | None,
     categories: Sequence[Sequence[str] | None] | None,
     decimals: int,

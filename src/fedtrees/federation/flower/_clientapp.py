@@ -12,9 +12,7 @@ between messages lives in ``context.state`` either way.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from logging import INFO, WARNING
 from typing import TYPE_CHECKING, Final
 
@@ -22,6 +20,7 @@ from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.common.logger import log
 
+from fedtrees.federation.flower._stopwatch import Stopwatch
 from fedtrees.federation.flower._wire import (
     NODE_CONFIG_KEY,
     MalformedContent,
@@ -36,7 +35,7 @@ from fedtrees.federation.flower._wire import (
 if TYPE_CHECKING:
     from fedtrees.federation.flower._site import DataLoader
 
-__all__ = ["STATE_RECORD", "Stopwatch", "make_client_app"]
+__all__ = ["STATE_RECORD", "make_client_app"]
 
 STATE_RECORD: Final = "fedtrees-state"
 """The ``context.state`` record that keeps the client state between messages."""
@@ -120,33 +119,3 @@ def _by_worker(site: SiteMessage) -> SiteAnswer | None:
     except WorkerUnavailable as exc:
         log(WARNING, "fedtrees: %s; serving this message here instead", exc)
         return None
-
-
-@dataclass
-class Stopwatch:
-    """Where one message's seconds went at the site, for its log (docs/flower.md).
-
-    ``cpu_before`` is the CPU time the ClientApp process spent before the message
-    reached fedtrees (starting Python, Flower's set-up, importing the app).
-    ``benchmarks/bench_flower_rounds.py`` reads these lines from the SuperNodes' logs.
-
-    Examples
-    --------
-    >>> str(Stopwatch(cpu_before=1.5, laps={"handlers": 0.25, "serve": 0.125}))
-    'process CPU before 1.500 s; handlers 0.250 s, serve 0.125 s'
-    """
-
-    cpu_before: float = field(default_factory=time.process_time)
-    laps: dict[str, float] = field(default_factory=dict)
-    _last: float = field(default_factory=time.perf_counter)
-
-    def lap(self, step: str) -> None:
-        """Record the seconds since the previous lap as ``step``'s."""
-        now = time.perf_counter()
-        self.laps[step] = now - self._last
-        self._last = now
-
-    def __str__(self) -> str:
-        """Render as the site's log line, e.g. ``process CPU before 0.41 s; ...``."""
-        steps = ", ".join(f"{step} {s:.3f} s" for step, s in self.laps.items())
-        return f"process CPU before {self.cpu_before:.3f} s; {steps}"

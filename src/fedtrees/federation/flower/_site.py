@@ -33,8 +33,8 @@ from fedtrees.federation._budget_file import BudgetFile
 from fedtrees.federation._client import describe_error, refuse, serve
 from fedtrees.federation._data import ClientData
 from fedtrees.federation.flower._apps import declared_categories, max_message_bytes
-from fedtrees.federation.flower._clientapp import Stopwatch
 from fedtrees.federation.flower._state import kept_state, load_state
+from fedtrees.federation.flower._stopwatch import Stopwatch
 from fedtrees.federation.flower._wire import SiteAnswer, SiteMessage
 
 __all__ = [

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from fedtrees.algorithms.toy import run_toy
+from fedtrees.audit import audit_row_scaling, find_client_values
 from fedtrees.exceptions import LocalProtocolError, PrivacyAuditError
 from fedtrees.federation import (
     ClientData,
@@ -14,8 +15,6 @@ from fedtrees.federation import (
     Payload,
     ReplySpec,
     RoundPlan,
-    audit_row_scaling,
-    find_client_values,
     handler,
     payload,
     run,
