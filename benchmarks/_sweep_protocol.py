@@ -237,14 +237,14 @@ def _schema() -> type:
 
 
 def _types() -> dict[str, Any]:
-    from fedtrees.algorithms.dpforest._protocol import DPTreeReply
-    from fedtrees.algorithms.fedavg._protocol import TrainReply
+    from fedtrees.algorithms.dpforest._payloads import DPTreeReply
+    from fedtrees.algorithms.fedavg._payloads import TrainReply
     from fedtrees.algorithms.fedforest._hist_payloads import GridReply
     from fedtrees.algorithms.fedga._protocol import FitnessReply, InitReply
     from fedtrees.algorithms.fedgbdt._payloads import LevelReply, StartReply
     from fedtrees.algorithms.icdta._protocol import ScoresReply
     from fedtrees.algorithms.icdta._protocol import TreeReply as ICDTATree
-    from fedtrees.algorithms.local._protocol import ForestReply
+    from fedtrees.algorithms.local._payloads import ForestReply
     from fedtrees.algorithms.synthetic._protocol import TreeReply as SynthTree
 
     return {

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from fedtrees.algorithms import DPForestClassifier, run_toy
-from fedtrees.algorithms.dpforest._protocol import DPTreeRequest
+from fedtrees.algorithms.dpforest._payloads import DPTreeRequest
 from fedtrees.algorithms.toy import HistogramReply, HistogramRequest, ToyStrategy
 from fedtrees.audit import recording
 from fedtrees.exceptions import (

@@ -40,7 +40,7 @@ from fedtrees.algorithms.fedforest._payloads import (
 )
 from fedtrees.algorithms.fedga._protocol import InitReply, JoinReply
 from fedtrees.algorithms.fedgbdt._payloads import LevelReply, LocalReply
-from fedtrees.algorithms.fedid3._protocol import LevelReply as CountsReply
+from fedtrees.algorithms.fedid3._payloads import LevelReply as CountsReply
 from fedtrees.exceptions import ClientDropoutWarning, RemoteProtocolError
 from fedtrees.federation import Fault, Federation, Payload
 from fedtrees.tree import NodeKind

@@ -26,10 +26,10 @@ from fedtrees import (
     LocalEnsembleClassifier,
     SyntheticDataClassifier,
 )
-from fedtrees.algorithms.fedavg._protocol import MomentsReply
+from fedtrees.algorithms.fedavg._payloads import MomentsReply
 from fedtrees.algorithms.fedforest._hist_payloads import HistogramReply
 from fedtrees.algorithms.fedforest._payloads import EvaluateReply, SketchReply
-from fedtrees.algorithms.fedid3._protocol import LevelReply
+from fedtrees.algorithms.fedid3._payloads import LevelReply
 from fedtrees.algorithms.toy import ToyCountsReply, run_toy
 from fedtrees.exceptions import RemoteProtocolError
 from fedtrees.federation import Fault, Federation, Payload

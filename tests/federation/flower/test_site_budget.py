@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from fedtrees.algorithms.dpforest._protocol import DPTreeReply, DPTreeRequest
+from fedtrees.algorithms.dpforest._payloads import DPTreeReply, DPTreeRequest
 from fedtrees.datasets import load_site_data, save_client_file
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import BudgetFile, Envelope, decode, encode

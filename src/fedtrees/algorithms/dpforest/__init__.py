@@ -5,17 +5,14 @@ One round: each client grows an ε-DP random-threshold tree
 """
 
 from fedtrees.algorithms._ranges import resolve_ranges
-from fedtrees.algorithms.dpforest import _protocol  # registers the client handler
+from fedtrees.algorithms.dpforest import _handlers  # registers the client handler
 from fedtrees.algorithms.dpforest._estimator import DPForestClassifier
 from fedtrees.algorithms.dpforest._memorization import (
     memorization_matrix,
     memorization_rate,
 )
-from fedtrees.algorithms.dpforest._protocol import (
-    DPTreeReply,
-    DPTreeRequest,
-    DPTreeStrategy,
-)
+from fedtrees.algorithms.dpforest._payloads import DPTreeReply, DPTreeRequest
+from fedtrees.algorithms.dpforest._strategy import DPTreeStrategy
 
 __all__ = [
     "DPForestClassifier",
@@ -27,4 +24,4 @@ __all__ = [
     "resolve_ranges",
 ]
 
-del _protocol
+del _handlers

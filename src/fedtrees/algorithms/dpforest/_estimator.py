@@ -16,7 +16,7 @@ from fedtrees._typing import FloatArray, RandomState
 from fedtrees._validation import check_choice, check_epsilon, check_int
 from fedtrees.algorithms._base import FederatedEstimator, estimator_frame
 from fedtrees.algorithms._packed import rebuild_packed
-from fedtrees.algorithms.dpforest._protocol import DPTrees, DPTreeStrategy
+from fedtrees.algorithms.dpforest._strategy import DPTrees, DPTreeStrategy
 from fedtrees.exceptions import PrivacyLeakWarning, ValidationError
 from fedtrees.federation import Federation, RoundCallback
 from fedtrees.learners import BUDGETS, MAX_DEPTH, SCORES, validate_plan

@@ -4,11 +4,11 @@ The linear and neural baselines the tree papers compare against, trained on the
 same runtime (messages, ledger, audit) as every tree method.
 """
 
-from fedtrees.algorithms.fedavg import _protocol  # registers the client handlers
+from fedtrees.algorithms.fedavg import _handlers  # registers the client handlers
 from fedtrees.algorithms.fedavg._estimator import FedAvgClassifier
 from fedtrees.algorithms.fedavg._limits import MAX_BATCH_SIZE
-from fedtrees.algorithms.fedavg._protocol import FedAvgStrategy
+from fedtrees.algorithms.fedavg._strategy import FedAvgStrategy
 
 __all__ = ["MAX_BATCH_SIZE", "FedAvgClassifier", "FedAvgStrategy"]
 
-del _protocol
+del _handlers

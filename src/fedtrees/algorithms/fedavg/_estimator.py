@@ -31,13 +31,13 @@ from fedtrees.algorithms.fedavg._limits import (
     MAX_LOCAL_EPOCHS,
     MAX_LOCAL_STEPS,
 )
-from fedtrees.algorithms.fedavg._protocol import (
+from fedtrees.algorithms.fedavg._payloads import TrainRequest
+from fedtrees.algorithms.fedavg._strategy import (
     AvgConfig,
     Evaluate,
     EvaluatorFactory,
     FedAvgResult,
     FedAvgStrategy,
-    TrainRequest,
 )
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (

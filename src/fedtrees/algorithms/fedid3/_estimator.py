@@ -15,7 +15,7 @@ from fedtrees.algorithms._params import (
     check_size,
 )
 from fedtrees.algorithms._tree_estimator import SingleTreeClassifier
-from fedtrees.algorithms.fedid3._protocol import (
+from fedtrees.algorithms.fedid3._strategy import (
     FedID3Result,
     FedID3Settings,
     FedID3Strategy,
@@ -34,7 +34,7 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
     :func:`fedtrees.learners.fit_id3` on the pooled rows. With ``epsilon`` every count
     gets Laplace noise from its client: ε/d per level, the feature tables of a node
     sharing it (parallel composition over the level's nodes); see
-    :mod:`fedtrees.algorithms.fedid3._protocol` for the accounting and the Decisions.
+    :mod:`fedtrees.algorithms.fedid3._payloads` for the accounting and the Decisions.
 
     Parameters
     ----------

@@ -19,14 +19,14 @@ True
 ['a', 'b']
 """
 
-from fedtrees.algorithms.local import _protocol  # registers the client handler
+from fedtrees.algorithms.local import _handlers  # registers the client handler
 from fedtrees.algorithms.local._estimator import (
     LocalEnsembleClassifier,
     LocalEnsembleRegressor,
     LocalModelsClassifier,
     LocalModelsRegressor,
 )
-from fedtrees.algorithms.local._protocol import LocalForestStrategy
+from fedtrees.algorithms.local._strategy import LocalForestStrategy
 
 __all__ = [
     "LocalEnsembleClassifier",
@@ -36,4 +36,4 @@ __all__ = [
     "LocalModelsRegressor",
 ]
 
-del _protocol
+del _handlers

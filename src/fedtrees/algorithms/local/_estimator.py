@@ -6,7 +6,7 @@ tree weighted equally or by its client's size. ``LocalModels*``: every client ke
 its own forest; the fitted estimator predicts with the forest of a named client,
 so each local model can be evaluated on any test set (the "local learning"
 baseline). Both run the one-round protocol of
-:mod:`fedtrees.algorithms.local._protocol`.
+:mod:`fedtrees.algorithms.local._payloads`.
 
 **Decision:** for evaluation, ``LocalModels*`` receives every client's forest at
 the server, as ``LocalEnsemble*`` does; in a deployment each site would keep its
@@ -36,7 +36,7 @@ from fedtrees.algorithms._params import (
     check_size,
     count_or_fraction,
 )
-from fedtrees.algorithms.local._protocol import LocalForests, LocalForestStrategy
+from fedtrees.algorithms.local._strategy import LocalForests, LocalForestStrategy
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import Federation, RoundCallback
 from fedtrees.tree import Tree, client_codes

@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
-from fedtrees._random import client_key, keyed_rng
-from fedtrees.algorithms._one_round import OneRoundStrategy
 from fedtrees.algorithms._packed import (
     PackedTrees,
     check_tree_counts,
@@ -26,23 +22,16 @@ from fedtrees.algorithms._packed import (
     packed_fields,
     rebuild_packed,
 )
-from fedtrees.algorithms._params import MAX_N_ESTIMATORS
-from fedtrees.algorithms._requests import check_request_size, field_error
+from fedtrees.algorithms._requests import field_error
 from fedtrees.federation import (
-    ClientData,
-    FederationInfo,
     Field,
     Payload,
     ReplySpec,
-    handler,
     payload,
 )
-from fedtrees.learners import fit_local_forest
 from fedtrees.tree import Tree, pack_trees
 
-__all__ = ["ForestReply", "ForestRequest", "LocalForestStrategy"]
-
-LOCAL_STREAM: Final = 4
+__all__ = ["ForestReply", "ForestRequest"]
 
 
 @payload("local.forest_reply")
@@ -125,67 +114,3 @@ class ForestRequest(Payload):
             reply, n_features=self.n_features, classes=class_codes(self.classes)
         ):
             check_tree_counts(tree)
-
-
-@handler("local.forest")
-def fit_forest(request: ForestRequest, data: ClientData) -> ForestReply:
-    """Client: fit a forest on the local rows; reply with its trees.
-
-    ``params``' ``n_estimators`` (the trees fitted and sent) is checked within
-    the estimator's limit first.
-    """
-    params = request.parsed_params()
-    check_request_size(
-        request.kind,
-        "params",
-        params.get("n_estimators", 100),
-        MAX_N_ESTIMATORS,
-        "its n_estimators: the trees to fit",
-        low=1,
-    )
-    X = data.finite_matrix()
-    regression = request.classes.size == 0
-    y = data.targets() if regression else data.label_codes(request.classes)
-    key = client_key(data.client_id)
-    seed = int(keyed_rng(request.seed, LOCAL_STREAM, key).integers(2**31 - 1))
-    trees = fit_local_forest(
-        X,
-        y,
-        n_classes=None if regression else int(request.classes.shape[0]),
-        params=params,
-        seed=seed,
-        sample_weight=data.weights,
-    )
-    weight = float(data.n_rows if data.weights is None else data.weights.sum())
-    return ForestReply.of(trees, weight)
-
-
-@dataclass(frozen=True, eq=False)
-class LocalForests:
-    """What the server received: every client's forest reply, by client id."""
-
-    replies: Mapping[str, ForestReply]
-
-
-class LocalForestStrategy(OneRoundStrategy):
-    """Server: one round asking every client for its local forest."""
-
-    metric = "forests"
-
-    def __init__(self, params: Mapping[str, Any], seed: int) -> None:
-        super().__init__()
-        self.params, self.seed = dict(params), seed
-
-    def start(self, info: FederationInfo) -> None:
-        """Build the one request from the agreed schema."""
-        super().start(info)
-        self.request = ForestRequest(
-            params=json.dumps(self.params, sort_keys=True),
-            classes=np.asarray(info.schema.classes, dtype=str),
-            n_features=info.schema.n_features,
-            seed=self.seed,
-        )
-
-    def finish(self) -> LocalForests:
-        """Return the replies by client id."""
-        return LocalForests(self.sorted_replies())  # type: ignore[arg-type]

@@ -19,14 +19,9 @@ count; only its non-negativity is). Client ``k`` keys its generators by
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final
 
 import numpy as np
 
-from fedtrees._random import client_key, keyed_rng
-from fedtrees.algorithms._one_round import OneRoundStrategy
 from fedtrees.algorithms._packed import (
     PackedTrees,
     check_numeric_tree,
@@ -34,25 +29,16 @@ from fedtrees.algorithms._packed import (
     packed_fields,
     rebuild_packed,
 )
-from fedtrees.algorithms._ranges import resolve_ranges
 from fedtrees.federation import (
-    ClientData,
-    FederationInfo,
     Field,
     InvalidField,
     Payload,
     ReplySpec,
-    handler,
     payload,
 )
-from fedtrees.learners import fit_dp_tree, validate_plan
-from fedtrees.privacy import PrivacyAccountant
-from fedtrees.tree import NodeKind, Tree, pack_trees
+from fedtrees.tree import NodeKind, Tree
 
-__all__ = ["DPTreeReply", "DPTreeRequest", "DPTreeStrategy", "DPTrees"]
-
-THRESHOLD_STREAM: Final = 5
-NOISE_STREAM: Final = 6
+__all__ = ["DPTreeReply", "DPTreeRequest"]
 
 
 @payload("dpforest.tree_reply")
@@ -108,78 +94,3 @@ def _same_epsilon(spent: float, epsilon: float) -> bool:
     if math.isinf(epsilon):
         return math.isinf(spent)
     return spent <= epsilon and math.isclose(spent, epsilon, rel_tol=1e-9, abs_tol=0.0)
-
-
-@handler("dpforest.tree")
-def grow_tree(request: DPTreeRequest, data: ClientData) -> DPTreeReply:
-    """Client: grow the DP tree on the local rows, spending its own ε.
-
-    The tree's whole ε is charged to the site's budget first (if it declared
-    one), as the tree's accountant charges the whole plan.
-    """
-    key = client_key(data.client_id)
-    X, labels = data.finite_matrix(), data.label_codes(request.classes)
-    data.charge_privacy(request.epsilon, f"{request.kind}: one DP tree")
-    accountant = PrivacyAccountant(
-        request.epsilon, owner=f"client {data.client_id!r}", strict=True
-    )
-    grown = fit_dp_tree(
-        X,
-        labels,
-        int(request.classes.shape[0]),
-        epsilon=request.epsilon,
-        max_depth=request.max_depth,
-        ranges=request.ranges,
-        accountant=accountant,
-        thresholds_rng=keyed_rng(request.seed, THRESHOLD_STREAM, key),
-        noise_rng=keyed_rng(request.seed, NOISE_STREAM, key),
-        budget=request.budget,  # type: ignore[arg-type]
-        score=request.score,  # type: ignore[arg-type]
-        sampler=request.sampler,  # type: ignore[arg-type]
-    )
-    return DPTreeReply(
-        **pack_trees([grown.tree]),
-        epsilon_spent=grown.epsilon_spent,
-        n_queries=grown.n_queries,
-    )
-
-
-@dataclass(frozen=True, eq=False)
-class DPTrees:
-    """What the server received: the request and every client's reply."""
-
-    request: DPTreeRequest
-    replies: Mapping[str, DPTreeReply]
-
-
-class DPTreeStrategy(OneRoundStrategy):
-    """Server: one round asking every client for its DP tree."""
-
-    metric = "trees"
-
-    def __init__(
-        self, settings: Mapping[str, Any], declared_ranges: object, owner: str
-    ) -> None:
-        super().__init__()
-        self.settings, self.declared, self.owner = (
-            dict(settings),
-            declared_ranges,
-            owner,
-        )
-
-    def start(self, info: FederationInfo) -> None:
-        """Resolve the declared ranges on the agreed schema; build the request."""
-        super().start(info)
-        ranges = resolve_ranges(self.declared, info, self.owner)
-        s = self.settings
-        validate_plan(
-            s["epsilon"], s["max_depth"], ranges.shape[0], s["budget"], self.owner
-        )
-        self.request = DPTreeRequest(
-            ranges=ranges, classes=np.asarray(info.schema.classes, dtype=str), **s
-        )
-
-    def finish(self) -> DPTrees:
-        """Return the request and the replies by client id."""
-        assert isinstance(self.request, DPTreeRequest)
-        return DPTrees(self.request, self.sorted_replies())  # type: ignore[arg-type]
