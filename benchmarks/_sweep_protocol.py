@@ -240,12 +240,12 @@ def _types() -> dict[str, Any]:
     from fedtrees.algorithms.dpforest._payloads import DPTreeReply
     from fedtrees.algorithms.fedavg._payloads import TrainReply
     from fedtrees.algorithms.fedforest._hist_payloads import GridReply
-    from fedtrees.algorithms.fedga._protocol import FitnessReply, InitReply
+    from fedtrees.algorithms.fedga._payloads import FitnessReply, InitReply
     from fedtrees.algorithms.fedgbdt._payloads import LevelReply, StartReply
-    from fedtrees.algorithms.icdta._protocol import ScoresReply
-    from fedtrees.algorithms.icdta._protocol import TreeReply as ICDTATree
+    from fedtrees.algorithms.icdta._payloads import ScoresReply
+    from fedtrees.algorithms.icdta._payloads import TreeReply as ICDTATree
     from fedtrees.algorithms.local._payloads import ForestReply
-    from fedtrees.algorithms.synthetic._protocol import TreeReply as SynthTree
+    from fedtrees.algorithms.synthetic._payloads import TreeReply as SynthTree
 
     return {
         "dp": DPTreeReply, "fedavg": TrainReply, "grid": GridReply,
@@ -347,7 +347,7 @@ for _row in LIES:
 @case("FedGAClassifier-fedga-noisy-size-minus-1e300", "replies", ("'b'",))
 def noisy_size_negative() -> Verdict:
     """Documented: a size beyond the noise's reach drops the site (FedGA continues)."""
-    from fedtrees.algorithms.fedga._protocol import InitReply
+    from fedtrees.algorithms.fedga._payloads import InitReply
 
     return _lie("FedGAClassifier", InitReply, _replace(noisy_size=-1e300))
 

@@ -11,7 +11,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.tree import DecisionTreeClassifier
 
 from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
-from fedtrees.algorithms.fedga._protocol import FitnessReply, JoinReply, TreeReply
+from fedtrees.algorithms.fedga._payloads import FitnessReply, JoinReply, TreeReply
 from fedtrees.audit import audit_row_scaling, find_client_values, recording
 from fedtrees.exceptions import ClientDropoutWarning, ValidationError
 from fedtrees.federation import Fault, Federation, decode

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
-from fedtrees.algorithms.fedga import _protocol as protocol
+from fedtrees.algorithms.fedga import _handlers as handlers
+from fedtrees.algorithms.fedga import _payloads as payloads
 from fedtrees.federation import ClientData, ClientState, Fault, Federation
 from fedtrees.tree import Tree
 
@@ -47,7 +48,7 @@ def _fit(
 def _refit(model: Any, data: ClientData) -> Tree:
     """The tree the site fits for its chosen structure, with the estimator's meta."""
     classes = np.asarray([str(c) for c in getattr(model, "classes_", [])], dtype=str)
-    tree = protocol.personal_tree(
+    tree = handlers.personal_tree(
         data,
         model.structures_[data.client_id],
         model.depth_,
@@ -77,13 +78,13 @@ def test_dropping_client_state_at_random_rounds_gives_the_same_trees(
     regression: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fits: list[str] = []
-    fit_once = protocol.personal_tree
+    fit_once = handlers.personal_tree
 
     def counted(data: ClientData, *args: Any, **kwargs: Any) -> Tree:
         fits.append(data.client_id)
         return fit_once(data, *args, **kwargs)
 
-    monkeypatch.setattr(protocol, "personal_tree", counted)
+    monkeypatch.setattr(handlers, "personal_tree", counted)
     reference, _ = _fit(regression)
     assert sorted(fits) == sorted(ROWS)  # fitted once, when choosing: then kept
     last = 1 + SMALL["n_generations"] + 3
@@ -115,18 +116,18 @@ def test_a_kept_tree_of_another_fit_is_not_sent() -> None:
     state = ClientState()
     classes = np.asarray(["0", "1", "2"])
     structure = np.asarray([0, 1, 2])
-    request = protocol.TreeRequest(
+    request = payloads.TreeRequest(
         "classification", classes, structure, 2, 4, 0.8, seed=1
     )
-    other = protocol.TreeRequest("classification", classes, structure, 2, 4, 0.8, 2)
-    state.put(protocol.TREE_KEY, protocol._fit_tree(other, data))
+    other = payloads.TreeRequest("classification", classes, structure, 2, 4, 0.8, 2)
+    state.put(handlers.TREE_KEY, handlers._fit_tree(other, data))
 
-    reply = protocol.send_tree(request, data, state)
+    reply = handlers.send_tree(request, data, state)
 
-    assert request.tree(reply) == protocol.personal_tree(
+    assert request.tree(reply) == handlers.personal_tree(
         data, structure, 2, task="classification", classes=classes,
         train_ratio=0.8, seed=1,
     )  # fmt: skip
-    kept = state.get(protocol.TREE_KEY, protocol.KeptTree)
+    kept = state.get(handlers.TREE_KEY, payloads.KeptTree)
     assert kept is not None
     assert kept.fits(request)

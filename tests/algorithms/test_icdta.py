@@ -14,7 +14,7 @@ from sklearn.metrics import accuracy_score, f1_score
 
 from fedtrees import ICDTAClassifier, Tree, datasets
 from fedtrees.algorithms.icdta import RuleSet, score_labels
-from fedtrees.algorithms.icdta._protocol import (
+from fedtrees.algorithms.icdta._payloads import (
     EvaluateRequest,
     GlobalRequest,
     ScoresReply,

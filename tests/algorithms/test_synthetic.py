@@ -19,7 +19,7 @@ from fedtrees.algorithms.synthetic import (
     generate,
     sub_path_boxes,
 )
-from fedtrees.algorithms.synthetic._protocol import TreeReply
+from fedtrees.algorithms.synthetic._payloads import TreeReply
 from fedtrees.audit import audit_row_scaling, find_client_values
 from fedtrees.exceptions import RemoteProtocolError, ValidationError
 from fedtrees.federation import Fault, Federation

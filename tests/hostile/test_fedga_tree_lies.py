@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from fedtrees import FedGAClassifier
-from fedtrees.algorithms.fedga._protocol import TreeReply
+from fedtrees.algorithms.fedga._payloads import TreeReply
 from fedtrees.exceptions import ClientDropoutWarning
 from fedtrees.federation import Fault, Federation, Payload
 from fedtrees.tree import NodeStats, TreeBuilder, pack_trees

@@ -38,7 +38,7 @@ from fedtrees.algorithms.fedforest._payloads import (
     SketchReply,
     TopKReply,
 )
-from fedtrees.algorithms.fedga._protocol import InitReply, JoinReply
+from fedtrees.algorithms.fedga._payloads import InitReply, JoinReply
 from fedtrees.algorithms.fedgbdt._payloads import LevelReply, LocalReply
 from fedtrees.algorithms.fedid3._payloads import LevelReply as CountsReply
 from fedtrees.exceptions import ClientDropoutWarning, RemoteProtocolError

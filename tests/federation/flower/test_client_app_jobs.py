@@ -27,7 +27,7 @@ from flwr.app import Context, Message, Metadata, RecordDict
 from flwr.supercore.task_identity import TaskIdentity
 
 from fedtrees.algorithms import run_job
-from fedtrees.algorithms.fedga import _protocol as fedga_protocol
+from fedtrees.algorithms.fedga import _handlers as fedga_handlers
 from fedtrees.datasets import load_client_file, load_site_data, save_client_file
 from fedtrees.federation import Federation
 from fedtrees.federation.flower import FlowerTransport, make_client_app
@@ -153,9 +153,9 @@ def test_fedga_sends_the_same_personal_trees_through_the_client_app(
     params = {"n_generations": 2, "population_size": 6, "depth_range": [2, 4],
               "cv_folds": 3, "random_state": 3}  # fmt: skip
     fits: list[str] = []
-    fit = fedga_protocol.personal_tree
+    fit = fedga_handlers.personal_tree
     monkeypatch.setattr(
-        fedga_protocol,
+        fedga_handlers,
         "personal_tree",
         lambda data, *a, **k: fits.append(data.client_id) or fit(data, *a, **k),
     )

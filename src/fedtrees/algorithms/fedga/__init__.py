@@ -7,7 +7,7 @@ evaluation a client runs on its rows (:mod:`._evaluate`, Sec. III-B). The
 estimator and the protocol build on these.
 """
 
-from fedtrees.algorithms.fedga import _protocol  # registers the client handlers
+from fedtrees.algorithms.fedga import _handlers  # registers the client handlers
 from fedtrees.algorithms.fedga._encoding import (
     NIL,
     DecodedStructure,
@@ -113,4 +113,4 @@ __all__ = [
     "vote_statistics",
 ]
 
-del _protocol
+del _handlers

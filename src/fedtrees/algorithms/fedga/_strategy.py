@@ -38,7 +38,7 @@ from fedtrees.algorithms.fedga._operators import (
     mutation_count,
     update,
 )
-from fedtrees.algorithms.fedga._protocol import (
+from fedtrees.algorithms.fedga._payloads import (
     ChoiceReply,
     EvaluateRequest,
     FinalRequest,

@@ -1,4 +1,4 @@
-"""The ICDTA4FL server strategy (docs/icdta.md; messages in :mod:`._protocol`).
+"""The ICDTA4FL server strategy (docs/icdta.md; messages in :mod:`._payloads`).
 
 Phases after the agreement: ``sketch`` (ID3 with undeclared numeric columns),
 ``fit`` (client trees up), ``evaluate`` (all trees down, the others' scores up),
@@ -20,7 +20,7 @@ from fedtrees.algorithms._discretize import Binning, BinningRound, unbinned_fiel
 from fedtrees.algorithms._packed import rebuild_packed
 from fedtrees.algorithms.icdta._filter import TreeFilter, tree_scores
 from fedtrees.algorithms.icdta._global import Gain, build_global_tree
-from fedtrees.algorithms.icdta._protocol import (
+from fedtrees.algorithms.icdta._payloads import (
     EvaluateRequest,
     FitRequest,
     GlobalReply,

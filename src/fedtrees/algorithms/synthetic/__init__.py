@@ -5,7 +5,7 @@ labels them by the trees' majority vote, flips some, and trains the global tree
 (:class:`SyntheticDataClassifier`; Algorithm 1 in :mod:`._generate`).
 """
 
-from fedtrees.algorithms.synthetic import _protocol  # registers the client handler
+from fedtrees.algorithms.synthetic import _handlers  # registers the client handler
 from fedtrees.algorithms.synthetic._estimator import SyntheticDataClassifier
 from fedtrees.algorithms.synthetic._generate import (
     FillSpec,
@@ -31,4 +31,4 @@ __all__ = [
     "threshold_ranges",
 ]
 
-del _protocol
+del _handlers

@@ -1,4 +1,4 @@
-"""The server of one-shot synthetic data (messages: ``_protocol``).
+"""The server of one-shot synthetic data (messages: ``_payloads``).
 
 Round 1 collects one entropy CART per client (:class:`OneRoundStrategy`); then
 the server, with no further message:
@@ -31,7 +31,7 @@ from fedtrees.algorithms.synthetic._generate import (
     alpha_bounds,
     generate,
 )
-from fedtrees.algorithms.synthetic._protocol import TreeReply, TreeRequest, cart_params
+from fedtrees.algorithms.synthetic._payloads import TreeReply, TreeRequest, cart_params
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import FederationInfo
 from fedtrees.learners import fit_cart

@@ -1,4 +1,4 @@
-"""ICDTA4FL's messages and client handlers (docs/icdta.md; server: ``_strategy``).
+"""ICDTA4FL's messages (docs/icdta.md; client: ``_handlers``, server: ``_strategy``).
 
 Algorithm 1 of the paper (002) on the round loop, after the agreement:
 
@@ -33,14 +33,11 @@ Client ``k``'s CART is seeded by ``[seed, 7, crc32(k)]``; ID3 is deterministic.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
 import numpy as np
 
-from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import IntArray
 from fedtrees.algorithms._discretize import BinnedFields
-from fedtrees.algorithms._metrics import client_scores
 from fedtrees.algorithms._packed import (
     PackedTrees,
     check_tree_counts,
@@ -54,11 +51,9 @@ from fedtrees.federation import (
     InvalidField,
     Payload,
     ReplySpec,
-    handler,
     payload,
 )
-from fedtrees.learners import fit_cart, fit_id3
-from fedtrees.tree import NodeKind, Tree, pack_trees
+from fedtrees.tree import NodeKind, Tree
 
 __all__ = [
     "EvaluateRequest",
@@ -67,13 +62,9 @@ __all__ = [
     "GlobalRequest",
     "ScoresReply",
     "TreeReply",
-    "score_labels",
 ]
 
-CART_STREAM: Final = 7
 
-
-# -- messages ---------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class _Common(BinnedFields):
     """Fields of every ICDTA4FL request: binning, agreed labels, base and metric."""
@@ -192,59 +183,3 @@ class GlobalRequest(PackedTrees, _Common):
     def expected_reply(self) -> ReplySpec:
         """Expect a score in [0, 1]."""
         return ReplySpec(GlobalReply, {"score": Field.scalar(low=0.0, high=1.0)})
-
-
-# -- client handlers ----------------------------------------------------------------
-@handler("icdta.fit")
-def fit_tree(request: FitRequest, data: ClientData) -> TreeReply:
-    """Client: train the local ID3 or CART tree on the local rows."""
-    X, y = request.codes(data), request.labels(data)
-    n_classes = int(request.classes.shape[0])
-    if request.base == "id3":
-        tree = fit_id3(
-            X, y, n_classes, arity=request.arity, max_depth=request.max_depth
-        )
-    else:
-        key = client_key(data.client_id)
-        seed = int(keyed_rng(request.seed, CART_STREAM, key).integers(2**31 - 1))
-        tree = fit_cart(
-            X, y, n_classes=n_classes, max_depth=request.max_depth, seed=seed
-        )
-    return TreeReply(**pack_trees([tree]))
-
-
-@handler("icdta.evaluate")
-def score_trees(request: EvaluateRequest, data: ClientData) -> ScoresReply:
-    """Client: score every other client's tree on the local rows."""
-    if str(request.owners[request.recipient]) != data.client_id:
-        raise ValueError("the request names another client as its recipient")
-    X, y = request.codes(data), request.labels(data)
-    scores = np.full(request.owners.shape[0], np.nan)
-    for i, tree in enumerate(request.trees(request)):
-        if i != request.recipient:
-            scores[i] = score_labels(y, tree.predict(X), request.metric)
-    return ScoresReply(scores=scores)
-
-
-@handler("icdta.global")
-def score_global(request: GlobalRequest, data: ClientData) -> GlobalReply:
-    """Client: keep the global tree and rules; score the tree on the local rows."""
-    (tree,) = request.trees(request)
-    X, y = request.codes(data), request.labels(data)
-    return GlobalReply(score=score_labels(y, tree.predict(X), request.metric))
-
-
-def score_labels(y: IntArray, predicted: IntArray, metric: str) -> float:
-    """Accuracy, or macro-F1 over the classes present in ``y`` or the predictions.
-
-    One client's :func:`fedtrees.algorithms._metrics.client_scores`.
-
-    Examples
-    --------
-    >>> score_labels(np.array([0, 1, 1]), np.array([0, 1, 0]), "accuracy")
-    0.6666666666666666
-    >>> round(score_labels(np.array([0, 1, 1]), np.array([0, 1, 0]), "f1_macro"), 4)
-    0.6667
-    """
-    accuracy, f1 = client_scores(y, predicted, np.zeros(y.shape[0], dtype=np.int64))
-    return float(accuracy[0] if metric == "accuracy" else f1[0])

@@ -1,4 +1,4 @@
-"""One-shot synthetic data: the one message and the client handler.
+"""One-shot synthetic data: the one message, its reply and their checks.
 
 After the agreement, one round: the server sends the public settings (depth,
 class weights, leaf sizes, the one-hot layout, the declared ranges) and every
@@ -26,14 +26,11 @@ and its fit time. Client k's CART is seeded by ``[seed, 9, crc32(k)]``.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any, Final
 
 import numpy as np
 
-from fedtrees._random import client_key, keyed_rng
 from fedtrees._validation import LARGEST_FLOAT
-from fedtrees.algorithms._onehot import expand_features
 from fedtrees.algorithms._packed import (
     PackedTrees,
     check_numeric_tree,
@@ -42,27 +39,17 @@ from fedtrees.algorithms._packed import (
     packed_fields,
     rebuild_packed,
 )
-from fedtrees.algorithms._requests import (
-    MAX_ROWS,
-    check_category_counts,
-    check_request_size,
-    request_error,
-)
 from fedtrees.federation import (
-    ClientData,
     Field,
     InvalidField,
     Payload,
     ReplySpec,
-    handler,
     payload,
 )
-from fedtrees.learners import fit_cart
-from fedtrees.tree import NodeKind, Tree, pack_trees
+from fedtrees.tree import NodeKind, Tree
 
 __all__ = ["TreeReply", "TreeRequest", "cart_params"]
 
-CART_STREAM: Final = 9
 UNDECLARED_LIMIT: Final = LARGEST_FLOAT / 64
 """Largest |threshold| of a numeric column without a declared range.
 
@@ -181,45 +168,3 @@ def cart_params(request: TreeRequest, present: np.ndarray) -> dict[str, Any]:
         "min_samples_leaf": request.min_samples_leaf,
         "class_weight": weights,
     }
-
-
-def _check_sizes(request: TreeRequest, data: ClientData) -> None:
-    """Check the fields that size the fit against this client, before allocating.
-
-    ``n_categories`` must be this client's category counts; ``class_weights``
-    one weight per class when given; the leaf sizes row counts scikit-learn
-    can hold.
-    """
-    kind = request.kind
-    check_category_counts(kind, "n_categories", request.n_categories, data)
-    n_classes = int(request.classes.shape[0])
-    if request.class_weight == "given" and request.class_weights.shape != (n_classes,):
-        raise request_error(
-            kind,
-            "class_weights",
-            f"one weight per class, shape ({n_classes},)",
-            request.class_weights.shape,
-        )
-    for name, low in (("min_samples_split", 2), ("min_samples_leaf", 1)):
-        check_request_size(
-            kind, name, getattr(request, name), MAX_ROWS, "a row count", low=low
-        )
-
-
-@handler("synthetic.tree")
-def grow_tree(request: TreeRequest, data: ClientData) -> TreeReply:
-    """Client: fit the entropy CART on the one-hot encoded local rows."""
-    start = time.perf_counter()
-    _check_sizes(request, data)
-    X = expand_features(data.finite_matrix(), request.n_categories)
-    y = data.label_codes(request.classes)
-    key = client_key(data.client_id)
-    tree = fit_cart(
-        X,
-        y,
-        n_classes=int(request.classes.shape[0]),
-        max_depth=request.max_depth,
-        seed=int(keyed_rng(request.seed, CART_STREAM, key).integers(2**31 - 1)),
-        **cart_params(request, np.unique(y)),
-    )
-    return TreeReply(**pack_trees([tree]), fit_seconds=time.perf_counter() - start)

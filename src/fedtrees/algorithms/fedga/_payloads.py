@@ -1,4 +1,4 @@
-"""FedGA-Tree's messages and client handlers (docs/fedga.md).
+"""FedGA-Tree's messages (docs/fedga.md; client: ``_handlers``, server: ``_strategy``).
 
 Algorithm 1 on the round loop. Every handler recomputes what it needs from its
 rows and keyed generators; only the personal tree is kept between rounds, in
@@ -38,13 +38,8 @@ Client k splits its rows into training and validation parts with
 
 from __future__ import annotations
 
-from typing import Any, Final
-
 import numpy as np
 
-from fedtrees._random import client_key, keyed_rng
-from fedtrees._typing import FloatArray, IntArray
-from fedtrees._validation import check_epsilon
 from fedtrees.algorithms._packed import (
     PackedTrees,
     check_numeric_tree,
@@ -53,36 +48,14 @@ from fedtrees.algorithms._packed import (
     packed_fields,
     rebuild_packed,
 )
-from fedtrees.algorithms._params import MAX_POPULATION
 from fedtrees.algorithms._plausible import noisy_count_field
-from fedtrees.algorithms._requests import (
-    MAX_REPLY_CELLS,
-    check_request_size,
-    request_error,
-)
-from fedtrees.algorithms.fedga._evaluate import (
-    Task,
-    TrainingRows,
-    fit_structure,
-    score_structures,
-)
-from fedtrees.algorithms.fedga._initialize import (
-    cross_validate_depths,
-    local_structure,
-    noisy_size,
-)
-from fedtrees.algorithms.fedga._votes import regression_votes
 from fedtrees.federation import (
-    ClientData,
-    ClientState,
     Field,
     Payload,
     ReplySpec,
-    handler,
     payload,
 )
-from fedtrees.privacy import PrivacyAccountant
-from fedtrees.tree import PACKED_FIELDS, Tree, pack_trees
+from fedtrees.tree import Tree
 
 __all__ = [
     "EvaluateRequest",
@@ -92,92 +65,10 @@ __all__ = [
     "LocalRequest",
     "TreeReply",
     "TreeRequest",
-    "personal_tree",
 ]
-
-SPLIT_STREAM: Final = 12
-SIZE_STREAM: Final = 13
-TREE_KEY: Final = "fedga.tree"
-"""The per-run client state's entry holding the personal tree (a KeptTree)."""
 
 
 # -- shared ------------------------------------------------------------------------
-def _task(request: Any) -> Task:
-    return "classification" if request.task == "classification" else "regression"
-
-
-def _labels(request: Any, data: ClientData) -> np.ndarray:
-    """Return class codes (classification) or float targets (regression)."""
-    if _task(request) == "classification":
-        return data.label_codes(request.classes)
-    return data.y.to_numpy(np.float64)
-
-
-def _split(
-    data: ClientData, seed: int, train_ratio: float
-) -> tuple[IntArray, IntArray]:
-    """Return the client's fixed training and validation rows (r = 1: all, all)."""
-    rows = np.arange(data.n_rows)
-    if train_ratio >= 1.0 or data.n_rows < 2:
-        return rows, rows
-    order = keyed_rng(seed, SPLIT_STREAM, client_key(data.client_id)).permutation(rows)
-    cut = min(max(round(train_ratio * data.n_rows), 1), data.n_rows - 1)
-    return np.sort(order[:cut]), np.sort(order[cut:])
-
-
-def _check_depth(request: Any) -> int:
-    """Return the request's depth if its structures (2**depth - 1 ids) fit a reply."""
-    return check_request_size(
-        request.kind,
-        "depth",
-        request.depth,
-        MAX_REPLY_CELLS.bit_length() - 1,
-        "a depth whose structure of 2**depth - 1 node ids fits one message",
-        low=1,
-    )
-
-
-def _check_structures(request: Any, structures: np.ndarray) -> None:
-    """Candidate structures: a matrix of 2**depth - 1 node ids per row."""
-    width = 2 ** _check_depth(request) - 1
-    check_request_size(
-        request.kind,
-        "structures",
-        structures.shape[0] if structures.ndim else -1,
-        MAX_POPULATION + 1,
-        "candidates: the population limit, and a joining client's own",
-        low=1,
-    )
-    if structures.ndim != 2 or structures.shape[1] != width:
-        raise request_error(
-            request.kind,
-            "structures",
-            f"one row of {width} node ids (depth {request.depth}) per candidate",
-            f"shape {structures.shape}",
-        )
-
-
-def _fitness(request: Any, data: ClientData, structures: np.ndarray) -> FloatArray:
-    """Score ``structures`` on the client's validation part (step 28)."""
-    _check_structures(request, structures)
-    X, y = data.finite_matrix(), _labels(request, data)
-    train, val = _split(data, request.seed, request.train_ratio)
-    n_classes = (
-        int(request.classes.shape[0]) if _task(request) == "classification" else 0
-    )
-    rows = TrainingRows.of(X[train], y[train], _task(request), n_classes)
-    return score_structures(rows, structures, request.depth, X[val], y[val])
-
-
-def _size(request: Any, data: ClientData) -> tuple[float, float]:
-    """Release the noisy size, charged to the site's budget first (if declared)."""
-    check_epsilon(request.epsilon, f"request {request.kind!r}")
-    data.charge_privacy(request.epsilon, f"{request.kind}: noisy size")
-    accountant = PrivacyAccountant(request.epsilon, owner=f"client {data.client_id!r}")
-    rng = keyed_rng(request.seed, SIZE_STREAM, client_key(data.client_id))
-    return noisy_size(data.n_rows, request.epsilon, rng, accountant=accountant)
-
-
 def _fitness_field(task: str, shape: tuple[int, ...] | None) -> Field:
     """Return the check of fitness values: macro-F1 in [0, 1], or an MSE >= 0."""
     high = 1.0 if task == "classification" else None
@@ -235,21 +126,6 @@ class InitRequest(Payload):
         )
 
 
-@handler("fedga.init")
-def propose_depth(request: InitRequest, data: ClientData) -> InitReply:
-    """Client: CV depth over the range; the noisy size."""
-    search = cross_validate_depths(
-        data.finite_matrix(),
-        _labels(request, data),
-        _task(request),
-        seed=request.seed,
-        depth_range=(request.depth_low, request.depth_high),
-        folds=request.folds,
-    )
-    size, spent = _size(request, data)
-    return InitReply(int(search.best_depth), size, spent)
-
-
 # -- 2. local ----------------------------------------------------------------------
 @payload("fedga.local_reply")
 class LocalReply(Payload):
@@ -288,36 +164,6 @@ class LocalRequest(Payload):
         )
 
 
-@handler("fedga.local")
-def send_local_structure(request: LocalRequest, data: ClientData) -> LocalReply:
-    """Client: the local structure; regression votes from the CV scores at d."""
-    _check_depth(request)
-    X, y, task = data.finite_matrix(), _labels(request, data), _task(request)
-    n_classes = int(request.classes.shape[0]) if task == "classification" else 0
-    structure = local_structure(
-        X, y, task, request.depth, seed=request.seed, n_classes=n_classes
-    )
-    if task == "classification":
-        return LocalReply(structure, False, False)
-    search = cross_validate_depths(
-        X,
-        y,
-        task,
-        seed=request.seed,
-        depth_range=(request.depth_low, request.depth_high),
-        folds=request.folds,
-    )
-    ratio, elitism = regression_votes(
-        search.scores,
-        search.index_of(request.depth),
-        y,
-        phi_star=request.phi_star,
-        theta_star=request.theta_star,
-        mu_star=request.mu_star,
-    )
-    return LocalReply(structure, bool(ratio), bool(elitism))
-
-
 # -- 3. evaluate / join ----------------------------------------------------------------
 @payload("fedga.fitness")
 class FitnessReply(Payload):
@@ -341,12 +187,6 @@ class EvaluateRequest(Payload):
         """One finite, non-negative fitness per candidate (F1 <= 1)."""
         n = int(self.structures.shape[0])
         return ReplySpec(FitnessReply, {"fitness": _fitness_field(self.task, (n,))})
-
-
-@handler("fedga.evaluate")
-def evaluate(request: EvaluateRequest, data: ClientData) -> FitnessReply:
-    """Client: fit every structure's thresholds and leaves; score them."""
-    return FitnessReply(_fitness(request, data, request.structures))
 
 
 @payload("fedga.join_reply")
@@ -388,21 +228,6 @@ class JoinRequest(Payload):
         )
 
 
-@handler("fedga.join")
-def join(request: JoinRequest, data: ClientData) -> JoinReply:
-    """Client: as evaluate, plus the local structure, its fitness, the size."""
-    _check_structures(request, request.structures)
-    X, y, task = data.finite_matrix(), _labels(request, data), _task(request)
-    n_classes = int(request.classes.shape[0]) if task == "classification" else 0
-    structure = local_structure(
-        X, y, task, request.depth, seed=request.seed, n_classes=n_classes
-    )
-    both = np.vstack([request.structures, structure[None, :]])
-    fitness = _fitness(request, data, both)
-    size, spent = _size(request, data)
-    return JoinReply(fitness[:-1], structure, float(fitness[-1]), size, spent)
-
-
 # -- 4. final ----------------------------------------------------------------------
 @payload("fedga.choice")
 class ChoiceReply(Payload):
@@ -428,29 +253,6 @@ class FinalRequest(EvaluateRequest):
                 "fitness": _fitness_field(self.task, None),
             },
         )
-
-
-@handler("fedga.final", stateful=True)
-def choose(request: FinalRequest, data: ClientData, state: ClientState) -> ChoiceReply:
-    """Client: the best structure on its data (first on ties); fit and keep its tree.
-
-    The personal tree (step 48) is the chosen structure fitted on the client's
-    training part, as it was scored; the client keeps it in its per-run state
-    until the server asks for it in the next round.
-    """
-    fitness = _fitness(request, data, request.structures)
-    best = int(np.argmax(fitness) if request.maximize else np.argmin(fitness))
-    chosen = TreeRequest(
-        request.task,
-        request.classes,
-        request.structures[best],
-        request.depth,
-        len(data.feature_kinds),
-        request.train_ratio,
-        request.seed,
-    )
-    state.put(TREE_KEY, _fit_tree(chosen, data))
-    return ChoiceReply(best, float(fitness[best]))
 
 
 # -- 5. the personal tree ------------------------------------------------------------
@@ -525,69 +327,3 @@ class TreeRequest(Payload):
         tree = self.tree(reply)
         check_numeric_tree(tree, self.depth, "FedGA personal tree")
         check_tree_counts(tree)
-
-
-@handler("fedga.tree", stateful=True)
-def send_tree(request: TreeRequest, data: ClientData, state: ClientState) -> TreeReply:
-    """Client: the personal tree it kept, or the same tree fitted again."""
-    kept = state.get(TREE_KEY, KeptTree)
-    if kept is None or not kept.fits(request):
-        kept = _fit_tree(request, data)
-        state.put(TREE_KEY, kept)
-    return TreeReply(**{name: getattr(kept, name) for name in PACKED_FIELDS})
-
-
-def _fit_tree(request: TreeRequest, data: ClientData) -> KeptTree:
-    """Fit the personal tree ``request`` describes; return it as it is kept."""
-    width = 2 ** _check_depth(request) - 1
-    if request.structure.shape != (width,):
-        raise request_error(
-            request.kind,
-            "structure",
-            f"{width} node ids (depth {request.depth})",
-            f"shape {request.structure.shape}",
-        )
-    tree = personal_tree(
-        data,
-        request.structure,
-        request.depth,
-        task=_task(request),
-        classes=request.classes,
-        train_ratio=request.train_ratio,
-        seed=request.seed,
-    )
-    return KeptTree(
-        **pack_trees([tree]),
-        task=request.task,
-        classes=request.classes,
-        structure=request.structure,
-        depth=request.depth,
-        train_ratio=request.train_ratio,
-        seed=request.seed,
-    )
-
-
-# -- the client's own model ------------------------------------------------------------
-def personal_tree(
-    data: ClientData,
-    structure: np.ndarray,
-    depth: int,
-    *,
-    task: Task,
-    classes: np.ndarray,
-    train_ratio: float,
-    seed: int,
-) -> Tree:
-    """Fit the tree client k keeps (step 48): its chosen structure on its rows.
-
-    The same fit the client scored in the final round (its training part under
-    the train ratio), deterministic from the seed. The client keeps it in its
-    per-run state and sends it in the last round.
-    """
-    request = EvaluateRequest(
-        task, classes, structure[None, :], depth, train_ratio, seed
-    )
-    X, y = data.finite_matrix(), _labels(request, data)
-    train, _ = _split(data, seed, train_ratio)
-    n_classes = int(classes.shape[0]) if task == "classification" else 0
-    return fit_structure(structure, depth, X[train], y[train], task, n_classes)
