@@ -293,7 +293,9 @@ class FederatedEstimator:
         owner = type(self).__name__
         if self._all_numeric() and _numeric_array(X):
             # The common case, without pandas: a numeric array needs no encoding.
-            return self._checked(np.asarray(X, dtype=np.float64), owner)
+            matrix = np.asarray(X, dtype=np.float64)
+            self._check_width(matrix.shape[1], owner)
+            return self._checked(matrix, owner)
         frame = as_frame(X, owner, strings="keep")
         names = getattr(self, "feature_names_in_", None)
         if (
@@ -315,7 +317,6 @@ class FederatedEstimator:
 
     def _checked(self, matrix: FloatArray, owner: str) -> FloatArray:
         """Check the encoded matrix; refuse NaN where the estimator needs values."""
-        self._check_width(matrix.shape[1], owner)
         if not self._accepts_missing():
             _refuse_missing(matrix, _names(self), owner, self._missing_hint() or "")
         return check_matrix(

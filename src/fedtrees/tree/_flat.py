@@ -55,6 +55,8 @@ class FlatForest:
     value: FloatArray
     clients: tuple[str, ...]
     has_client_splits: bool
+    max_nodes: int
+    """The largest tree's node count: it bounds the kernel's stack of branches."""
 
     @classmethod
     def of(cls, trees: Sequence[Tree], *, votes: bool = False) -> FlatForest:
@@ -120,6 +122,7 @@ class FlatForest:
             value=np.ascontiguousarray(np.concatenate([p["value"] for p in parts])),
             clients=clients,
             has_client_splits=any(_has_client_split(t) for t in trees),
+            max_nodes=int(sizes.max()),
         )
 
     @property
@@ -176,13 +179,12 @@ class FlatForest:
             self.count,
             self.value,
         )
-        max_nodes = max(tree.n_nodes for tree in self.trees)
         n = matrix.shape[0]
         total: FloatArray = (
-            forest_values_serial(*arrays, max_nodes)
+            forest_values_serial(*arrays, self.max_nodes)
             if n < _PARALLEL_ROWS
             else forest_values(
-                *arrays, max_nodes, _BLOCKS_PER_THREAD * get_num_threads()
+                *arrays, self.max_nodes, _BLOCKS_PER_THREAD * get_num_threads()
             )
         )
         out: FloatArray = total / w.sum()
