@@ -5,13 +5,21 @@ import pandas as pd
 import pytest
 
 from fedtrees.exceptions import RemoteProtocolError, SchemaMismatchError
-from fedtrees.federation import ClientData, Federation, SchemaRequest, agree
+from fedtrees.federation import (
+    ClientData,
+    ClientState,
+    Federation,
+    SchemaRequest,
+    agree,
+)
 from fedtrees.federation._schema import report_schema
 from tests.federation.helpers import NullStrategy
 
 
 def _reply(X: object, y: object, task: str = "classification"):  # type: ignore[no-untyped-def]
-    return report_schema(SchemaRequest(task), ClientData.build("c", X, y))
+    return report_schema(
+        SchemaRequest(task), ClientData.build("c", X, y), ClientState()
+    )
 
 
 def test_labels_are_the_sorted_union_in_native_order() -> None:

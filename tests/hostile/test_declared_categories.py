@@ -39,6 +39,7 @@ from fedtrees.exceptions import (
 )
 from fedtrees.federation import (
     ClientData,
+    ClientState,
     Envelope,
     Fault,
     Federation,
@@ -567,4 +568,4 @@ def test_a_malformed_declaration_from_the_server_is_refused_by_the_client() -> N
         "classification", np.asarray(["name"]), np.asarray(["x"]), np.asarray([2])
     )
     with pytest.raises(ValidationError, match="n_declared must give one count"):
-        report_schema(request, ClientData.build("a", X, y))
+        report_schema(request, ClientData.build("a", X, y), ClientState())

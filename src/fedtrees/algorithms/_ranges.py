@@ -15,12 +15,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from fedtrees._typing import FloatArray
+from fedtrees._typing import BoolArray, FloatArray
 from fedtrees._validation import is_integral
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import FederationInfo
 
-__all__ = ["resolve_ranges"]
+__all__ = ["resolve_ranges", "secure_ranges"]
 
 
 def resolve_ranges(declared: object, info: FederationInfo, owner: str) -> FloatArray:
@@ -127,3 +127,29 @@ def _check_pair(low: float, high: float, name: str, owner: str) -> None:
             f"{owner}: feature_ranges for column {name!r} is ({low}, {high}); "
             "expected finite numbers with min < max."
         )
+
+
+def secure_ranges(
+    declared: object, info: FederationInfo, sketched: BoolArray, owner: str
+) -> FloatArray:
+    """Return the declared ranges of a secure grid (docs/security.md).
+
+    Under secure aggregation no site may send a sketch of its values, so the
+    columns whose edges are not declared (``sketched``) need a public range:
+    the grid is cut from the secure sum of fine histograms over it.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``bin_edges`` and ``feature_ranges``, when neither is declared
+        for such a column, or a malformed range (naming the column).
+    """
+    if declared is None:
+        names = [info.schema.feature_names[j] for j in np.flatnonzero(sketched)]
+        raise ValidationError(
+            f"{owner}: secure_aggregation=True never sends a site's sketch of its "
+            f"values, so the grid of the numeric columns {names} must come from "
+            "declared bin_edges= (edges per column) or declared feature_ranges= "
+            "(a public (min, max) per column, summed securely as fine histograms)."
+        )
+    return resolve_ranges(declared, info, owner)

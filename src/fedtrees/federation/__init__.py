@@ -33,6 +33,18 @@ from typing import TYPE_CHECKING, Final
 from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
+    "check_cohort": "fedtrees.federation._secure",
+    "check_public_keys": "fedtrees.federation._secure",
+    "to_fixed": "fedtrees.federation._secure",
+    "masked_spec": "fedtrees.federation._secure",
+    "masked_reply": "fedtrees.federation._secure",
+    "from_fixed": "fedtrees.federation._secure",
+    "RevealRequest": "fedtrees.federation._secure",
+    "RevealReply": "fedtrees.federation._secure",
+    "MaskedRound": "fedtrees.federation._secure",
+    "MaskedReply": "fedtrees.federation._secure",
+    "MaskFields": "fedtrees.federation._secure",
+    "MIN_COHORT": "fedtrees.federation._secure",
     "BudgetCharge": "fedtrees.federation._budget",
     "BudgetFile": "fedtrees.federation._budget_file",
     "CapturedMessage": "fedtrees.federation._ledger",
@@ -97,6 +109,7 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "MAX_ROUNDS",
     "MAX_TIMEOUT",
+    "MIN_COHORT",
     "RTOL",
     "BudgetCharge",
     "BudgetFile",
@@ -114,11 +127,16 @@ __all__ = [
     "InvalidField",
     "Ledger",
     "LedgerEntry",
+    "MaskFields",
+    "MaskedReply",
+    "MaskedRound",
     "MeteredTransport",
     "Outgoing",
     "Payload",
     "ReplySpec",
     "Resync",
+    "RevealReply",
+    "RevealRequest",
     "RoundCallback",
     "RoundEnv",
     "RoundPlan",
@@ -135,7 +153,9 @@ __all__ = [
     "as_reply",
     "category_positions",
     "check_at_most",
+    "check_cohort",
     "check_moments",
+    "check_public_keys",
     "check_reply",
     "check_same_stats",
     "check_timeout",
@@ -143,7 +163,10 @@ __all__ = [
     "dispatch",
     "encode",
     "encode_broadcast",
+    "from_fixed",
     "handler",
+    "masked_reply",
+    "masked_spec",
     "payload",
     "payload_class",
     "receive",
@@ -151,6 +174,7 @@ __all__ = [
     "refuse",
     "run",
     "serve",
+    "to_fixed",
 ]
 
 if TYPE_CHECKING:
@@ -208,6 +232,20 @@ if TYPE_CHECKING:
         SchemaRequest,
         Task,
         agree,
+    )
+    from fedtrees.federation._secure import (
+        MIN_COHORT,
+        MaskedReply,
+        MaskedRound,
+        MaskFields,
+        RevealReply,
+        RevealRequest,
+        check_cohort,
+        check_public_keys,
+        from_fixed,
+        masked_reply,
+        masked_spec,
+        to_fixed,
     )
     from fedtrees.federation._state import ClientState, Resync
     from fedtrees.federation._transport import (

@@ -30,6 +30,7 @@ from fedtrees.federation._codec import MAX_MESSAGE_BYTES, decode, encode_broadca
 from fedtrees.federation._ledger import Ledger, MeteredTransport, join_recordings
 from fedtrees.federation._payload import Payload
 from fedtrees.federation._schema import Schema, SchemaReply, SchemaRequest, Task, agree
+from fedtrees.federation._secure import MaskedRound, RevealReply, check_public_keys
 from fedtrees.federation._state import Resync
 from fedtrees.federation._transport import (
     Delivery,
@@ -94,6 +95,8 @@ class FederationInfo:
     schema: Schema
     row_bounds: Mapping[str, int] = field(default_factory=dict)
     weight_bounds: Mapping[str, float] = field(default_factory=dict)
+    public_keys: Mapping[str, bytes] = field(default_factory=dict)
+    """Each site's X25519 public key, when the run is secure (``secure=True``)."""
 
 
 @dataclass(frozen=True)
@@ -113,12 +116,18 @@ class RoundPlan:
     invariants across rounds (e.g. a client's node totals never change); it
     raises :class:`~fedtrees.federation.InvalidField`, which becomes that
     client's :class:`RemoteProtocolError` (``on_dropout`` decides).
+    ``masked``: the round's secure aggregation (docs/security.md): when a site of
+    its cohort drops, the loop asks the survivors for their round keys with it
+    (a ``federation.reveal`` exchange in the same round) before the strategy
+    reads the sum; a survivor failing then ends the run (its masked vector could
+    not be removed without revealing it).
     """
 
     requests: Mapping[str, Payload]
     on_dropout: OnDropout = "fail"
     resync: Callable[[str], Payload] | None = None
     check: Callable[[str, Payload, Payload], None] | None = None
+    masked: MaskedRound | None = None
 
     @classmethod
     def broadcast(
@@ -195,6 +204,7 @@ def run(
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     categories: Mapping[str, Sequence[str]] | None = None,
     classes: Sequence[object] | None = None,
+    secure: bool = False,
 ) -> RunResult:
     """Run ``strategy`` over ``transport``: the opening agreement, then its rounds.
 
@@ -226,6 +236,12 @@ def run(
     classes : sequence, optional
         Declared class labels (classification; public metadata): clients check
         their labels against them and send no label set.
+    secure : bool
+        Secure aggregation (docs/security.md): every client also sends a fresh
+        X25519 public key in round 0 (:attr:`FederationInfo.public_keys`); an
+        invalid key, or two clients with the same key, is refused naming the
+        client. A strategy whose ``secure_aggregation`` attribute is true
+        turns it on.
 
     Raises
     ------
@@ -253,7 +269,8 @@ def run(
             f"{len(clients)} clients are available; min_clients={min_clients}."
         )
     report = _Reporter(tuple(callbacks), strategy, ledger)
-    request = SchemaRequest.declaring(task, categories, classes)
+    secure = secure or bool(getattr(strategy, "secure_aggregation", False))
+    request = SchemaRequest.declaring(task, categories, classes, secure=secure)
     agreement = loop.round(0, RoundPlan.broadcast(request, clients))
     schema_replies = {
         c: r for c, r in agreement.replies.items() if isinstance(r, SchemaReply)
@@ -265,6 +282,7 @@ def run(
         ),
         {c: r.row_bound for c, r in sorted(schema_replies.items())},
         {c: r.weight_bound for c, r in sorted(schema_replies.items())},
+        _public_keys(schema_replies) if secure else {},
     )
     loop.bounds = (dict(info.row_bounds), dict(info.weight_bounds))
     strategy.start(info)
@@ -282,6 +300,17 @@ def run(
         strategy.aggregate(round_, outcome.replies)
         report(outcome)
     return RunResult(strategy.finish(), ledger, info, round_, tuple(loop.dropouts))
+
+
+def _public_keys(replies: Mapping[str, SchemaReply]) -> dict[str, bytes]:
+    """Check the clients' public keys (round 0); a bad one fails naming its client."""
+    try:
+        return check_public_keys({c: r.public_key for c, r in replies.items()})
+    except InvalidField as exc:
+        client = str(getattr(exc, "client", "?"))
+        raise RemoteProtocolError(
+            client, 0, "federation.schema", exc.field, exc.reason
+        ) from exc
 
 
 def _check_round_limit(strategy: ServerStrategy, max_rounds: int) -> None:
@@ -351,8 +380,35 @@ class _Loop:
         replies = dict(sorted(replies.items()))
         failed.sort(key=lambda e: e.client)
         self._apply_policy(round_, plan, replies, failed)
+        if plan.masked is not None:
+            self.transport.ledger.masked_rounds.add(round_)
+            self._recover(round_, plan.masked, replies)
         seconds = time.perf_counter() - start
         return _Outcome(round_, plan, replies, tuple(failed), first_entry, seconds)
+
+    def _recover(
+        self, round_: int, masked: MaskedRound, replies: Mapping[str, Payload]
+    ) -> None:
+        """Ask the survivors of a masked round for their round keys with the dropped.
+
+        Every survivor must answer (module docstring of ``RoundPlan``): a run
+        that cannot remove a survivor's masks without revealing its vector ends.
+        """
+        dropped = masked.dropped(list(replies))
+        if not dropped:
+            return
+        request = masked.reveal_request(dropped)
+        survivors = dict.fromkeys(replies, request)
+        got, failed, resync = self._exchange(round_, survivors, self.timeout)
+        if failed:
+            raise failed[0]
+        if resync:
+            raise RemoteProtocolError(
+                resync[0], round_, request.kind, "reply", "asked for a resync"
+            )
+        masked.keep_reveals(
+            dropped, {c: r for c, r in got.items() if isinstance(r, RevealReply)}
+        )
 
     def _exchange(
         self,

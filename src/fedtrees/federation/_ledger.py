@@ -67,6 +67,8 @@ class Ledger:
         self.entries: list[LedgerEntry] = []
         self.captured: list[CapturedMessage] = []
         self.keep_messages = keep_messages
+        self.masked_rounds: set[int] = set()
+        """Rounds whose replies were masked (secure aggregation, docs/security.md)."""
 
     def record(
         self,
@@ -123,7 +125,7 @@ class Ledger:
         return len(self.entries)
 
     def to_frame(self) -> pd.DataFrame:
-        """Every entry as a row."""
+        """Every entry as a row; ``masked``: its reply was masked (secure rounds)."""
         columns = [
             "round",
             "client",
@@ -133,7 +135,11 @@ class Ledger:
             "seconds",
             "status",
         ]
-        return pd.DataFrame([e.__dict__ for e in self.entries], columns=columns)
+        frame = pd.DataFrame([e.__dict__ for e in self.entries], columns=columns)
+        frame["masked"] = frame["round"].isin(sorted(self.masked_rounds)) & (
+            frame["kind"] != "federation.reveal"
+        )
+        return frame
 
     def by_kind(self) -> pd.DataFrame:
         """Messages, bytes and seconds per message kind."""
@@ -153,13 +159,19 @@ class Ledger:
         )
 
     def summary(self) -> dict[str, int]:
-        """Return the totals: bytes_up, bytes_down, rounds, messages."""
-        return {
+        """Return the totals: bytes_up, bytes_down, rounds, messages.
+
+        ``masked_rounds`` appears when the run used secure aggregation.
+        """
+        out = {
             "bytes_up": self.bytes_up,
             "bytes_down": self.bytes_down,
             "rounds": self.rounds,
             "messages": self.messages,
         }
+        if self.masked_rounds:
+            out["masked_rounds"] = len(self.masked_rounds)
+        return out
 
     def __repr__(self) -> str:
         totals = ", ".join(f"{k}={v}" for k, v in self.summary().items())

@@ -71,6 +71,8 @@ from fedtrees.federation._data import (
     check_classes,
 )
 from fedtrees.federation._payload import Field, Payload, ReplySpec, payload
+from fedtrees.federation._secure import KEY_BYTES, keep_new_key
+from fedtrees.federation._state import ClientState
 from fedtrees.federation._values import label_text_problem
 
 __all__ = ["Schema", "SchemaReply", "SchemaRequest", "Task", "agree"]
@@ -100,6 +102,8 @@ class SchemaReply(Payload):
     row_bound: int
     weight_bound: float
     declared_columns: np.ndarray
+    public_key: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+    """The client's X25519 public key (``secure``), else empty."""
 
 
 def _no_strings() -> np.ndarray:
@@ -118,8 +122,10 @@ class SchemaRequest(Payload):
     ``declared_categories`` concatenates their lists (``n_declared[k]`` is column
     k's share): public metadata, sent down (see the module docstring). With
     ``classes_declared``, ``declared_classes`` are the class labels (as ``str``):
-    clients check theirs against them and send no label set. Build one with
-    :meth:`declaring`.
+    clients check theirs against them and send no label set. ``secure``: each
+    client also draws a key pair for secure aggregation, keeps the private key
+    and sends the public one (:mod:`fedtrees.federation._secure`). Build one
+    with :meth:`declaring`.
     """
 
     task: str
@@ -128,6 +134,7 @@ class SchemaRequest(Payload):
     n_declared: np.ndarray = field(default_factory=_no_counts)
     classes_declared: bool = False
     declared_classes: np.ndarray = field(default_factory=_no_strings)
+    secure: bool = False
 
     @classmethod
     def declaring(
@@ -135,6 +142,8 @@ class SchemaRequest(Payload):
         task: str,
         categories: Mapping[str, Sequence[str]] | None = None,
         classes: Sequence[object] | None = None,
+        *,
+        secure: bool = False,
     ) -> SchemaRequest:
         """Return the request of ``task`` declaring ``categories`` and ``classes``.
 
@@ -159,6 +168,7 @@ class SchemaRequest(Payload):
             np.asarray([len(v) for v in declared.values()], dtype=np.int64),
             labels is not None,
             np.asarray(labels or (), dtype=str).reshape(-1),
+            secure,
         )
 
     def declared_class_labels(self) -> tuple[str, ...] | None:
@@ -209,6 +219,7 @@ class SchemaRequest(Payload):
                 "declared_columns": Field.array(
                     "U", (None,), equals=self.declared_columns
                 ),
+                "public_key": Field.array("u", (KEY_BYTES if self.secure else 0,)),
             },
             check=_check_declared(
                 self.declared_columns.tolist(),
@@ -295,13 +306,17 @@ def declared_bounds(data: ClientData) -> tuple[int, float]:
     return 1 << max(n - 1, 0).bit_length(), power_of_two_at_least(n * heaviest)
 
 
-@handler("federation.schema")
-def report_schema(request: SchemaRequest, data: ClientData) -> SchemaReply:
+@handler("federation.schema", stateful=True)
+def report_schema(
+    request: SchemaRequest, data: ClientData, state: ClientState
+) -> SchemaReply:
     """Client side: describe the columns and labels, and bound the rows (not n).
 
-    First re-codes the declared columns (:meth:`ClientData.declare_categories`,
-    which refuses a numeric column or a value outside the declaration); their
-    categories are not reported. An unknown ``task`` is refused, naming it.
+    With ``secure``, draws the run's key pair (keeping the private key in
+    ``state``) and sends the public key. First re-codes the declared columns
+    (:meth:`ClientData.declare_categories`, which refuses a numeric column or
+    a value outside the declaration); their categories are not reported. An
+    unknown ``task`` is refused, naming it.
     """
     if request.task not in _TASKS:
         raise ValidationError(
@@ -343,6 +358,7 @@ def report_schema(request: SchemaRequest, data: ClientData) -> SchemaReply:
         row_bound=declared_bounds(data)[0],
         weight_bound=declared_bounds(data)[1],
         declared_columns=np.asarray(data.declared_columns, dtype=str).reshape(-1),
+        public_key=keep_new_key(state) if request.secure else np.zeros(0, np.uint8),
     )
 
 

@@ -79,6 +79,10 @@ class ForestConfig:
     subtract: bool = True
     """Internal: histogram subtraction in hist mode (:mod:`._hist_level`);
     tests switch it off to compare."""
+    secure_aggregation: bool = False
+    """``candidates="hist"``: the server learns only sums (docs/security.md)."""
+    feature_ranges: object = None
+    """Declared (low, high) per numeric column: the secure root grid."""
 
 
 def make_config(
@@ -102,6 +106,17 @@ def make_config(
             "— candidates='hist', the default, scores exact pooled gains on its grid."
         )
     max_bins = check_max_bins(params["max_bins"], owner)
+    secure = check_bool(params["secure_aggregation"], "secure_aggregation", owner)
+    if secure and candidates != "hist":
+        raise ValidationError(
+            f"{owner}: secure_aggregation=True sums histograms over the sites; it "
+            f"needs candidates='hist' (got candidates={candidates!r})."
+        )
+    if secure and params["split_on_client"]:
+        raise ValidationError(
+            f"{owner}: split_on_client=True needs each site's statistics, which "
+            "secure_aggregation=True hides; pass split_on_client=False."
+        )
     return ForestConfig(
         task=task,  # type: ignore[arg-type]
         n_estimators=check_size(
@@ -146,4 +161,6 @@ def make_config(
         seed=seed,
         max_bins=max_bins,
         bin_edges=check_declared_edges(params["bin_edges"], max_bins, owner),
+        secure_aggregation=secure,
+        feature_ranges=params["feature_ranges"],
     )

@@ -277,6 +277,8 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
         n_quantiles: int = 32,
         max_bins: int = 255,
         bin_edges: dict[object, object] | None = None,
+        secure_aggregation: bool = False,
+        feature_ranges: object = None,
         gain: str = "exact",
         top_k: int | None = None,
         split_on_client: bool = False,
@@ -299,6 +301,8 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
         self.n_quantiles = n_quantiles
         self.max_bins = max_bins
         self.bin_edges = bin_edges
+        self.secure_aggregation = secure_aggregation
+        self.feature_ranges = feature_ranges
         self.gain = gain
         self.top_k = top_k
         self.split_on_client = split_on_client
@@ -359,6 +363,8 @@ class FedForestRegressor(RegressorMixin, _FedForest):  # type: ignore[misc]
         n_quantiles: int = 32,
         max_bins: int = 255,
         bin_edges: dict[object, object] | None = None,
+        secure_aggregation: bool = False,
+        feature_ranges: object = None,
         gain: str = "exact",
         top_k: int | None = None,
         split_on_client: bool = False,
@@ -381,6 +387,8 @@ class FedForestRegressor(RegressorMixin, _FedForest):  # type: ignore[misc]
         self.n_quantiles = n_quantiles
         self.max_bins = max_bins
         self.bin_edges = bin_edges
+        self.secure_aggregation = secure_aggregation
+        self.feature_ranges = feature_ranges
         self.gain = gain
         self.top_k = top_k
         self.split_on_client = split_on_client

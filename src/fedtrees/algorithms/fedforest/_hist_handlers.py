@@ -47,13 +47,23 @@ from fedtrees.algorithms.histogram import (
     RowStats,
     bin_codes,
     client_histograms,
+    fine_histograms,
     keep_grid,
     matrix_with_missing,
     partition,
     sketch_columns,
     skipped_columns,
 )
-from fedtrees.federation import ClientData, ClientState, Resync, handler
+from fedtrees.federation import (
+    ClientData,
+    ClientState,
+    InvalidField,
+    MaskedReply,
+    MaskFields,
+    Resync,
+    handler,
+    masked_reply,
+)
 
 __all__ = ["grid", "histogram"]
 
@@ -62,11 +72,25 @@ MEMO_KEY: Final = "fedforest.hist"
 
 
 @handler("fedforest.grid", stateful=True)
-def grid(request: GridRequest, data: ClientData, state: ClientState) -> GridReply:
-    """Summarise every numeric column of the client's rows for the agreed grid."""
+def grid(
+    request: GridRequest, data: ClientData, state: ClientState
+) -> GridReply | MaskedReply:
+    """Summarise every numeric column of the client's rows for the agreed grid.
+
+    Masked (secure aggregation): the weighted counts of its values over the fine
+    bins of the declared ranges instead, masked.
+    """
     check_sizes(request, data)
     skipped = skipped_columns(request, data)
     keep_forest(request, data, state)
+    if MaskFields.of(request) is not None:
+        X = matrix_with_missing(data)
+        weight = np.ones(X.shape[0]) if data.weights is None else data.weights
+        ranges = np.asarray(request.ranges, np.float64).reshape(-1, 2)
+        if ranges.shape[0] != X.shape[1]:
+            raise InvalidField("ranges", "must give one (low, high) per feature")
+        fine = fine_histograms(X, ranges, ~skipped, weight)
+        return masked_reply(request, data, state, fine.ravel())
     sketch = sketch_columns(
         matrix_with_missing(data), skipped, request.max_bins, data.weights
     )
@@ -90,8 +114,12 @@ class _HistFit:
 @handler("fedforest.histogram", stateful=True)
 def histogram(
     request: HistogramRequest, data: ClientData, state: ClientState
-) -> HistogramReply | Resync:
-    """Statistics of every open node and the non-zero bins of every asked pair."""
+) -> HistogramReply | MaskedReply | Resync:
+    """Statistics of every open node and the non-zero bins of every asked pair.
+
+    Masked (secure aggregation): the same, dense over every bin of the grid
+    (:meth:`HistogramRequest.dense_layout`), in fixed point and masked.
+    """
     check_sizes(request, data)
     n_features = len(data.feature_kinds)
     forest = kept_forest(request, state, n_features)
@@ -108,6 +136,9 @@ def histogram(
     stats, found = client_histograms(
         fit.rows, nodes, pairs, fit.columns, fit.weight, fit.row_stats
     )
+    if MaskFields.of(request) is not None:
+        dense = request.dense_layout().dense(stats, found)
+        return masked_reply(request, data, state, dense)
     lean = request.task != "regression"
     return HistogramReply(
         compact(stats) if lean else stats,

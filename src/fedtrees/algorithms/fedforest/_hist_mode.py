@@ -17,6 +17,12 @@ a grid (:mod:`fedtrees.algorithms.histogram`, step by step):
    threshold of every open node of every tree at once — both directions of
    missing values — adds Fisher groupings of the clients if asked, and splits.
 
+Under secure aggregation (docs/security.md) both rounds are masked: the grid
+comes from declared edges or from the secure sum of fine histograms over the
+declared ``feature_ranges``, and each level from the secure sum of dense
+histograms; the server reads the pooled statistics and bins back from the sum
+and goes on as above.
+
 A forest of depth D takes D + 2 rounds at most (the agreement, the grid, one
 per level), whatever the trees and the clients. **Decision**: no per-node
 refinement: below the root a bin may hold more than ``1/max_bins`` of a node's
@@ -34,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms._ranges import secure_ranges
 from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.algorithms.fedforest._hist_level import grid_splits
 from fedtrees.algorithms.fedforest._hist_payloads import (
@@ -48,12 +55,17 @@ from fedtrees.algorithms.fedforest._scoring import node_weights
 from fedtrees.algorithms.fedforest._state import LevelState
 from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, Step, fixed
 from fedtrees.algorithms.histogram import (
+    FINE_BINS,
+    DenseLayout,
     Grid,
     GridSketch,
+    Histograms,
     Kept,
     LevelPlan,
     agree_grid,
     declared_grid,
+    derive_level,
+    fine_grid,
     keep_split,
     level_histograms,
     plan_level,
@@ -79,9 +91,14 @@ class GridAgreement:
         self.config = config
         self.declared: dict[int, FloatArray] = {}
         self.sketched = np.zeros(0, dtype=bool)
+        self.ranges: FloatArray | None = None
 
     def begin(self, state: LevelState) -> Grid | None:
-        """Check the declared edges; return the grid if every column is declared."""
+        """Check the declared edges; return the grid if every column is declared.
+
+        Under secure aggregation the columns without declared edges need
+        declared ``feature_ranges`` (the secure grid, :mod:`._hist_mode`).
+        """
         g = state.growth
         names = state.info.schema.feature_names
         self.declared = declared_grid(
@@ -90,6 +107,10 @@ class GridAgreement:
         )  # fmt: skip
         numeric = ~g.is_categorical
         self.sketched = numeric & ~np.isin(np.arange(g.n_features), list(self.declared))
+        if self.config.secure_aggregation and self.needed:
+            self.ranges = secure_ranges(
+                self.config.feature_ranges, state.info, self.sketched, "FedForest"
+            )
         return None if self.needed else self.agree(state, [])
 
     @property
@@ -100,6 +121,17 @@ class GridAgreement:
     def ask(self, state: LevelState) -> Ask:
         """Ask for the summary of every column not declared."""
         g = state.growth
+        if self.ranges is None:
+            return Ask(
+                GridRequest,
+                g.pair_features(),
+                None,
+                fixed(
+                    n_features=g.n_features,
+                    max_bins=self.config.max_bins,
+                    columns=self.sketched.copy(),
+                ),
+            )
         return Ask(
             GridRequest,
             g.pair_features(),
@@ -108,12 +140,16 @@ class GridAgreement:
                 n_features=g.n_features,
                 max_bins=self.config.max_bins,
                 columns=self.sketched.copy(),
+                ranges=self.ranges,
             ),
+            masked=int(self.sketched.sum()) * FINE_BINS,
         )
 
     def agree(self, state: LevelState, got: Sequence[Got]) -> Grid:
         """Agree the sketched columns' edges; the declared ones are as declared."""
         g = state.growth
+        if self.ranges is not None and got:
+            return self._secure_grid(state, got)
         sketches = [
             GridSketch(r.points, r.weights, r.counts.astype(np.float64), r.complete)
             for r in (as_reply(reply, GridReply) for _, _, reply in got)
@@ -131,6 +167,25 @@ class GridAgreement:
             else:
                 assert agreed is not None
                 edges.append(agreed.feature_edges(j))
+        return Grid.from_lists(edges, list(g.n_categories))
+
+    def _secure_grid(self, state: LevelState, got: Sequence[Got]) -> Grid:
+        """Cut the securely summed fine histograms of the sketched columns."""
+        g = state.growth
+        assert self.ranges is not None
+        columns = np.flatnonzero(self.sketched)
+        pooled = state.masked_sum(got).reshape(columns.shape[0], FINE_BINS)
+        cut = dict(
+            zip(
+                columns.tolist(),
+                fine_grid(pooled, self.ranges[columns], self.config.max_bins),
+                strict=True,
+            )
+        )
+        edges: list[FloatArray | None] = [
+            None if g.is_categorical[j] else self.declared.get(j, cut.get(j))
+            for j in range(g.n_features)
+        ]
         return Grid.from_lists(edges, list(g.n_categories))
 
 
@@ -249,7 +304,11 @@ class HistogramStep:
                 "grid_edge_ptr": compact_ints(grid.edge_ptr if send else np.zeros(0)),
             }, plan
 
-        return Ask(HistogramRequest, plan.pairs, None, fields)
+        masked = None
+        if self.config.secure_aggregation:
+            layout = DenseLayout(plan.pairs, grid.n_bins, state.growth.width)
+            masked = layout.length
+        return Ask(HistogramRequest, plan.pairs, None, fields, masked=masked)
 
     def absorb(self, state: LevelState, got: Sequence[Got]) -> Phase:
         """Pool, subtract, search, split; keep the split nodes' bins if useful."""
@@ -259,14 +318,20 @@ class HistogramStep:
             self.mode.dropped = False
             return Phase.HISTOGRAM  # a dropout: the level again, no subtraction
         self.mode.dropped = False
-        replies = [(k, a, as_reply(r, HistogramReply)) for k, a, r in got]
         pairs = g.pair_features()
-        todo = self._pool(state, replies)
+        count_col = 0 if c.task == "regression" else -1
+        if c.secure_aggregation:
+            todo, pooled = self._secure_pool(state, got, asked_plan)
+            bins = derive_level(pooled, asked_plan, self.mode.kept, count_col)
+            replies: list[tuple[int, IntArray, HistogramReply]] = []
+        else:
+            replies = [(k, a, as_reply(r, HistogramReply)) for k, a, r in got]
+            todo = self._pool(state, replies)
+            bins = level_histograms(
+                [(a, r) for _, a, r in replies], asked_plan, self.mode.kept,
+                g.width, count_col,
+            )  # fmt: skip
         nodes = g.open[todo]
-        bins = level_histograms(
-            [(a, r) for _, a, r in replies], asked_plan, self.mode.kept, g.width,
-            0 if c.task == "regression" else -1,
-        )  # fmt: skip
         parent, min_leaf = g.table.stats[nodes], g.min_leaf(nodes)
         numeric, other = grid_splits(
             bins, pairs, todo, self.mode.agreed_grid(), parent, min_leaf, c.criterion
@@ -300,6 +365,23 @@ class HistogramStep:
         g.set_stats(g.open, pooled)  # from the clients answering now: no phantoms
         todo: IntArray = np.flatnonzero(g.splittable(g.open))
         return todo
+
+    def _secure_pool(
+        self, state: LevelState, got: Sequence[Got], plan: LevelPlan
+    ) -> tuple[IntArray, Histograms]:
+        """Read the level's masked sum: pooled node statistics and bins.
+
+        Returns the positions of the open nodes that may still split, and the
+        pooled histograms of every asked pair. The server learns no client's
+        statistics, so where clients have rows is not learned: every client is
+        asked about every node (:meth:`LevelState.rows_for`).
+        """
+        g = state.growth
+        layout = DenseLayout(plan.pairs, self.mode.agreed_grid().n_bins, g.width)
+        stats, pooled = layout.sparse(state.masked_sum(got))
+        g.set_stats(g.open, stats)
+        todo: IntArray = np.flatnonzero(g.splittable(g.open))
+        return todo, pooled
 
     def _kept(
         self, state: LevelState, bins: Any, nodes: IntArray, pairs: IntArray

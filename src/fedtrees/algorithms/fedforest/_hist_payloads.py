@@ -7,6 +7,10 @@ protocol v2: requests carry the forest delta like every FedForest request.
   (:class:`GridReply`, the engine's :class:`~fedtrees.algorithms.histogram.
   GridSketch`), once per fit; skipped when every numeric column's edges are
   declared.
+- Under secure aggregation (``mask_round`` >= 0, docs/security.md) both rounds
+  are masked: the grid round sums fine histograms over the declared ``ranges``
+  of the columns, the level round dense histograms (the engine's
+  ``DenseLayout``); a reply is a ``federation.masked_reply`` of that length.
 - ``fedforest.histogram``: one round per level. The agreed grid travels in the
   first level's request and in every full request (:class:`HistogramRequest`;
   the client keeps it, the engine's ``GridState``). Each client answers, per open node,
@@ -23,14 +27,17 @@ unused pairs, and every pair's bins adding up to its node's statistics.
 
 from __future__ import annotations
 
+from dataclasses import field
 from typing import Any, Final
 
 import numpy as np
 
 from fedtrees.algorithms.fedforest._payloads import LevelFields
 from fedtrees.algorithms.histogram import (
+    FINE_BINS,
     MAX_BINS,
     MISSING,
+    DenseLayout,
     Histograms,
     check_grid_reply,
     grid_reply_fields,
@@ -41,6 +48,7 @@ from fedtrees.federation import (
     Payload,
     ReplySpec,
     check_same_stats,
+    masked_spec,
     payload,
 )
 
@@ -74,9 +82,15 @@ class GridRequest(LevelFields):
     n_features: int
     max_bins: int
     columns: np.ndarray
+    ranges: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    mask_round: int = -1
+    cohort: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype="<U1"))
+    cohort_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 32), np.uint8))
 
     def expected_reply(self) -> ReplySpec:
-        """Expect the engine's summary: sorted, NaN-padded points; counts; flags."""
+        """Expect the engine's summary; masked: fine histograms of the columns."""
+        if self.mask_round >= 0:
+            return masked_spec(int(np.count_nonzero(self.columns)) * FINE_BINS)
         return ReplySpec(
             GridReply,
             grid_reply_fields(self.n_features, self.max_bins),
@@ -106,9 +120,22 @@ class HistogramRequest(LevelFields):
     feature_bins: np.ndarray
     grid_edges: np.ndarray
     grid_edge_ptr: np.ndarray
+    mask_round: int = -1
+    cohort: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype="<U1"))
+    cohort_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 32), np.uint8))
+
+    def dense_layout(self) -> DenseLayout:
+        """Return the masked reply's layout: node statistics, then the bins."""
+        return DenseLayout(
+            np.asarray(self.pair_feature, np.int64).reshape(self.n_open, -1),
+            np.asarray(self.feature_bins, np.int64),
+            self.width,
+        )
 
     def expected_reply(self) -> ReplySpec:
         """Statistics per node; per pair its bins, inside the grid; their sums."""
+        if self.mask_round >= 0:
+            return masked_spec(self.dense_layout().length)
         fp = int(self.pair_feature.shape[1])
         return ReplySpec(
             HistogramReply,

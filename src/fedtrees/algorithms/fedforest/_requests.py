@@ -7,8 +7,10 @@ Every request carries the same forest delta (the splits since the last request);
 client that lost its state answers a resync and is sent the full form in the same round.
 The first request of a fit goes out in full form, since no client holds a forest yet.
 Where every asked node has one client the round may fold (:class:`._fold.FoldPolicy`).
-Each reply is checked against the client's earlier totals (:mod:`._consistency`) and its
-sketch's pairs.
+Under secure aggregation every client is asked about every node and the
+round is masked (docs/security.md): the builder starts the masked round and
+adds its fields to every request. Each reply is checked against the client's
+earlier totals (:mod:`._consistency`) and its sketch's pairs.
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ class RequestBuilder:
         folded = ask.fold if ask.fold and self.fold.folds(ask, active) else None
         request = folded.request if folded else ask.request
         state.asked = dict(zip(state.clients, rows, strict=True))
+        state.masked = None
+        masked = None if ask.masked is None else state.start_masked(ask.masked)
+        mask_fields = {} if masked is None else masked.fields()
         made: dict[bytes, Payload] = {}
         shareable = not ask.per_client
 
@@ -80,6 +85,7 @@ class RequestBuilder:
                 open_nodes=compact_ints(nodes[r]),
                 pair_feature=compact_ints(ask.pairs[r]),
                 **fields,
+                **mask_fields,
             )
             if kept is not None:
                 state.layouts[k] = kept
@@ -93,7 +99,9 @@ class RequestBuilder:
         first = not self.started
         self.started = True
         requests = {c: build(c, full=first) for c in state.active}
-        plan = RoundPlan(requests, state.config.on_dropout, full, reply_check(state))
+        plan = RoundPlan(
+            requests, state.config.on_dropout, full, reply_check(state), masked
+        )
         return Planned(plan, folded.phase if folded else None)
 
 

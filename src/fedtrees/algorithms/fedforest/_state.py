@@ -28,9 +28,15 @@ from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._layout import ClientRange
 from fedtrees.algorithms.fedforest._payloads import ScoreReply
 from fedtrees.algorithms.fedforest._reach import Reach
-from fedtrees.algorithms.fedforest._steps import Phase
+from fedtrees.algorithms.fedforest._steps import Got, Phase
 from fedtrees.exceptions import LocalProtocolError
-from fedtrees.federation import FederationInfo
+from fedtrees.federation import (
+    FederationInfo,
+    MaskedReply,
+    MaskedRound,
+    as_reply,
+    from_fixed,
+)
 from fedtrees.stats import Best, combine
 
 __all__ = ["LevelState", "Pending"]
@@ -83,6 +89,10 @@ class LevelState:
     pending: Pending | None = None
     splits_made: int = 0
     scores: tuple[ScoreReply, ...] = ()
+    masked: MaskedRound | None = None
+    """The current round's secure aggregation (docs/security.md), if masked."""
+    mask_rounds: int = 0
+    """Masked rounds started so far: each has its own number (never reused)."""
 
     @classmethod
     def start(
@@ -138,6 +148,9 @@ class LevelState:
         side: a child is asked only of the clients sent to it.
         """
         g = self.growth
+        if self.config.secure_aggregation:  # dense: every site, every node
+            every = np.arange(nodes.shape[0], dtype=np.int64)
+            return tuple(every for _ in self.clients)
         parents = g.parents(nodes)
         rows = self.reach.rows_for(nodes, parents)
         at, reaches = g.client_sides(nodes, parents)
@@ -147,6 +160,27 @@ class LevelState:
             np.setdiff1d(r, at[~reaches[:, k]], assume_unique=True)
             for k, r in enumerate(rows)
         )
+
+    def start_masked(self, length: int) -> MaskedRound:
+        """Start a masked round of ``length`` words over the active clients."""
+        self.masked = MaskedRound.start(
+            self.mask_rounds, self.active, self.info.public_keys, length
+        )
+        self.mask_rounds += 1
+        return self.masked
+
+    def masked_sum(self, got: Sequence[Got]) -> FloatArray:
+        """Return the sum of the round's masked replies (fixed point read back).
+
+        Raises
+        ------
+        LocalProtocolError
+            If the round was not masked.
+        """
+        if self.masked is None:
+            raise LocalProtocolError("FedForest: a masked reply to a plain round.")
+        replies = {self.clients[k]: as_reply(r, MaskedReply) for k, _, r in got}
+        return from_fixed(self.masked.total(replies))
 
     # -- pooling (client statistics add up to the pooled ones; docs/fedforest.md) ----
     def pool_level(self, replies: Replies) -> IntArray:

@@ -97,7 +97,9 @@ class Ask:
     level); ``fields`` gives each client's own fields. ``per_client``: the
     fields differ between clients asked about the same nodes (their own
     candidates), so requests are never shared. ``fold``: the round it becomes
-    where every asked node has one client (:mod:`._fold`).
+    where every asked node has one client (:mod:`._fold`). ``masked``: the
+    length of the round's masked vector under secure aggregation (None: plain);
+    the request builder starts the masked round and adds its fields.
     """
 
     request: type[LevelFields]
@@ -106,6 +108,7 @@ class Ask:
     fields: Fields
     per_client: bool = False
     fold: Fold | None = None
+    masked: int | None = None
 
 
 class Got(NamedTuple):

@@ -45,7 +45,7 @@ from fedtrees.algorithms.fedforest._steps import (
     Step,
 )
 from fedtrees.exceptions import LocalProtocolError
-from fedtrees.federation import FederationInfo, Payload, RoundPlan
+from fedtrees.federation import FederationInfo, Payload, RoundPlan, check_cohort
 
 __all__ = ["FedForestStrategy", "ForestResult"]
 
@@ -80,6 +80,11 @@ class FedForestStrategy:
         self._state: LevelState | None = None
 
     @property
+    def secure_aggregation(self) -> bool:
+        """Whether the run exchanges keys and masks its rounds (docs/security.md)."""
+        return self.config.secure_aggregation
+
+    @property
     def state(self) -> LevelState:
         """The fit's state (built by :meth:`start`)."""
         if self._state is None:
@@ -89,6 +94,8 @@ class FedForestStrategy:
     # -- the ServerStrategy protocol ------------------------------------------------
     def start(self, info: FederationInfo) -> None:
         """Create the roots; the first phase is the mode's setup, or its level."""
+        if self.config.secure_aggregation:
+            check_cohort(info.clients, "FedForest")
         self._state = LevelState.start(self.config, info, self.mode.first)
         self.mode.begin(self._state)
         self.phase = (*self.mode.setup, self.mode.first)[0]

@@ -23,6 +23,9 @@ boosting. Step by step:
    once, with a learned direction for missing values: scikit-learn's
    impurities (forests) or XGBoost's second-order gain (boosting).
 
+Under secure aggregation (:mod:`._dense`): dense histograms over the bins the
+server names, and the root grid from fine histograms over declared ranges.
+
 On the wire (:mod:`._wire`): the grid round's reply and the grid a client
 keeps for the run, shared by the protocols on the engine.
 
@@ -33,6 +36,12 @@ the missing code; thresholds are grid edges.
 """
 
 from fedtrees.algorithms.histogram._check_kernels import whole_max
+from fedtrees.algorithms.histogram._dense import (
+    FINE_BINS,
+    DenseLayout,
+    fine_grid,
+    fine_histograms,
+)
 from fedtrees.algorithms.histogram._grid import (
     MAX_BINS,
     MISSING,
@@ -58,6 +67,7 @@ from fedtrees.algorithms.histogram._histograms import (
 from fedtrees.algorithms.histogram._level import (
     Kept,
     LevelPlan,
+    derive_level,
     keep_split,
     level_histograms,
     plan_level,
@@ -74,10 +84,12 @@ from fedtrees.algorithms.histogram._wire import (
 
 __all__ = [
     "CRITERION_CODES",
+    "FINE_BINS",
     "MAX_BINS",
     "MISSING",
     "Bins",
     "CodeSplits",
+    "DenseLayout",
     "Found",
     "Grid",
     "GridSketch",
@@ -94,6 +106,9 @@ __all__ = [
     "check_max_bins",
     "client_histograms",
     "declared_grid",
+    "derive_level",
+    "fine_grid",
+    "fine_histograms",
     "grid_reply_fields",
     "keep_grid",
     "keep_split",

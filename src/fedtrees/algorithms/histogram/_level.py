@@ -34,6 +34,7 @@ __all__ = [
     "BinsReply",
     "Kept",
     "LevelPlan",
+    "derive_level",
     "keep_split",
     "level_histograms",
     "plan_level",
@@ -143,7 +144,22 @@ def level_histograms(
     """
     n_pairs = plan.pairs.size
     fp = plan.pairs.shape[1]
-    pooled = Bins.of(pool(_client_parts(replies, fp), n_pairs, width))
+    return derive_level(
+        pool(_client_parts(replies, fp), n_pairs, width), plan, kept, count_col
+    )
+
+
+def derive_level(
+    pooled_bins: Histograms, plan: LevelPlan, kept: Kept, count_col: int
+) -> Bins:
+    """Return the level's histograms from the pooled ones of every asked pair.
+
+    The derived pairs (asked with no features) get their parent's kept
+    histograms minus their sibling's (subtraction); ``pooled_bins`` holds every
+    pair of the level in order (a secure sum, or :func:`pool`'s).
+    """
+    fp = plan.pairs.shape[1]
+    pooled = Bins.of(pooled_bins)
     if plan.derived.size == 0:
         return pooled
     slots = np.arange(fp)
