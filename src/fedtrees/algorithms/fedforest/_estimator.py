@@ -180,6 +180,17 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
         index (a bin holds ``edges[i-1] < x <= edges[i]``); a column whose every
         edge is declared is not summarised by the clients, and when every
         numeric column is declared the grid round is skipped.
+    secure_aggregation : bool, default False
+        ``"hist"`` only: the server learns only the sums over the sites
+        (pairwise masks, docs/security.md, "Secure aggregation"); histograms are
+        dense and every site is asked about every node. Needs at least 3 sites,
+        ``split_on_client=False``, and the grid of every numeric column from
+        ``bin_edges`` or ``feature_ranges``. Class counts stay exact (the model
+        equals the plain run's); regression moments travel in fixed point.
+    feature_ranges : dict, array of shape (n_features, 2) or None
+        With ``secure_aggregation``: a public (min, max) per numeric column, as
+        the DP forest takes it; the grid is cut from the secure sum of fine
+        histograms over it.
     gain : {"exact", "avgimp", "auto"}, default "exact"
         Exact pooled gain; AvgImp (averaged local gains, for near-i.i.d. clients:
         it fails under covariate shift, docs/fedforest.md; sketch modes only, not

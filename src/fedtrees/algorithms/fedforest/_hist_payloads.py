@@ -127,7 +127,7 @@ class HistogramRequest(LevelFields):
     def dense_layout(self) -> DenseLayout:
         """Return the masked reply's layout: node statistics, then the bins."""
         return DenseLayout(
-            np.asarray(self.pair_feature, np.int64).reshape(self.n_open, -1),
+            np.asarray(self.pair_feature, np.int64),
             np.asarray(self.feature_bins, np.int64),
             self.width,
         )

@@ -18,8 +18,9 @@ from fedtrees._validation import (
     check_int,
     invalid,
 )
-from fedtrees.algorithms._params import check_size
+from fedtrees.algorithms._params import check_bool, check_size
 from fedtrees.algorithms.histogram import check_declared_edges, check_max_bins
+from fedtrees.exceptions import ValidationError
 
 __all__ = [
     "MAX_BOOSTING_DEPTH",
@@ -68,6 +69,10 @@ class BoostConfig:
     bin_edges: Mapping[object, FloatArray] | None = None
     subtract: bool = True
     """Internal: histogram subtraction (tests switch it off to compare)."""
+    secure_aggregation: bool = False
+    """The server learns only sums of the sites' statistics (docs/security.md)."""
+    feature_ranges: object = None
+    """Declared (low, high) per numeric column: the secure root grid."""
 
     @property
     def n_trees_per_iteration(self) -> int:
@@ -142,7 +147,21 @@ def make_config(
         ),  # type: ignore[arg-type]
         seed=seed,
         bin_edges=check_declared_edges(params["bin_edges"], max_bins, owner),
+        secure_aggregation=_secure(params, owner),
+        feature_ranges=params["feature_ranges"],
     )
+
+
+def _secure(params: dict[str, Any], owner: str) -> bool:
+    """Return ``secure_aggregation``; only the histogram protocol sums statistics."""
+    secure = check_bool(params["secure_aggregation"], "secure_aggregation", owner)
+    if secure and params["protocol"] != "histogram":
+        raise ValidationError(
+            f"{owner}: secure_aggregation=True sums histograms over the sites; it "
+            f"needs protocol='histogram' (got protocol={params['protocol']!r}, "
+            "whose sites send trees, not sums)."
+        )
+    return secure
 
 
 def _positive(value: object, name: str, owner: str) -> float:

@@ -62,6 +62,8 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         early_stopping_rounds: int | None = None,
         validation_fraction: float = 0.1,
         bin_edges: dict[Any, Any] | None = None,
+        secure_aggregation: bool = False,
+        feature_ranges: object = None,
         protocol: str = "histogram",
         trees_per_round: int = 1,
         on_dropout: str = "fail",
@@ -83,6 +85,8 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         self.early_stopping_rounds = early_stopping_rounds
         self.validation_fraction = validation_fraction
         self.bin_edges = bin_edges
+        self.secure_aggregation = secure_aggregation
+        self.feature_ranges = feature_ranges
         self.protocol = protocol
         self.trees_per_round = trees_per_round
         self.on_dropout = on_dropout
@@ -205,6 +209,16 @@ class FedGBDTClassifier(ClassifierMixin, _FedGBDT):  # type: ignore[misc]
     bin_edges : dict or None, default None
         Declared edges per numeric column (by name or position); such columns
         are not summarised by the clients.
+    secure_aggregation : bool, default False
+        The server learns only the sums over the sites (pairwise masks,
+        docs/security.md, "Secure aggregation"): histograms, node sums, the
+        prior and the losses travel masked, (g, h) in fixed point (units of
+        2^-32). Needs at least 3 sites, ``protocol="histogram"``, and the grid
+        of every numeric column from ``bin_edges`` or ``feature_ranges``.
+    feature_ranges : dict, array of shape (n_features, 2) or None
+        With ``secure_aggregation``: a public (min, max) per numeric column, as
+        the DP forest takes it; the grid is cut from the secure sum of fine
+        histograms over it (docs/fedgbdt.md, "Secure aggregation").
     protocol : {"histogram", "bagging", "cyclic"}, default "histogram"
         ``"histogram"``: FedGBDT (the pooled model). ``"bagging"`` and
         ``"cyclic"``: Flower's baselines on the same grid and learner — every

@@ -57,13 +57,23 @@ from fedtrees.algorithms.histogram import (
     Histograms,
     NodeRows,
     bin_codes,
+    fine_histograms,
     keep_grid,
     matrix_with_missing,
     partition,
     sketch_columns,
     skipped_columns,
 )
-from fedtrees.federation import ClientData, ClientState, Resync, handler
+from fedtrees.federation import (
+    ClientData,
+    ClientState,
+    InvalidField,
+    MaskedReply,
+    MaskFields,
+    Resync,
+    handler,
+    masked_reply,
+)
 
 __all__ = ["level", "local", "start"]
 
@@ -116,15 +126,20 @@ def _train_weight(data: ClientData, held: BoolArray) -> FloatArray:
     return base * data.weights if data.weights is not None else base
 
 
-@handler("fedgbdt.start")
-def start(request: StartRequest, data: ClientData) -> StartReply:
-    """Summarise the numeric columns of the training rows; their prior sums."""
+@handler("fedgbdt.start", stateful=True)
+def start(
+    request: StartRequest, data: ClientData, state: ClientState
+) -> StartReply | MaskedReply:
+    """Summarise the numeric columns of the training rows; their prior sums.
+
+    Masked (secure aggregation): the fine histograms of the columns over the
+    declared ranges and the prior, as one masked vector.
+    """
     skipped = skipped_columns(request, data)
     loss = _objective(request)
     X = matrix_with_missing(data)
     held = validation_rows(request.seed, data.client_id, X.shape[0], request.holdout)
     weight = _train_weight(data, held)
-    sketch = sketch_columns(X, skipped, request.max_bins, weight)
     target = _target(loss, request, data)
     if loss.objective == "squared_error":
         y = np.asarray(target, np.float64)
@@ -134,6 +149,13 @@ def start(request: StartRequest, data: ClientData) -> StartReply:
             np.asarray(target, np.int64), weights=weight,
             minlength=int(request.classes.shape[0]),
         ).astype(np.float64)  # fmt: skip
+    if MaskFields.of(request) is not None:
+        ranges = np.asarray(request.ranges, np.float64).reshape(-1, 2)
+        if ranges.shape[0] != X.shape[1]:
+            raise InvalidField("ranges", "must give one (low, high) per feature")
+        fine = fine_histograms(X, ranges, ~skipped, weight)
+        return masked_reply(request, data, state, np.concatenate([fine.ravel(), prior]))
+    sketch = sketch_columns(X, skipped, request.max_bins, weight)
     return StartReply(
         sketch.points, sketch.weights, sketch.counts, sketch.complete, prior
     )
@@ -163,8 +185,12 @@ class _BoostFit:
 @handler("fedgbdt.level", stateful=True)
 def level(
     request: LevelRequest, data: ClientData, state: ClientState
-) -> LevelReply | Resync:
-    """Answer every open node's sums and the non-zero bins of every asked pair."""
+) -> LevelReply | MaskedReply | Resync:
+    """Answer every open node's sums and the non-zero bins of every asked pair.
+
+    Masked (secure aggregation): the same, dense over every bin of the grid,
+    with the losses, in fixed point and masked (:meth:`LevelRequest.dense_layout`).
+    """
     loss = _objective(request)
     ready = _caught_up(request, loss, data, state, _check_level)
     if isinstance(ready, Resync):
@@ -173,8 +199,12 @@ def level(
     report = _losses(loss, fit) if request.report else np.zeros(4)
     nodes = np.ascontiguousarray(request.open_nodes, dtype=np.int64)
     pairs = np.ascontiguousarray(request.pair_feature, dtype=np.int64)
+    masked = MaskFields.of(request) is not None
     if nodes.shape[0] == 0:
         empty = Histograms.empty(0, 3)
+        if masked:
+            dense = request.dense_layout().dense(np.zeros((0, 3)), empty, report)
+            return masked_reply(request, data, state, dense)
         return LevelReply(
             np.zeros((0, 2)), np.zeros(0), np.zeros((0, pairs.shape[1]), np.uint8),
             empty.codes, empty.stats, report,
@@ -187,6 +217,9 @@ def level(
     stats, found = tree_histograms(
         rows, nodes, pairs, fit.columns, fit.weights, fit.values
     )
+    if masked:
+        dense = request.dense_layout().dense(stats, found, report)
+        return masked_reply(request, data, state, dense)
     return LevelReply(
         stats[:, :2], stats[:, 2], found.counts.reshape(pairs.shape).astype(np.uint16),
         found.codes, found.stats, report,

@@ -26,14 +26,16 @@ outside them are no client's rows.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
 
 from fedtrees.algorithms.histogram import (
+    FINE_BINS,
     MAX_BINS,
     MISSING,
+    DenseLayout,
     Histograms,
     check_grid_reply,
     grid_reply_fields,
@@ -46,6 +48,7 @@ from fedtrees.federation import (
     ReplySpec,
     check_at_most,
     check_same_stats,
+    masked_spec,
     payload,
 )
 
@@ -92,9 +95,25 @@ class StartRequest(Payload):
     n_features: int
     max_bins: int
     columns: np.ndarray
+    ranges: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    mask_round: int = -1
+    cohort: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype="<U1"))
+    cohort_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 32), np.uint8))
+
+    @property
+    def prior_width(self) -> int:
+        """Entries of the prior: 3 moments, or one count per class."""
+        return 3 if self.objective == "squared_error" else int(self.classes.shape[0])
 
     def expected_reply(self) -> ReplySpec:
-        """Expect the engine's grid summary; class counts or regression moments."""
+        """Expect the engine's grid summary; class counts or regression moments.
+
+        Masked (secure aggregation): the fine histograms of the columns over
+        the declared ``ranges``, then the prior, as one masked vector.
+        """
+        if self.mask_round >= 0:
+            fine = int(np.count_nonzero(self.columns)) * FINE_BINS
+            return masked_spec(fine + self.prior_width)
         prior = (
             Field.array("f", (3,), moments=True, weights=True)
             if self.objective == "squared_error"
@@ -191,14 +210,28 @@ class LevelRequest(DecisionFields):
     feature_bins: np.ndarray
     grid_edges: np.ndarray
     grid_edge_ptr: np.ndarray
+    mask_round: int = -1
+    cohort: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype="<U1"))
+    cohort_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 32), np.uint8))
 
     @property
     def n_open(self) -> int:
         """Number of open nodes in this request."""
         return int(self.open_nodes.shape[0])
 
+    def dense_layout(self) -> DenseLayout:
+        """Return the masked reply's layout: node sums, bins, then the 4 losses."""
+        return DenseLayout(
+            np.asarray(self.pair_feature, np.int64),
+            np.asarray(self.feature_bins, np.int64),
+            _STATS,
+            extra=4,
+        )
+
     def expected_reply(self) -> ReplySpec:
         """Expect sums per node; per pair its bins, inside the grid, adding up."""
+        if self.mask_round >= 0:
+            return masked_spec(self.dense_layout().length)
         fp = int(self.pair_feature.shape[1])
         return ReplySpec(
             LevelReply,

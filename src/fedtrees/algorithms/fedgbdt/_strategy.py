@@ -14,20 +14,26 @@ Rounds, after the agreement:
    client for its summed training and validation loss (early stopping).
 3. **last report**: the last trees' leaves, and the final losses.
 
+Under secure aggregation (docs/security.md) every round is masked: the start
+sends fine histograms over the declared ``feature_ranges`` (or none, with
+declared edges) and the prior; a level sends dense histograms, the node sums
+and the losses; the server reads the pooled ones back from the masked sum.
+
 Rounds: ``2 + n_estimators · max_depth`` at most (fewer when trees stop
 early or early stopping ends the fit).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from fedtrees._random import keyed_rng
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms._ranges import secure_ranges
 from fedtrees.algorithms.fedgbdt._config import BoostConfig, with_classes
 from fedtrees.algorithms.fedgbdt._decisions import Decisions
 from fedtrees.algorithms.fedgbdt._grow import Iteration, decide_level
@@ -39,18 +45,32 @@ from fedtrees.algorithms.fedgbdt._payloads import (
     StartRequest,
 )
 from fedtrees.algorithms.histogram import (
+    FINE_BINS,
+    Bins,
+    DenseLayout,
     Grid,
     GridSketch,
     Kept,
     LevelPlan,
     agree_grid,
     declared_grid,
+    derive_level,
+    fine_grid,
     keep_split,
     level_histograms,
     plan_level,
 )
 from fedtrees.exceptions import LocalProtocolError
-from fedtrees.federation import FederationInfo, Payload, RoundPlan, as_reply
+from fedtrees.federation import (
+    FederationInfo,
+    MaskedReply,
+    MaskedRound,
+    Payload,
+    RoundPlan,
+    as_reply,
+    check_cohort,
+    from_fixed,
+)
 
 __all__ = ["BoostResult", "FedGBDTStrategy"]
 
@@ -110,6 +130,14 @@ class FedGBDTStrategy:
         self.best_iteration = 0
         self._declared: dict[int, FloatArray] = {}
         self._sketched = np.zeros(0, bool)
+        self._ranges: FloatArray | None = None
+        self.masked: MaskedRound | None = None
+        self._mask_rounds = 0
+
+    @property
+    def secure_aggregation(self) -> bool:
+        """Whether the run exchanges keys and masks its rounds (docs/security.md)."""
+        return self.config.secure_aggregation
 
     # -- the protocol ------------------------------------------------------------------
     def start(self, info: FederationInfo) -> None:
@@ -127,6 +155,15 @@ class FedGBDTStrategy:
         self._sketched = ~is_cat & ~np.isin(
             np.arange(schema.n_features), list(self._declared)
         )
+        if self.config.secure_aggregation:
+            check_cohort(info.clients, "FedGBDT")
+            self._ranges = (
+                secure_ranges(
+                    self.config.feature_ranges, info, self._sketched, "FedGBDT"
+                )
+                if self._sketched.any()
+                else np.zeros((schema.n_features, 2))
+            )
 
     def expected_rounds(self) -> int:
         """Return the rounds: the start, one per level of every iteration, a report."""
@@ -137,26 +174,56 @@ class FedGBDTStrategy:
         if self.done:
             return None
         if not self.started:
-            return RoundPlan.broadcast(
-                self._start_request(), self.active, self.config.on_dropout
+            request = self._start_request()
+            fine = int(self._sketched.sum()) * FINE_BINS
+            masked = self._mask(fine + request.prior_width)
+            if masked is not None:
+                assert self._ranges is not None
+                request = replace(request, ranges=self._ranges, **masked.fields())
+            return RoundPlan(
+                dict.fromkeys(self.active, request),
+                self.config.on_dropout,
+                masked=masked,
             )
         return self._level_plan()
+
+    def _mask(self, length: int) -> MaskedRound | None:
+        """Start a masked round of the active clients (secure aggregation only)."""
+        self.masked = None
+        if not self.config.secure_aggregation:
+            return None
+        assert self.info is not None
+        self.masked = MaskedRound.start(
+            self._mask_rounds, self.active, self.info.public_keys, length
+        )
+        self._mask_rounds += 1
+        return self.masked
+
+    def _masked_sum(self, replies: Mapping[str, Payload]) -> FloatArray:
+        """Return the round's masked sum, read back from fixed point."""
+        if self.masked is None:
+            raise LocalProtocolError("FedGBDT: a masked reply to a plain round.")
+        got = {c: as_reply(r, MaskedReply) for c, r in replies.items()}
+        return from_fixed(self.masked.total(got))
 
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
         """Fold the start, or one level (and the losses it reports)."""
         dropped = [c for c in self.active if c not in replies]
         self.active = [c for c in self.active if c in replies]
         if not self.started:
-            self._agree([as_reply(r, StartReply) for r in replies.values()])
+            if self.config.secure_aggregation:
+                self._agree_secure(self._masked_sum(replies))
+            else:
+                self._agree([as_reply(r, StartReply) for r in replies.values()])
             self.started = True
             return
         level = self.level
         if level is None:
             raise LocalProtocolError("FedGBDT: a level reply without a level request.")
-        got = {c: as_reply(r, LevelReply) for c, r in replies.items()}
-        for client in got:
+        for client in replies:
             self.held[client] = len(self.decisions)
-        if level.report and self._report(got):
+        pooled, bins_of, loss = self._pooled(level, replies)
+        if level.report and self._report(loss):
             return
         if dropped and level.plan.derived.size:
             self.kept = Kept.none(3)  # the kept parents hold the dropped rows
@@ -164,7 +231,7 @@ class FedGBDTStrategy:
         if self.current is None:
             self.done = True  # the last report
             return
-        self._grow_level(level, got)
+        self._grow_level(level, pooled, bins_of())
 
     def finish(self) -> BoostResult:
         """Return the model (trees up to the best iteration when stopping early)."""
@@ -199,13 +266,19 @@ class FedGBDTStrategy:
             schema.n_features, self.config.max_bins, self._sketched.copy(),
         )  # fmt: skip
 
+    def _agree_secure(self, total: FloatArray) -> None:
+        """Agree the grid from the summed fine histograms, the margin from the prior."""
+        assert self._ranges is not None
+        columns = np.flatnonzero(self._sketched)
+        fine = total[: columns.shape[0] * FINE_BINS].reshape(-1, FINE_BINS)
+        cut = fine_grid(fine, self._ranges[columns], self.config.max_bins)
+        self._set_grid(dict(zip(columns.tolist(), cut, strict=True)))
+        self._set_margin(total[columns.shape[0] * FINE_BINS :])
+
     def _agree(self, replies: Sequence[StartReply]) -> None:
         """Agree the grid from the pooled summaries, the margin from the prior."""
         assert self.info is not None
         schema = self.info.schema
-        is_cat = ~self._sketched & ~np.isin(
-            np.arange(schema.n_features), list(self._declared)
-        )
         n_categories = np.array([len(c or ()) for c in schema.categories], np.int64)
         sketches = [
             GridSketch(r.points, r.weights, r.counts.astype(np.float64), r.complete)
@@ -216,15 +289,28 @@ class FedGBDTStrategy:
             if self._sketched.any() and sketches
             else None
         )
-        edges: list[FloatArray | None] = []
-        for j in range(schema.n_features):
-            if is_cat[j]:
-                edges.append(None)
-            elif j in self._declared:
-                edges.append(self._declared[j])
-            else:
-                assert agreed is not None
-                edges.append(agreed.feature_edges(j))
+        self._set_grid(
+            {}
+            if agreed is None
+            else {
+                int(j): agreed.feature_edges(int(j))
+                for j in np.flatnonzero(self._sketched)
+            }
+        )
+        self._set_margin(
+            np.sum([np.asarray(r.prior, np.float64) for r in replies], axis=0)
+        )
+
+    def _set_grid(self, agreed: Mapping[int, FloatArray]) -> None:
+        """Set the grid: declared edges, the agreed ones, categories as agreed."""
+        assert self.info is not None
+        schema = self.info.schema
+        is_cat = np.array([k == "categorical" for k in schema.feature_kinds], bool)
+        n_categories = np.array([len(c or ()) for c in schema.categories], np.int64)
+        edges: list[FloatArray | None] = [
+            None if is_cat[j] else self._declared.get(j, agreed.get(j))
+            for j in range(schema.n_features)
+        ]
         self.grid = Grid.from_lists(edges, list(n_categories))
         self.grid.check_categories(
             "FedGBDT",
@@ -232,7 +318,9 @@ class FedGBDTStrategy:
             "use FedForestClassifier/FedForestRegressor(candidates='quantile'), "
             "which has no such limit",
         )
-        pooled = np.sum([np.asarray(r.prior, np.float64) for r in replies], axis=0)
+
+    def _set_margin(self, pooled: FloatArray) -> None:
+        """Set the starting margin from the pooled prior; start the first iteration."""
         self.margin = prior_margin(
             self.config.objective, pooled, self.config.base_score
         )
@@ -269,11 +357,15 @@ class FedGBDTStrategy:
                 nodes, pairs, it.parent[nodes], it.stats[nodes, 2], self.kept
             )
         self.level = _Level(nodes, pairs, plan, report)
+        assert self.grid is not None
+        layout = DenseLayout(plan.pairs, self.grid.n_bins, 3, extra=4)
+        masked = self._mask(layout.length)
         requests = {c: self._request(c, plan, report, full=False) for c in self.active}
         return RoundPlan(
             requests,
             self.config.on_dropout,
             resync=lambda c: self._request(c, plan, report, full=True),
+            masked=masked,
         )
 
     def _request(
@@ -281,10 +373,11 @@ class FedGBDTStrategy:
     ) -> LevelRequest:
         assert self.level is not None
         c = self.config
+        mask = {} if self.masked is None else self.masked.fields()
         return LevelRequest(
             subsample=c.subsample, iteration=len(self.iterations), report=report,
             open_nodes=self.level.nodes, pair_feature=plan.pairs,
-            **self._model_fields(client, full),
+            **self._model_fields(client, full), **mask,
         )  # fmt: skip
 
     def _model_fields(self, client: str, full: bool) -> dict[str, Any]:
@@ -314,10 +407,39 @@ class FedGBDTStrategy:
             "grid_edge_ptr": self.grid.edge_ptr if send_grid else np.zeros(0, np.int64),
         }
 
-    def _report(self, got: Mapping[str, LevelReply]) -> bool:
+    def _pooled(
+        self, level: _Level, replies: Mapping[str, Payload]
+    ) -> tuple[FloatArray, Callable[[], Bins], FloatArray]:
+        """Return the level's pooled node sums, histograms (on demand) and losses.
+
+        Summed from the replies, or read back from the masked sum.
+        """
+        assert self.grid is not None
+        if self.config.secure_aggregation:
+            layout = DenseLayout(level.plan.pairs, self.grid.n_bins, 3, extra=4)
+            total = self._masked_sum(replies)
+            stats, pooled_bins = layout.sparse(total)
+            return (
+                stats,
+                lambda: derive_level(pooled_bins, level.plan, self.kept, 2),
+                layout.tail(total),
+            )
+        got = [as_reply(r, LevelReply) for r in replies.values()]
+        pooled = np.zeros((level.nodes.shape[0], 3))
+        for reply in got:
+            pooled += reply.node_stats
+        asked = np.arange(level.nodes.shape[0])
+        return (
+            pooled,
+            lambda: level_histograms(
+                [(asked, r) for r in got], level.plan, self.kept, 3, 2
+            ),
+            np.sum([r.loss for r in got], axis=0),
+        )
+
+    def _report(self, total: FloatArray) -> bool:
         """Record the pooled losses; return True when early stopping ends the fit."""
         loss = LOSSES[self.config.objective]
-        total = np.sum([r.loss for r in got.values()], axis=0)
         if len(self.progress.train) >= len(self.iterations):
             return False  # the prior alone, or a level repeated after a dropout
         self.progress.train.append(loss.summary(total[0], total[1]))
@@ -333,17 +455,10 @@ class FedGBDTStrategy:
             return True
         return False
 
-    def _grow_level(self, level: _Level, got: Mapping[str, LevelReply]) -> None:
+    def _grow_level(self, level: _Level, pooled: FloatArray, bins: Bins) -> None:
         it = self.current
         assert it is not None
         assert self.grid is not None
-        asked = np.arange(level.nodes.shape[0])
-        pooled = np.zeros((level.nodes.shape[0], 3))
-        for reply in got.values():
-            pooled += reply.node_stats
-        bins = level_histograms(
-            [(asked, r) for r in got.values()], level.plan, self.kept, 3, 2
-        )
         decided, split_nodes, positions = decide_level(
             it, level.nodes, level.pairs, pooled, bins, self.grid, self.config
         )
