@@ -296,6 +296,9 @@ def test_a_revealed_key_opens_that_pair_and_round_only() -> None:
     cohort = Cohort.of(FIVE)
     masked_round = cohort.start(4, 3)
     ask = masked_round.reveal_request(["c"])
+    with pytest.raises(InvalidField, match="masked last only"):  # not masked yet
+        dispatch(ask, cohort.data["a"], cohort.states["a"])
+    cohort.reply("a", _request(masked_round), np.ones(3))
     answer = dispatch(ask, cohort.data["a"], cohort.states["a"])  # registered
     assert isinstance(answer, RevealReply)
     key = answer.round_keys[0].tobytes()
@@ -303,6 +306,16 @@ def test_a_revealed_key_opens_that_pair_and_round_only() -> None:
     assert key == round_key(c, cohort.keys["a"], ("c", "a"), 4)
     assert key != round_key(c, cohort.keys["a"], ("c", "a"), 5)
     assert key != round_key(c, cohort.keys["b"], ("c", "b"), 4)
+
+
+def test_total_refuses_a_reply_from_outside_the_cohort() -> None:
+    cohort = Cohort.of(FIVE)
+    masked_round = cohort.start(0, 2)
+    request = _request(masked_round)
+    replies = {s: cohort.reply(s, request, np.ones(2)) for s in FIVE}
+    replies["zz"] = replies["a"]
+    with pytest.raises(ValidationError, match="outside its cohort"):
+        masked_round.total(replies)
 
 
 def test_total_refuses_fewer_than_min_cohort_answers() -> None:

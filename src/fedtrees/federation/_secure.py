@@ -92,6 +92,18 @@ FIXED_LIMIT: Final = 2.0**62
 """Largest sum magnitude in units: a site's entries stay below this over the cohort
 size, so the sum stays below ``2^62 < 2^63`` (no wrap when it is read as signed)."""
 KEY_STATE: Final = "federation.secure_key"
+SECRETS_MEMO: Final = "federation.secure_secrets"
+
+
+@dataclass
+class _Secrets:
+    """The shared secrets of a site's key with its peers (per-run memo)."""
+
+    fit_id: int
+    owner: bytes
+    by_peer: dict[bytes, bytes] = field(default_factory=dict)
+
+
 _FIELD_PRIME: Final = 2**255 - 19  # X25519's field: a canonical u is below it
 _NONCE: Final = bytes(16)  # each round key is used for one stream only
 _WORD: Final = np.dtype("<u8")
@@ -225,7 +237,16 @@ def round_key(
     HKDF-SHA256 of the pair's X25519 shared secret, bound to both ids and the
     round: a revealed round key opens that pair's mask of that round only.
     """
-    shared = private.exchange(X25519PublicKey.from_public_bytes(peer))
+    return derive_round_key(shared_secret(private, peer), pair, mask_round)
+
+
+def shared_secret(private: X25519PrivateKey, peer: bytes) -> bytes:
+    """Return the X25519 shared secret of this site and a peer's public key."""
+    return private.exchange(X25519PublicKey.from_public_bytes(peer))
+
+
+def derive_round_key(shared: bytes, pair: tuple[str, str], mask_round: int) -> bytes:
+    """Return a pair's round key from its shared secret (:func:`round_key`)."""
     first, second = sorted(pair)
     info = b"fedtrees mask\x00%s\x00%s\x00%d" % (
         first.encode(),
@@ -249,13 +270,22 @@ def masked_vector(
     private: X25519PrivateKey,
     cohort: Mapping[str, bytes],
     mask_round: int,
+    secrets: dict[bytes, bytes] | None = None,
 ) -> npt.NDArray[np.uint64]:
-    """Return ``x + Σ_{j>me} m_{me,j} − Σ_{j<me} m_{j,me}`` (mod 2^64)."""
+    """Return ``x + Σ_{j>me} m_{me,j} − Σ_{j<me} m_{j,me}`` (mod 2^64).
+
+    ``secrets``: the shared secrets by peer key, kept between rounds (filled
+    here; the exchange is most of a round key's cost).
+    """
     y = np.array(words, dtype=np.uint64)
+    kept = {} if secrets is None else secrets
     for peer, public in cohort.items():
         if peer == me:
             continue
-        mask = mask_words(round_key(private, public, (me, peer), mask_round), y.size)
+        if public not in kept:
+            kept[public] = shared_secret(private, public)
+        key = derive_round_key(kept[public], (me, peer), mask_round)
+        mask = mask_words(key, y.size)
         if me < peer:
             y += mask
         else:
@@ -389,7 +419,15 @@ def masked_reply(
             f"{kept.last_round} (a mask is never used twice)",
         )
     words = to_fixed(values, len(keys), "a statistic")
-    y = masked_vector(words, data.client_id, private, keys, fields.mask_round)
+    secrets = state.memo_of(
+        SECRETS_MEMO, _Secrets, 0, lambda: _Secrets(0, kept.private_key.tobytes())
+    )
+    if secrets.owner != kept.private_key.tobytes():  # a new key: a new run
+        secrets = _Secrets(0, kept.private_key.tobytes())
+        state.memo[SECRETS_MEMO] = secrets
+    y = masked_vector(
+        words, data.client_id, private, keys, fields.mask_round, secrets.by_peer
+    )
     state.put(KEY_STATE, SiteKey(kept.private_key, fields.mask_round))
     return MaskedReply(y)
 
@@ -416,6 +454,13 @@ def reveal(request: RevealRequest, data: ClientData, state: ClientState) -> Reve
             "dropped",
             f"leave {len(keys) - len(dropped)} sites in the sum; "
             f"at least {MIN_COHORT} are needed",
+        )
+    kept = state.get(KEY_STATE, SiteKey)
+    if kept is None or kept.last_round != request.mask_round:
+        raise InvalidField(
+            "mask_round",
+            f"is {request.mask_round}; this site reveals keys of the round it "
+            "masked last only",
         )
     found = [
         np.frombuffer(
@@ -511,6 +556,12 @@ class MaskedRound:
             with a dropped site is missing (the round loop asks for them).
         """
         answered = sorted(replies)
+        strangers = sorted(set(answered) - set(self.cohort))
+        if strangers:
+            raise ValidationError(
+                f"Secure aggregation: {strangers} answered masked round "
+                f"{self.mask_round} outside its cohort."
+            )
         if len(answered) < MIN_COHORT:
             raise ValidationError(
                 f"Secure aggregation: {len(answered)} sites answered masked round "
