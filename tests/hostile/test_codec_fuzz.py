@@ -19,16 +19,21 @@ method, kind and mutation that caused it.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import itertools
 import json
 import struct
 import sys
 import warnings
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from unittest import mock
 
 import numpy as np
 import pytest
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,6 +64,7 @@ from fedtrees.federation import (
     Federation,
     Ledger,
     Payload,
+    _secure,
     decode,
     encode,
     payload_class,
@@ -145,6 +151,11 @@ def _forest(**kw: Any) -> FedForestClassifier:
 
 
 FORGET = (Fault("b", "forget", round=2),)  # a resync: the state's full forms
+# Secure aggregation on four sites: the agreement sends keys, the grid (round 1)
+# and every level are masked; "d" drops at level 1 (round 3), so the survivors
+# reveal their round keys with it (``federation.reveal``) in that round.
+SECURE_GROUPS = np.repeat(["a", "b", "c", "d"], N_ROWS // 4)
+SECURE_DROP = (Fault("d", "drop", round=3),)
 METHODS: dict[str, Callable[[], tuple[Federation, Ledger]]] = {
     "fedforest-quantile": _fit(_forest(candidates="quantile"), Y_CLASS, FORGET),
     "fedforest-exact": _fit(_forest(candidates="exact"), Y_CLASS),
@@ -155,6 +166,12 @@ METHODS: dict[str, Callable[[], tuple[Federation, Ledger]]] = {
         Y_CLASS,
         (Fault("a", "forget", round=2),),
         np.full(N_ROWS, "a"),
+    ),
+    "fedforest-secure": _fit(
+        _forest(secure_aggregation=True, feature_ranges=RANGES, on_dropout="continue"),
+        Y_CLASS,
+        SECURE_DROP,
+        SECURE_GROUPS,
     ),
     "fedforest-avgimp": _fit(
         _forest(candidates="quantile", gain="avgimp", top_k=2), Y_CLASS
@@ -250,6 +267,28 @@ def _samples(method: str, fed: Federation, ledger: Ledger) -> Iterator[Sample]:
             yield Sample(method, value.kind, "state", data, client, 0, sites[client])
 
 
+@contextmanager
+def _replayable_keys() -> Iterator[None]:
+    """Draw the sites' X25519 keys from a fixed sequence, restarted on each entry.
+
+    :func:`_samples` replays each site's requests on a fresh state, so the
+    agreement draws the site's key again; with the operating system's keys the
+    replayed masked requests (which name the run's keys) would all be refused
+    (field ``cohort_keys``) and their mutations would never reach the masking.
+    The run and its replay draw the same keys in the same order (the agreement
+    serves the sites one after another), so the replayed masked requests are
+    answered as in the run. Test only: a site's key is never seeded otherwise.
+    """
+    draws = itertools.count()
+
+    def new_key() -> X25519PrivateKey:
+        seed = hashlib.sha256(b"fuzz key %d" % next(draws)).digest()
+        return X25519PrivateKey.from_private_bytes(seed)
+
+    with mock.patch.object(_secure, "new_key", new_key):
+        yield
+
+
 @pytest.fixture(scope="module")
 def corpus() -> list[Sample]:
     """A few valid messages of every kind of every method (about 5 s)."""
@@ -257,9 +296,12 @@ def corpus() -> list[Sample]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for method, runner in METHODS.items():
-            fed, ledger = runner()
+            with _replayable_keys():
+                fed, ledger = runner()
+            with _replayable_keys():
+                samples = list(_samples(method, fed, ledger))
             seen: dict[tuple[str, str], int] = {}
-            for sample in _samples(method, fed, ledger):
+            for sample in samples:
                 key = (sample.kind, sample.direction)
                 if seen.get(key, 0) < PER_KIND:
                     seen[key] = seen.get(key, 0) + 1

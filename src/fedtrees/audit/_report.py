@@ -56,6 +56,10 @@ class AuditReport:
         Everything that fails the audit.
     notes : tuple of str
         What could not be checked, and numeric dtypes that widened with the rows.
+    masked_replies, plain_replies : int
+        Replies decoded by the value audit whose payload is a masked vector
+        (``federation.masked_reply``, secure aggregation) and any other reply;
+        error envelopes count as neither.
     """
 
     messages: int = 0
@@ -65,6 +69,8 @@ class AuditReport:
     undecodable: tuple[Finding, ...] = ()
     findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = ()
+    masked_replies: int = 0
+    plain_replies: int = 0
 
     def merge(self, other: AuditReport) -> AuditReport:
         """Both reports' counts, fields, findings and notes together."""
@@ -79,6 +85,8 @@ class AuditReport:
             self.undecodable + other.undecodable,
             self.findings + other.findings,
             tuple(dict.fromkeys(self.notes + other.notes)),
+            self.masked_replies + other.masked_replies,
+            self.plain_replies + other.plain_replies,
         )
 
     def raise_if_failed(self, what: str) -> AuditReport:

@@ -320,7 +320,8 @@ def _informative_rows(
 
 
 def _variants(values: FloatArray) -> list[FloatArray]:
-    rounded = _canonical(values.astype(np.float32).astype(np.float64))
+    with np.errstate(over="ignore"):  # the NaN stand-in is beyond float32: inf
+        rounded = _canonical(values.astype(np.float32).astype(np.float64))
     same = np.array_equal(rounded, values)
     return [values] if same else [values, rounded]
 

@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 AGREEMENT_KINDS: Final = ("federation.schema_reply",)
+MASKED_REPLY: Final = "federation.masked_reply"
+"""The payload kind of a masked vector (secure aggregation)."""
 """Payload kinds in which category values may travel (the opening agreement)."""
 
 ERROR_DISCLOSURES: Final[Mapping[str, str]] = {
@@ -103,6 +105,7 @@ def find_client_values(
             tally.message(message, envelope.payload, categories_allowed_in)
             if message.direction == "up":
                 disclosed += _disclosure(message, REPLY_DISCLOSURES)
+                tally.reply(envelope.payload.kind)
         elif envelope is not None and envelope.type == "error":
             errors += _error_findings(message, envelope, data.get(message.client))
             disclosed += _disclosure(message, ERROR_DISCLOSURES)
@@ -114,6 +117,8 @@ def find_client_values(
         undecodable=tuple(undecodable),
         findings=tuple(sorted_findings(tally.findings + errors + undecodable)),
         notes=tuple(dict.fromkeys((*tally.needles.notes, *disclosed))),
+        masked_replies=tally.masked,
+        plain_replies=tally.plain,
     ).raise_if_failed("The value audit")
 
 
@@ -159,6 +164,8 @@ class _Tally:
     declared: Mapping[str, frozenset[str]]
     messages: int = 0
     fields: int = 0
+    masked: int = 0
+    plain: int = 0
     findings: list[Finding] = field(default_factory=list)
     by_design: set[str] = field(default_factory=set)
     categories: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
@@ -176,6 +183,13 @@ class _Tally:
                 self.by_design.add(f"{kind}.{name}")
             elif isinstance(value, np.ndarray):
                 self._array(m, kind, name, value, allowed)
+
+    def reply(self, kind: str) -> None:
+        """Count a decoded reply: a masked vector, or any other (plain)."""
+        if kind == MASKED_REPLY:
+            self.masked += 1
+        else:
+            self.plain += 1
 
     def _array(
         self,
