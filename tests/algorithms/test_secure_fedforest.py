@@ -165,6 +165,18 @@ def test_secure_regressor_is_the_plain_one_when_the_targets_are_fixed_point() ->
     assert np.array_equal(secure.predict(X_REG), plain.predict(X_REG))
 
 
+def test_secure_regressor_takes_large_targets_in_wide_fixed_point() -> None:
+    # Σw·y² of a node reaches ~1e12 here, far beyond one word's 2^30/K: the
+    # moments travel in two words each and the forest is still the plain one.
+    secure, plain = _regressors(Y_REG * 1e5 + 3e4, min_samples_leaf=8)
+    for t1, t2 in zip(secure.trees_, plain.trees_, strict=True):
+        assert np.array_equal(t1.feature, t2.feature)
+        assert np.array_equal(t1.threshold, t2.threshold, equal_nan=True)
+    np.testing.assert_allclose(
+        secure.predict(X_REG), plain.predict(X_REG), rtol=1e-12, atol=1e-6
+    )
+
+
 # -- (b) the ledger and the audit ----------------------------------------------------
 def test_every_reply_of_a_masked_round_is_a_masked_reply(
     secure_and_plain: Fitted,
@@ -264,9 +276,11 @@ def _site_vectors() -> Iterator[list[tuple[str, Any, np.ndarray]]]:
     got: list[tuple[str, Any, np.ndarray]] = []
     original = masked_reply  # the handlers' own (fedtrees.federation's)
 
-    def spy(request: Any, data: Any, state: Any, values: np.ndarray) -> MaskedReply:
+    def spy(
+        request: Any, data: Any, state: Any, values: np.ndarray, *, wide: bool = False
+    ) -> MaskedReply:
         got.append((data.client_id, request, np.array(values, dtype=np.float64)))
-        return original(request, data, state, values)
+        return original(request, data, state, values, wide=wide)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_hist_handlers, "masked_reply", spy)

@@ -582,3 +582,53 @@ def test_masked_spec_accepts_a_masked_reply_and_the_codec_carries_it() -> None:
     assert isinstance(back, MaskedReply)
     check_reply(masked_spec(4), back)
     assert np.array_equal(back.masked, reply.masked)
+
+
+# -- wide fixed point: two words a value ---------------------------------------------
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_wide_fixed_point_sums_large_values_to_the_same_resolution(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    values = {s: rng.normal(size=50) * 1e12 for s in FIVE}
+    values["a"][:3] = [0.0, -1.0, 2.0**40 + 0.5]
+    words = {s: to_fixed(v, 5, "moments", wide=True) for s, v in values.items()}
+    assert all(w.shape == (100,) for w in words.values())
+    total = np.zeros(100, np.uint64)
+    for w in words.values():
+        total += w
+    want = sum(np.floor(v) + np.rint((v - np.floor(v)) * 2**32) / 2**32
+               for v in values.values())  # fmt: skip
+    np.testing.assert_allclose(from_fixed(total, wide=True), want, rtol=1e-14)
+    back = from_fixed(to_fixed(values["a"], 5, "moments", wide=True), wide=True)
+    assert (
+        np.max(np.abs(back - values["a"]) / np.maximum(1, np.abs(values["a"]))) < 1e-15
+    )
+    assert back[2] == 2.0**40 + 0.5  # exact where the value is a multiple of 2^-32
+
+
+def test_wide_fixed_point_refuses_only_beyond_two_to_the_62_over_k() -> None:
+    to_fixed([2.0**62 / 4 - 2.0**20], 4, "moments", wide=True)
+    with pytest.raises(ValidationError, match="fixed-point"):
+        to_fixed([2.0**62 / 4], 4, "moments", wide=True)
+    with pytest.raises(ValidationError, match="fixed-point"):
+        to_fixed([1e10], 4, "moments")  # one word: 2^30 / 4
+
+
+def test_a_wide_masked_round_sums_and_recovers_a_dropout() -> None:
+    cohort = Cohort.of(FIVE)
+    masked_round = MaskedRound.start(
+        0, FIVE, {s: cohort.keys[s] for s in FIVE}, 6, wide=True
+    )
+    request = _request(masked_round)
+    values = {s: np.arange(6.0) * 1e13 + i + 0.25 for i, s in enumerate(FIVE)}
+    replies = {
+        s: masked_reply(request, cohort.data[s], cohort.states[s], values[s], wide=True)
+        for s in FIVE
+        if s != "e"
+    }
+    assert all(r.masked.shape == (12,) for r in replies.values())
+    ask = masked_round.reveal_request(["e"])
+    masked_round.keep_reveals(
+        ["e"], {s: reveal(ask, cohort.data[s], cohort.states[s]) for s in replies}
+    )
+    want = sum(values[s] for s in replies)
+    assert np.array_equal(masked_round.values(replies), want)

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Final
 from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
+    "no_cohort_keys": "fedtrees.federation._secure",
+    "no_cohort": "fedtrees.federation._secure",
     "check_cohort": "fedtrees.federation._secure",
     "check_public_keys": "fedtrees.federation._secure",
     "to_fixed": "fedtrees.federation._secure",
@@ -167,6 +169,8 @@ __all__ = [
     "handler",
     "masked_reply",
     "masked_spec",
+    "no_cohort",
+    "no_cohort_keys",
     "payload",
     "payload_class",
     "receive",
@@ -245,6 +249,8 @@ if TYPE_CHECKING:
         from_fixed,
         masked_reply,
         masked_spec,
+        no_cohort,
+        no_cohort_keys,
         to_fixed,
     )
     from fedtrees.federation._state import ClientState, Resync

@@ -20,7 +20,13 @@ docs/security.md, "Secure aggregation"), step by step:
    statistics travels as integers in units of ``2^-32``. Whole counts are
    exact; any other value is rounded to the nearest unit (error at most
    ``2^-33`` per site and entry). A site refuses a value whose magnitude,
-   times the cohort size, could overflow the sum (:data:`FIXED_LIMIT`).
+   times the cohort size, could overflow the sum (:data:`FIXED_LIMIT`): in
+   one word per value, ``|value| < 2^30 / K`` for K sites, enough for counts
+   and classification gradients. **Decision**: regression statistics (moments
+   Σy, Σy², squared-error gradients) travel *wide*, two words per value — the
+   whole part, and the fraction's 32 bits in a word of its own whose sum
+   cannot carry out of 64 bits — so ``|value| < 2^62 / K`` at the same
+   resolution, for twice the bytes.
 4. **Dropout** (:meth:`MaskedRound.reveal_request`, handler
    ``federation.reveal``): when a site of the cohort does not answer, every
    survivor reveals its round keys with the dropped sites — never its own
@@ -78,8 +84,11 @@ __all__ = [
     "masked_reply",
     "masked_spec",
     "masked_vector",
+    "no_cohort",
+    "no_cohort_keys",
     "round_key",
     "to_fixed",
+    "words_of",
 ]
 
 KEY_BYTES: Final = 32
@@ -110,8 +119,14 @@ _WORD: Final = np.dtype("<u8")
 
 
 # -- fixed point -----------------------------------------------------------------------
-def to_fixed(values: npt.ArrayLike, cohort: int, what: str) -> npt.NDArray[np.uint64]:
+def to_fixed(
+    values: npt.ArrayLike, cohort: int, what: str, *, wide: bool = False
+) -> npt.NDArray[np.uint64]:
     """Return ``values`` in units of ``2^-32``, as words of Z_2^64 (two's complement).
+
+    ``wide``: two words per value (module docstring): first every value's
+    whole part ``floor(value)``, then every value's fraction in units of
+    ``2^-32`` (at most ``2^32``).
 
     Raises
     ------
@@ -124,24 +139,43 @@ def to_fixed(values: npt.ArrayLike, cohort: int, what: str) -> npt.NDArray[np.ui
     >>> words = to_fixed([3.0, -0.5], 3, "counts")
     >>> from_fixed(words).tolist()
     [3.0, -0.5]
+    >>> from_fixed(to_fixed([1e15, -2.25], 3, "moments", wide=True), wide=True).tolist()
+    [1000000000000000.0, -2.25]
     """
     x = np.asarray(values, dtype=np.float64).ravel()
-    scaled = np.ldexp(x, FRACTION_BITS)
     limit = FIXED_LIMIT / max(cohort, 1)
-    if not np.all(np.isfinite(scaled)) or np.any(np.abs(scaled) >= limit):
+    largest = limit if wide else np.ldexp(limit, -FRACTION_BITS)
+    bound = largest - 1.0 if wide else largest  # wide: the whole part, floor(x)
+    if not np.all(np.isfinite(x)) or np.any(np.abs(x) >= bound):
         raise ValidationError(
             f"Secure aggregation: {what} holds a value beyond the fixed-point range "
-            f"(|value| < {np.ldexp(limit, -FRACTION_BITS):.4g} with {cohort} sites, "
-            f"in units of 2^-{FRACTION_BITS}); scale the target or the weights down."
+            f"(|value| < {largest:.4g} with {cohort} sites, in units of "
+            f"2^-{FRACTION_BITS}); scale the target or the weights down."
         )
-    return np.rint(scaled).astype(np.int64).view(np.uint64)
+    if not wide:
+        return np.rint(np.ldexp(x, FRACTION_BITS)).astype(np.int64).view(np.uint64)
+    whole = np.floor(x)
+    fraction = np.rint(np.ldexp(x - whole, FRACTION_BITS))  # exact: 0 <= x - whole < 1
+    return np.concatenate([
+        whole.astype(np.int64).view(np.uint64), fraction.astype(np.uint64)
+    ])  # fmt: skip
 
 
-def from_fixed(words: npt.NDArray[np.uint64]) -> FloatArray:
+def from_fixed(words: npt.NDArray[np.uint64], *, wide: bool = False) -> FloatArray:
     """Read a (summed) fixed-point vector back as float64 (exact for whole counts)."""
-    signed = np.ascontiguousarray(words, dtype=np.uint64).view(np.int64)
-    out: FloatArray = np.ldexp(signed.astype(np.float64), -FRACTION_BITS)
-    return out
+    w = np.ascontiguousarray(words, dtype=np.uint64)
+    if not wide:
+        out: FloatArray = np.ldexp(w.view(np.int64).astype(np.float64), -FRACTION_BITS)
+        return out
+    half = w.shape[0] // 2
+    whole = w[:half].view(np.int64).astype(np.float64)
+    wide_out: FloatArray = whole + np.ldexp(w[half:].astype(np.float64), -FRACTION_BITS)
+    return wide_out
+
+
+def words_of(length: int, wide: bool) -> int:
+    """Return the words of a vector of ``length`` values (two each when wide)."""
+    return 2 * length if wide else length
 
 
 # -- keys and masks --------------------------------------------------------------------
@@ -293,6 +327,16 @@ def masked_vector(
     return y
 
 
+def no_cohort() -> np.ndarray:
+    """Return a plain request's cohort (no masking): the default of ``cohort``."""
+    return np.zeros(0, dtype="<U1")
+
+
+def no_cohort_keys() -> np.ndarray:
+    """Return a plain request's cohort keys: the default of ``cohort_keys``."""
+    return np.zeros((0, KEY_BYTES), np.uint8)
+
+
 # -- the messages ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class MaskFields:
@@ -332,8 +376,8 @@ class MaskedReply(Payload):
     masked: np.ndarray
 
 
-def masked_spec(length: int) -> ReplySpec:
-    """Expect a masked vector of exactly ``length`` uint64 words."""
+def masked_spec(length: int, *, wide: bool = False) -> ReplySpec:
+    """Expect the masked vector of ``length`` values (:func:`words_of` words)."""
 
     def check(reply: MaskedReply) -> None:
         if reply.masked.dtype != np.uint64:
@@ -341,7 +385,8 @@ def masked_spec(length: int) -> ReplySpec:
                 "masked", f"has dtype {reply.masked.dtype}; uint64 expected"
             )
 
-    return ReplySpec(MaskedReply, {"masked": Field.array("u", (length,))}, check=check)
+    words = words_of(length, wide)
+    return ReplySpec(MaskedReply, {"masked": Field.array("u", (words,))}, check=check)
 
 
 @payload("federation.reveal_reply")
@@ -394,9 +439,16 @@ def _site_key(
 
 
 def masked_reply(
-    request: object, data: ClientData, state: ClientState, values: FloatArray
+    request: object,
+    data: ClientData,
+    state: ClientState,
+    values: FloatArray,
+    *,
+    wide: bool = False,
 ) -> MaskedReply:
     """Mask a site's statistics for its request's round (fixed point, then masks).
+
+    ``wide``: two words per value (regression statistics, module docstring).
 
     Raises
     ------
@@ -418,7 +470,7 @@ def masked_reply(
             f"is {fields.mask_round}; this site already masked round "
             f"{kept.last_round} (a mask is never used twice)",
         )
-    words = to_fixed(values, len(keys), "a statistic")
+    words = to_fixed(values, len(keys), "a statistic", wide=wide)
     secrets = state.memo_of(
         SECRETS_MEMO, _Secrets, 0, lambda: _Secrets(0, kept.private_key.tobytes())
     )
@@ -487,12 +539,15 @@ class MaskedRound:
     cohort: tuple[str, ...]
     keys: Mapping[str, bytes]
     length: int
+    """Words of the masked vector (:func:`words_of`)."""
+    wide: bool = False
+    """Two words per value (regression statistics)."""
     revealed: dict[tuple[str, str], bytes] = field(default_factory=dict)
 
     @classmethod
     def start(
         cls, mask_round: int, cohort: Sequence[str], keys: Mapping[str, bytes],
-        length: int,
+        length: int, *, wide: bool = False,
     ) -> MaskedRound:  # fmt: skip
         """Start a masked round of the sorted ``cohort`` (refused below MIN_COHORT).
 
@@ -508,7 +563,8 @@ class MaskedRound:
                 f"masked round; {len(sites)} remain ({list(sites)}). A sum of two "
                 "would reveal each site's statistics to the other."
             )
-        return cls(mask_round, sites, {c: keys[c] for c in sites}, length)
+        keys_of = {c: keys[c] for c in sites}
+        return cls(mask_round, sites, keys_of, words_of(length, wide), wide)
 
     def fields(self) -> dict[str, Any]:
         """Return the request fields of this round's masking."""
@@ -545,6 +601,10 @@ class MaskedRound:
                 self.revealed[(survivor, d)] = np.asarray(
                     reply.round_keys[i], dtype=np.uint8
                 ).tobytes()
+
+    def values(self, replies: Mapping[str, MaskedReply]) -> FloatArray:
+        """Return the answering sites' sum of values (:meth:`total`, read back)."""
+        return from_fixed(self.total(replies), wide=self.wide)
 
     def total(self, replies: Mapping[str, MaskedReply]) -> npt.NDArray[np.uint64]:
         """Return the answering sites' sum (mod 2^64), the dropped masks removed.

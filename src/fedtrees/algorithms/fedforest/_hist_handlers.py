@@ -138,7 +138,7 @@ def histogram(
     )
     if MaskFields.of(request) is not None:
         dense = request.dense_layout().dense(stats, found)
-        return masked_reply(request, data, state, dense)
+        return masked_reply(request, data, state, dense, wide=request.wide_mask)
     lean = request.task != "regression"
     return HistogramReply(
         compact(stats) if lean else stats,

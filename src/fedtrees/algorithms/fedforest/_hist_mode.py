@@ -65,7 +65,7 @@ from fedtrees.algorithms.histogram import (
     agree_grid,
     declared_grid,
     derive_level,
-    fine_grid,
+    fine_edges,
     keep_split,
     level_histograms,
     plan_level,
@@ -121,27 +121,18 @@ class GridAgreement:
     def ask(self, state: LevelState) -> Ask:
         """Ask for the summary of every column not declared."""
         g = state.growth
+        fields: dict[str, Any] = {
+            "n_features": g.n_features,
+            "max_bins": self.config.max_bins,
+            "columns": self.sketched.copy(),
+        }
         if self.ranges is None:
-            return Ask(
-                GridRequest,
-                g.pair_features(),
-                None,
-                fixed(
-                    n_features=g.n_features,
-                    max_bins=self.config.max_bins,
-                    columns=self.sketched.copy(),
-                ),
-            )
+            return Ask(GridRequest, g.pair_features(), None, fixed(**fields))
         return Ask(
             GridRequest,
             g.pair_features(),
             None,
-            fixed(
-                n_features=g.n_features,
-                max_bins=self.config.max_bins,
-                columns=self.sketched.copy(),
-                ranges=self.ranges,
-            ),
+            fixed(**fields, ranges=self.ranges),
             masked=int(self.sketched.sum()) * FINE_BINS,
         )
 
@@ -173,14 +164,8 @@ class GridAgreement:
         """Cut the securely summed fine histograms of the sketched columns."""
         g = state.growth
         assert self.ranges is not None
-        columns = np.flatnonzero(self.sketched)
-        pooled = state.masked_sum(got).reshape(columns.shape[0], FINE_BINS)
-        cut = dict(
-            zip(
-                columns.tolist(),
-                fine_grid(pooled, self.ranges[columns], self.config.max_bins),
-                strict=True,
-            )
+        cut = fine_edges(
+            state.masked_sum(got), self.sketched, self.ranges, self.config.max_bins
         )
         edges: list[FloatArray | None] = [
             None if g.is_categorical[j] else self.declared.get(j, cut.get(j))
@@ -308,7 +293,10 @@ class HistogramStep:
         if self.config.secure_aggregation:
             layout = DenseLayout(plan.pairs, grid.n_bins, state.growth.width)
             masked = layout.length
-        return Ask(HistogramRequest, plan.pairs, None, fields, masked=masked)
+        wide = self.config.task == "regression"
+        return Ask(
+            HistogramRequest, plan.pairs, None, fields, masked=masked, masked_wide=wide
+        )
 
     def absorb(self, state: LevelState, got: Sequence[Got]) -> Phase:
         """Pool, subtract, search, split; keep the split nodes' bins if useful."""

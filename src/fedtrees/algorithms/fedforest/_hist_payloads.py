@@ -49,6 +49,8 @@ from fedtrees.federation import (
     ReplySpec,
     check_same_stats,
     masked_spec,
+    no_cohort,
+    no_cohort_keys,
     payload,
 )
 
@@ -84,8 +86,8 @@ class GridRequest(LevelFields):
     columns: np.ndarray
     ranges: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     mask_round: int = -1
-    cohort: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype="<U1"))
-    cohort_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 32), np.uint8))
+    cohort: np.ndarray = field(default_factory=no_cohort)
+    cohort_keys: np.ndarray = field(default_factory=no_cohort_keys)
 
     def expected_reply(self) -> ReplySpec:
         """Expect the engine's summary; masked: fine histograms of the columns."""
@@ -121,8 +123,13 @@ class HistogramRequest(LevelFields):
     grid_edges: np.ndarray
     grid_edge_ptr: np.ndarray
     mask_round: int = -1
-    cohort: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype="<U1"))
-    cohort_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 32), np.uint8))
+    cohort: np.ndarray = field(default_factory=no_cohort)
+    cohort_keys: np.ndarray = field(default_factory=no_cohort_keys)
+
+    @property
+    def wide_mask(self) -> bool:
+        """Whether a masked value takes two words: regression moments."""
+        return self.task == "regression"
 
     def dense_layout(self) -> DenseLayout:
         """Return the masked reply's layout: node statistics, then the bins."""
@@ -135,7 +142,7 @@ class HistogramRequest(LevelFields):
     def expected_reply(self) -> ReplySpec:
         """Statistics per node; per pair its bins, inside the grid; their sums."""
         if self.mask_round >= 0:
-            return masked_spec(self.dense_layout().length)
+            return masked_spec(self.dense_layout().length, wide=self.wide_mask)
         fp = int(self.pair_feature.shape[1])
         return ReplySpec(
             HistogramReply,

@@ -69,7 +69,11 @@ class RequestBuilder:
         request = folded.request if folded else ask.request
         state.asked = dict(zip(state.clients, rows, strict=True))
         state.masked = None
-        masked = None if ask.masked is None else state.start_masked(ask.masked)
+        masked = (
+            None
+            if ask.masked is None
+            else state.start_masked(ask.masked, ask.masked_wide)
+        )
         mask_fields = {} if masked is None else masked.fields()
         made: dict[bytes, Payload] = {}
         shareable = not ask.per_client

@@ -35,7 +35,6 @@ from fedtrees.federation import (
     MaskedReply,
     MaskedRound,
     as_reply,
-    from_fixed,
 )
 from fedtrees.stats import Best, combine
 
@@ -161,10 +160,10 @@ class LevelState:
             for k, r in enumerate(rows)
         )
 
-    def start_masked(self, length: int) -> MaskedRound:
-        """Start a masked round of ``length`` words over the active clients."""
+    def start_masked(self, length: int, wide: bool = False) -> MaskedRound:
+        """Start a masked round of ``length`` values over the active clients."""
         self.masked = MaskedRound.start(
-            self.mask_rounds, self.active, self.info.public_keys, length
+            self.mask_rounds, self.active, self.info.public_keys, length, wide=wide
         )
         self.mask_rounds += 1
         return self.masked
@@ -180,7 +179,7 @@ class LevelState:
         if self.masked is None:
             raise LocalProtocolError("FedForest: a masked reply to a plain round.")
         replies = {self.clients[k]: as_reply(r, MaskedReply) for k, _, r in got}
-        return from_fixed(self.masked.total(replies))
+        return self.masked.values(replies)
 
     # -- pooling (client statistics add up to the pooled ones; docs/fedforest.md) ----
     def pool_level(self, replies: Replies) -> IntArray:

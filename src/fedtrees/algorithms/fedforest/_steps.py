@@ -98,8 +98,9 @@ class Ask:
     fields differ between clients asked about the same nodes (their own
     candidates), so requests are never shared. ``fold``: the round it becomes
     where every asked node has one client (:mod:`._fold`). ``masked``: the
-    length of the round's masked vector under secure aggregation (None: plain);
-    the request builder starts the masked round and adds its fields.
+    length of the round's masked vector under secure aggregation (None: plain),
+    ``masked_wide`` whether its values take two words each; the request
+    builder starts the masked round and adds its fields.
     """
 
     request: type[LevelFields]
@@ -109,6 +110,7 @@ class Ask:
     per_client: bool = False
     fold: Fold | None = None
     masked: int | None = None
+    masked_wide: bool = False
 
 
 class Got(NamedTuple):

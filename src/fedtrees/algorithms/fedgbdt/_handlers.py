@@ -154,7 +154,8 @@ def start(
         if ranges.shape[0] != X.shape[1]:
             raise InvalidField("ranges", "must give one (low, high) per feature")
         fine = fine_histograms(X, ranges, ~skipped, weight)
-        return masked_reply(request, data, state, np.concatenate([fine.ravel(), prior]))
+        values = np.concatenate([fine.ravel(), prior])
+        return masked_reply(request, data, state, values, wide=request.wide_mask)
     sketch = sketch_columns(X, skipped, request.max_bins, weight)
     return StartReply(
         sketch.points, sketch.weights, sketch.counts, sketch.complete, prior
@@ -200,11 +201,12 @@ def level(
     nodes = np.ascontiguousarray(request.open_nodes, dtype=np.int64)
     pairs = np.ascontiguousarray(request.pair_feature, dtype=np.int64)
     masked = MaskFields.of(request) is not None
+    wide = request.objective == "squared_error"  # two words a value
     if nodes.shape[0] == 0:
         empty = Histograms.empty(0, 3)
         if masked:
             dense = request.dense_layout().dense(np.zeros((0, 3)), empty, report)
-            return masked_reply(request, data, state, dense)
+            return masked_reply(request, data, state, dense, wide=wide)
         return LevelReply(
             np.zeros((0, 2)), np.zeros(0), np.zeros((0, pairs.shape[1]), np.uint8),
             empty.codes, empty.stats, report,
@@ -219,7 +221,7 @@ def level(
     )
     if masked:
         dense = request.dense_layout().dense(stats, found, report)
-        return masked_reply(request, data, state, dense)
+        return masked_reply(request, data, state, dense, wide=wide)
     return LevelReply(
         stats[:, :2], stats[:, 2], found.counts.reshape(pairs.shape).astype(np.uint16),
         found.codes, found.stats, report,

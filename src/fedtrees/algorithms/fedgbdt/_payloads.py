@@ -49,6 +49,8 @@ from fedtrees.federation import (
     check_at_most,
     check_same_stats,
     masked_spec,
+    no_cohort,
+    no_cohort_keys,
     payload,
 )
 
@@ -97,8 +99,13 @@ class StartRequest(Payload):
     columns: np.ndarray
     ranges: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     mask_round: int = -1
-    cohort: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype="<U1"))
-    cohort_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 32), np.uint8))
+    cohort: np.ndarray = field(default_factory=no_cohort)
+    cohort_keys: np.ndarray = field(default_factory=no_cohort_keys)
+
+    @property
+    def wide_mask(self) -> bool:
+        """Whether masked values take two words: squared error (docs/security.md)."""
+        return self.objective == "squared_error"
 
     @property
     def prior_width(self) -> int:
@@ -113,7 +120,7 @@ class StartRequest(Payload):
         """
         if self.mask_round >= 0:
             fine = int(np.count_nonzero(self.columns)) * FINE_BINS
-            return masked_spec(fine + self.prior_width)
+            return masked_spec(fine + self.prior_width, wide=self.wide_mask)
         prior = (
             Field.array("f", (3,), moments=True, weights=True)
             if self.objective == "squared_error"
@@ -211,8 +218,8 @@ class LevelRequest(DecisionFields):
     grid_edges: np.ndarray
     grid_edge_ptr: np.ndarray
     mask_round: int = -1
-    cohort: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype="<U1"))
-    cohort_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 32), np.uint8))
+    cohort: np.ndarray = field(default_factory=no_cohort)
+    cohort_keys: np.ndarray = field(default_factory=no_cohort_keys)
 
     @property
     def n_open(self) -> int:
@@ -231,7 +238,8 @@ class LevelRequest(DecisionFields):
     def expected_reply(self) -> ReplySpec:
         """Expect sums per node; per pair its bins, inside the grid, adding up."""
         if self.mask_round >= 0:
-            return masked_spec(self.dense_layout().length)
+            wide = self.objective == "squared_error"
+            return masked_spec(self.dense_layout().length, wide=wide)
         fp = int(self.pair_feature.shape[1])
         return ReplySpec(
             LevelReply,

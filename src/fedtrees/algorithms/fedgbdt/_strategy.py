@@ -55,7 +55,7 @@ from fedtrees.algorithms.histogram import (
     agree_grid,
     declared_grid,
     derive_level,
-    fine_grid,
+    fine_edges,
     keep_split,
     level_histograms,
     plan_level,
@@ -69,7 +69,6 @@ from fedtrees.federation import (
     RoundPlan,
     as_reply,
     check_cohort,
-    from_fixed,
 )
 
 __all__ = ["BoostResult", "FedGBDTStrategy"]
@@ -194,8 +193,9 @@ class FedGBDTStrategy:
             return None
         assert self.info is not None
         self.masked = MaskedRound.start(
-            self._mask_rounds, self.active, self.info.public_keys, length
-        )
+            self._mask_rounds, self.active, self.info.public_keys, length,
+            wide=self.config.objective == "squared_error",
+        )  # fmt: skip
         self._mask_rounds += 1
         return self.masked
 
@@ -204,7 +204,7 @@ class FedGBDTStrategy:
         if self.masked is None:
             raise LocalProtocolError("FedGBDT: a masked reply to a plain round.")
         got = {c: as_reply(r, MaskedReply) for c, r in replies.items()}
-        return from_fixed(self.masked.total(got))
+        return self.masked.values(got)
 
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
         """Fold the start, or one level (and the losses it reports)."""
@@ -269,11 +269,10 @@ class FedGBDTStrategy:
     def _agree_secure(self, total: FloatArray) -> None:
         """Agree the grid from the summed fine histograms, the margin from the prior."""
         assert self._ranges is not None
-        columns = np.flatnonzero(self._sketched)
-        fine = total[: columns.shape[0] * FINE_BINS].reshape(-1, FINE_BINS)
-        cut = fine_grid(fine, self._ranges[columns], self.config.max_bins)
-        self._set_grid(dict(zip(columns.tolist(), cut, strict=True)))
-        self._set_margin(total[columns.shape[0] * FINE_BINS :])
+        self._set_grid(
+            fine_edges(total, self._sketched, self._ranges, self.config.max_bins)
+        )
+        self._set_margin(total[int(self._sketched.sum()) * FINE_BINS :])
 
     def _agree(self, replies: Sequence[StartReply]) -> None:
         """Agree the grid from the pooled summaries, the margin from the prior."""

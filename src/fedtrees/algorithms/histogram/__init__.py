@@ -39,6 +39,7 @@ from fedtrees.algorithms.histogram._check_kernels import whole_max
 from fedtrees.algorithms.histogram._dense import (
     FINE_BINS,
     DenseLayout,
+    fine_edges,
     fine_grid,
     fine_histograms,
 )
@@ -107,6 +108,7 @@ __all__ = [
     "client_histograms",
     "declared_grid",
     "derive_level",
+    "fine_edges",
     "fine_grid",
     "fine_histograms",
     "grid_reply_fields",

@@ -26,7 +26,7 @@ from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.histogram._grid import MISSING
 from fedtrees.algorithms.histogram._histograms import Histograms
 
-__all__ = ["FINE_BINS", "DenseLayout", "fine_grid", "fine_histograms"]
+__all__ = ["FINE_BINS", "DenseLayout", "fine_edges", "fine_grid", "fine_histograms"]
 
 FINE_BINS: Final = 1024
 """Equal-width fine bins per numeric column of the secure root grid."""
@@ -187,3 +187,18 @@ def fine_grid(
         at = np.unique(np.minimum(at, filled[-1] - 1))
         out.append(right[at[at >= 0]])
     return out
+
+
+def fine_edges(
+    summed: FloatArray, sketched: np.ndarray, ranges: FloatArray, max_bins: int
+) -> dict[int, FloatArray]:
+    """Return the agreed edges of the ``sketched`` columns, by column.
+
+    ``summed`` starts with the pooled fine histograms of those columns, in
+    order (:func:`fine_histograms` at every site, summed); ``ranges`` are every
+    column's declared ranges.
+    """
+    columns = np.flatnonzero(sketched)
+    pooled = summed[: columns.shape[0] * FINE_BINS].reshape(-1, FINE_BINS)
+    cut = fine_grid(pooled, ranges[columns], max_bins)
+    return dict(zip(columns.tolist(), cut, strict=True))
