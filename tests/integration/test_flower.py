@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from fedtrees import datasets
@@ -316,3 +317,31 @@ def test_a_killed_supernode_fails_the_run_clearly_within_the_timeout(
     assert "round" in details
     assert elapsed < 2 * timeout + 30.0  # at most the round under way and the next
     assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.slow  # its own TLS deployment: about 1 min
+def test_secure_fedforest_grows_the_same_forest_over_flower(
+    site_files: dict[str, Path], tmp_path: Path
+) -> None:
+    # Secure aggregation: each SuperNode keeps its private X25519 key, drawn at
+    # the agreement, in its context.state (a new ClientApp process per message)
+    # and masks every level's dense histograms with it. No site forgets its
+    # state here: one that did would lose its key and drop out.
+    params = {"n_estimators": 3, "max_depth": 3, "candidates": "hist",
+              "max_bins": 16, "secure_aggregation": True,
+              "bin_edges": HEART_EDGES, "random_state": 7}  # fmt: skip
+    out = tmp_path / "secure.json"
+
+    with Deployment(tmp_path / "deploy", site_files, tls=True) as deployment:
+        over_flower = _run_over_flower(deployment, out, "fedforest", params)
+
+    expected = _in_process(site_files, "fedforest", params)
+    assert over_flower["trees"] == expected["trees"]  # bit for bit: whole counts
+    assert over_flower == expected  # ledger totals: masked sizes do not vary
+    communication = over_flower["communication"]
+    assert communication["rounds"] == 1 + 3  # type: ignore[index]
+    assert communication["masked_rounds"] == 3  # type: ignore[index]
+    ledger = pd.read_csv(out.with_suffix(".ledger.csv"))
+    assert set(ledger["status"]) == {"ok"}
+    assert ledger["masked"].tolist() == (ledger["round"] >= 1).tolist()
+    assert set(ledger["kind"]) == {"federation.schema", "fedforest.histogram"}

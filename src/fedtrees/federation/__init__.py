@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Final
 from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
+    "require_key": "fedtrees.federation._secure",
     "no_cohort_keys": "fedtrees.federation._secure",
     "no_cohort": "fedtrees.federation._secure",
     "check_cohort": "fedtrees.federation._secure",
@@ -176,6 +177,7 @@ __all__ = [
     "receive",
     "recording",
     "refuse",
+    "require_key",
     "run",
     "serve",
     "to_fixed",
@@ -251,6 +253,7 @@ if TYPE_CHECKING:
         masked_spec,
         no_cohort,
         no_cohort_keys,
+        require_key,
         to_fixed,
     )
     from fedtrees.federation._state import ClientState, Resync

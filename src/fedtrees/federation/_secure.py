@@ -86,6 +86,7 @@ __all__ = [
     "masked_vector",
     "no_cohort",
     "no_cohort_keys",
+    "require_key",
     "round_key",
     "to_fixed",
     "words_of",
@@ -446,17 +447,37 @@ class RevealRequest(Payload):
 
 
 # -- the site's side -------------------------------------------------------------------
+def require_key(request: object, data: ClientData, state: ClientState) -> None:
+    """Refuse a masked request at once when the site lost its key (before a resync).
+
+    Its state cannot be rebuilt: asking for the rest of it would only delay the
+    same refusal by one exchange.
+
+    Raises
+    ------
+    ValidationError
+        The request is masked and the site holds no key.
+    """
+    if MaskFields.of(request) is not None:
+        _kept_key(data, state)
+
+
+def _kept_key(data: ClientData, state: ClientState) -> SiteKey:
+    kept = state.get(KEY_STATE, SiteKey)
+    if kept is None:
+        raise ValidationError(
+            f"Client {data.client_id!r} lost its secure-aggregation key (its per-run "
+            "state); it cannot mask and leaves the run."
+        )
+    return kept
+
+
 def _site_key(
     data: ClientData, state: ClientState, fields: MaskFields
 ) -> tuple[X25519PrivateKey, dict[str, bytes]]:
     """Return the site's private key and the cohort's keys, after its checks."""
-    kept = state.get(KEY_STATE, SiteKey)
+    kept = _kept_key(data, state)
     me = data.client_id
-    if kept is None:
-        raise ValidationError(
-            f"Client {me!r} lost its secure-aggregation key (its per-run state); "
-            "it cannot mask and leaves the run."
-        )
     private = X25519PrivateKey.from_private_bytes(kept.private_key.tobytes())
     keys = fields.keys()
     mine = private.public_key().public_bytes_raw()

@@ -63,6 +63,7 @@ from fedtrees.federation import (
     Resync,
     handler,
     masked_reply,
+    require_key,
 )
 
 __all__ = ["grid", "histogram"]
@@ -121,6 +122,7 @@ def histogram(
     (:meth:`HistogramRequest.dense_layout`), in fixed point and masked.
     """
     check_sizes(request, data)
+    require_key(request, data, state)  # a lost key is not recovered by a resync
     n_features = len(data.feature_kinds)
     forest = kept_forest(request, state, n_features)
     if forest is None:

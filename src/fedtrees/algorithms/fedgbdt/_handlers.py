@@ -73,6 +73,7 @@ from fedtrees.federation import (
     Resync,
     handler,
     masked_reply,
+    require_key,
 )
 
 __all__ = ["level", "local", "start"]
@@ -193,6 +194,7 @@ def level(
     with the losses, in fixed point and masked (:meth:`LevelRequest.dense_layout`).
     """
     loss = _objective(request)
+    require_key(request, data, state)  # a lost key is not recovered by a resync
     ready = _caught_up(request, loss, data, state, _check_level)
     if isinstance(ready, Resync):
         return ready
