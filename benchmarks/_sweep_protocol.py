@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from _sweep_core import (
+    RANGES,
     SIZES,
     Verdict,
     accepted,
@@ -350,6 +351,68 @@ def noisy_size_negative() -> Verdict:
     from fedtrees.algorithms.fedga._payloads import InitReply
 
     return _lie("FedGAClassifier", InitReply, _replace(noisy_size=-1e300))
+
+
+# -- secure aggregation: a site lies in a masked round or at the key exchange --------
+SECURE: dict[str, Any] = {"secure_aggregation": True, "feature_ranges": RANGES}
+
+
+def _secure_fit(name: str, fault_kind: str, change: Callable[[Any], Any]) -> Verdict:
+    """Fit ``name`` with secure aggregation, site b's ``fault_kind`` replies changed.
+
+    A masked reply can only be checked for its form (docs/security.md): the fit
+    must fail naming b (the names are checked by the sweep).
+    """
+    from fedtrees.federation import Fault, Federation, MaskedReply
+
+    kind = MaskedReply if fault_kind == "masked" else _schema()
+    X, y, groups = data_for(name)
+    fault = Fault("b", "mutate", mutate=_only(kind, change))
+    make(name, **SECURE).fit_federation(
+        Federation.from_groups(X, y, groups, faults=(fault,))
+    )
+    return accepted("a malformed masked reply or key")
+
+
+SECURE_LIES = [
+    ("masked-one-word-short", "FedForestClassifier", "masked",
+     _replace(masked=lambda m: m[:-1].copy())),
+    ("masked-as-float", "FedGBDTClassifier", "masked",
+     _replace(masked=lambda m: m.astype(np.float64))),
+    ("masked-as-int32", "FedGBDTRegressor", "masked",
+     _replace(masked=lambda m: m.view(np.int64).astype(np.int32))),
+    ("public-key-zero", "FedForestRegressor", "schema",
+     _replace(public_key=lambda k: np.zeros_like(k))),
+    ("public-key-31-bytes", "FedGBDTClassifier", "schema",
+     _replace(public_key=lambda k: k[:31].copy())),
+]  # fmt: skip
+for _label, _name, _kind, _change in SECURE_LIES:
+    case(f"{_name}-secure-{_label}", "replies", ("'b'", "masked|public_key"))(
+        lambda n=_name, k=_kind, c=_change: _secure_fit(n, k, c)
+    )
+
+
+@case("FedForestClassifier-secure-two-sites", "federation", ("at least 3",))
+def secure_two_sites() -> Verdict:
+    X, y, groups = data_for("FedForestClassifier", sizes=SIZES[:2])
+    make("FedForestClassifier", **SECURE).fit(X, y, groups)
+    return accepted("secure aggregation over two sites")
+
+
+@case("FedGBDTClassifier-secure-no-grid", "federation", ("bin_edges", "feature_ranges"))
+def secure_without_grid() -> Verdict:
+    X, y, groups = data_for("FedGBDTClassifier")
+    make("FedGBDTClassifier", secure_aggregation=True).fit(X, y, groups)
+    return accepted("secure aggregation without declared edges or ranges")
+
+
+@case(
+    "FedGBDTRegressor-secure-target-1e30", "federation", ("'a'|'b'|'c'", "fixed-point")
+)
+def secure_huge_target() -> Verdict:
+    X, y, groups = data_for("FedGBDTRegressor")
+    make("FedGBDTRegressor", **SECURE).fit(X, y * 1e30, groups)
+    return accepted("a target beyond the fixed-point range")
 
 
 # -- bad requests served by a client --------------------------------------------------

@@ -81,7 +81,7 @@ def test_off_a_terminal_one_line_per_level(
     with round_progress("FedForest", True, console) as callbacks:
         model._fit(federation, classes, callbacks)
     out = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
-    assert out[0] == "FedForest agreement: 4 clients, 7 KiB"
+    assert out[0] == "FedForest agreement: 4 clients, 8 KiB"
     rounds = r"round \d+" if candidates == "hist" else r"rounds \d+-\d+"
     levels = [
         re.match(rf"FedForest level (\d+): {rounds}, \d+ KiB", s) for s in out[1:-1]
@@ -101,7 +101,7 @@ def test_verbose_fit_prints_lines_when_stdout_is_not_a_terminal(
     X, y, groups = heart
     FedAvgClassifier(random_state=0, verbose=True).fit(X, y, groups=groups)
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "FedAvgClassifier agreement: 4 clients, 7 KiB"
+    assert out[0] == "FedAvgClassifier agreement: 4 clients, 8 KiB"
     assert out[-1].startswith("FedAvgClassifier done: ")
     n_rounds = int(out[-1].split()[2])
     assert len(out) == n_rounds + 1  # agreement, one per round, done
