@@ -533,3 +533,75 @@ def test_a_large_level_searched_on_threads_equals_one_thread(
         np.testing.assert_array_equal(getattr(threaded, name), getattr(single, name))
     assert np.isfinite(single.num_score).any()
     assert np.isfinite(single.cat_score).any()
+
+
+# -- secure aggregation: the dense layout, the fine grid ---------------------------
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_a_dense_vector_reads_back_as_the_sites_own_histograms(seed: int) -> None:
+    from fedtrees.algorithms.histogram import DenseLayout, NodeRows, RowStats
+
+    rng = np.random.default_rng(seed)
+    n, n_features, n_classes = int(rng.integers(1, 60)), 3, 2
+    feature_bins = rng.integers(1, 6, n_features)
+    columns = np.stack([rng.integers(0, k, n) for k in feature_bins]).astype(np.uint8)
+    columns[rng.random(columns.shape) < 0.2] = 255  # missing values
+    rows = NodeRows.build(np.ones((1, n)))
+    # the root (one open node): two features, or one and a padding slot
+    pairs = np.array([[0, 2]]) if rng.random() < 0.5 else np.array([[1, -1]])
+    stats, h = client_histograms(
+        rows, np.array([0]), pairs, columns, np.ones((1, n)),
+        RowStats.classes(rng.integers(0, n_classes, n), n_classes),
+    )  # fmt: skip
+    layout = DenseLayout(pairs, feature_bins, n_classes)
+    vector = layout.dense(stats, h)
+    assert vector.shape == (layout.length,)
+    back_stats, back = layout.sparse(vector)
+    assert np.array_equal(back_stats, stats)
+    assert np.array_equal(back.counts, h.counts)
+    assert np.array_equal(back.codes, h.codes)
+    assert np.array_equal(back.stats, h.stats)
+
+
+@pytest.mark.parametrize(
+    ("ranges", "reason"),
+    [
+        (np.zeros((2, 2)), "per feature"),
+        (np.array([[0.0, 1.0], [0.0, 1.0], [1.0, 1.0]]), "low < high"),
+        (np.array([[0.0, 1.0], [np.nan, 1.0], [0.0, 1.0]]), "finite"),
+        (np.array([["a", "b"]] * 3), "numeric"),
+    ],
+)
+def test_fine_histograms_refuse_bad_ranges_by_name(
+    ranges: np.ndarray, reason: str
+) -> None:
+    from fedtrees.algorithms.histogram import fine_histograms
+    from fedtrees.federation import InvalidField
+
+    X = np.zeros((4, 3))
+    with pytest.raises(InvalidField, match=reason) as info:
+        fine_histograms(X, ranges, np.array([True, True, True]), np.ones(4))
+    assert info.value.field == "ranges"
+
+
+def test_fine_grid_cuts_at_most_max_bins_at_fine_boundaries() -> None:
+    from fedtrees.algorithms.histogram import FINE_BINS, fine_edges, fine_histograms
+
+    x = np.random.default_rng(0).normal(size=(5000, 1))
+    ranges = np.array([[-5.0, 5.0]])
+    fine = fine_histograms(x, ranges, np.array([True]), np.ones(5000))
+    edges = fine_edges(fine.ravel(), np.array([True]), ranges, 16)[0]
+    assert 1 <= edges.shape[0] <= 15
+    assert np.all(np.diff(edges) > 0)
+    step = 10.0 / FINE_BINS
+    assert np.allclose((edges + 5.0) / step, np.round((edges + 5.0) / step))
+    shares = np.searchsorted(np.sort(x[:, 0]), edges) / 5000
+    assert np.all(np.abs(shares - np.arange(1, 16)[: edges.shape[0]] / 16) < 0.01)
+
+
+def test_merged_grid_refuses_a_numeric_column_without_edges() -> None:
+    from fedtrees.algorithms.histogram import merged_grid
+    from fedtrees.exceptions import LocalProtocolError
+
+    with pytest.raises(LocalProtocolError, match="numeric column 1"):
+        merged_grid({0: np.array([1.0])}, {}, np.array([False, False]), [0, 0])

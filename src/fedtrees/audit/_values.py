@@ -28,6 +28,7 @@ from fedtrees.federation import (
     Envelope,
     Federation,
     Ledger,
+    MaskedReply,
     Payload,
 )
 
@@ -39,8 +40,6 @@ __all__ = [
 ]
 
 AGREEMENT_KINDS: Final = ("federation.schema_reply",)
-MASKED_REPLY: Final = "federation.masked_reply"
-"""The payload kind of a masked vector (secure aggregation)."""
 """Payload kinds in which category values may travel (the opening agreement)."""
 
 ERROR_DISCLOSURES: Final[Mapping[str, str]] = {
@@ -186,7 +185,7 @@ class _Tally:
 
     def reply(self, kind: str) -> None:
         """Count a decoded reply: a masked vector, or any other (plain)."""
-        if kind == MASKED_REPLY:
+        if kind == MaskedReply.kind:
             self.masked += 1
         else:
             self.plain += 1

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Final
 from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
+    "PublicKeyError": "fedtrees.federation._secure",
+    "MaskedRounds": "fedtrees.federation._secure",
     "require_key": "fedtrees.federation._secure",
     "no_cohort_keys": "fedtrees.federation._secure",
     "no_cohort": "fedtrees.federation._secure",
@@ -133,9 +135,11 @@ __all__ = [
     "MaskFields",
     "MaskedReply",
     "MaskedRound",
+    "MaskedRounds",
     "MeteredTransport",
     "Outgoing",
     "Payload",
+    "PublicKeyError",
     "ReplySpec",
     "Resync",
     "RevealReply",
@@ -243,7 +247,9 @@ if TYPE_CHECKING:
         MIN_COHORT,
         MaskedReply,
         MaskedRound,
+        MaskedRounds,
         MaskFields,
+        PublicKeyError,
         RevealReply,
         RevealRequest,
         check_cohort,

@@ -25,12 +25,17 @@ from fedtrees.exceptions import (
     RemoteProtocolError,
     ValidationError,
 )
-from fedtrees.federation._checks import InvalidField, check_reply
+from fedtrees.federation._checks import InvalidField, as_reply, check_reply
 from fedtrees.federation._codec import MAX_MESSAGE_BYTES, decode, encode_broadcast
 from fedtrees.federation._ledger import Ledger, MeteredTransport, join_recordings
 from fedtrees.federation._payload import Payload
 from fedtrees.federation._schema import Schema, SchemaReply, SchemaRequest, Task, agree
-from fedtrees.federation._secure import MaskedRound, RevealReply, check_public_keys
+from fedtrees.federation._secure import (
+    MaskedRound,
+    PublicKeyError,
+    RevealReply,
+    check_public_keys,
+)
 from fedtrees.federation._state import Resync
 from fedtrees.federation._transport import (
     Delivery,
@@ -306,10 +311,9 @@ def _public_keys(replies: Mapping[str, SchemaReply]) -> dict[str, bytes]:
     """Check the clients' public keys (round 0); a bad one fails naming its client."""
     try:
         return check_public_keys({c: r.public_key for c, r in replies.items()})
-    except InvalidField as exc:
-        client = str(getattr(exc, "client", "?"))
+    except PublicKeyError as exc:
         raise RemoteProtocolError(
-            client, 0, "federation.schema", exc.field, exc.reason
+            exc.client, 0, SchemaRequest.kind, exc.field, exc.reason
         ) from exc
 
 
@@ -407,7 +411,7 @@ class _Loop:
                 resync[0], round_, request.kind, "reply", "asked for a resync"
             )
         masked.keep_reveals(
-            dropped, {c: r for c, r in got.items() if isinstance(r, RevealReply)}
+            dropped, {c: as_reply(r, RevealReply) for c, r in got.items()}
         )
 
     def _exchange(

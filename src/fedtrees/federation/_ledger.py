@@ -17,6 +17,7 @@ from typing import Literal
 
 import pandas as pd
 
+from fedtrees.federation._secure import RevealRequest
 from fedtrees.federation._transport import Delivery, Outgoing, Transport
 
 __all__ = [
@@ -137,7 +138,7 @@ class Ledger:
         ]
         frame = pd.DataFrame([e.__dict__ for e in self.entries], columns=columns)
         frame["masked"] = frame["round"].isin(sorted(self.masked_rounds)) & (
-            frame["kind"] != "federation.reveal"
+            frame["kind"] != RevealRequest.kind
         )
         return frame
 

@@ -58,8 +58,8 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from fedtrees._typing import FloatArray
-from fedtrees.exceptions import ValidationError
-from fedtrees.federation._checks import InvalidField
+from fedtrees.exceptions import LocalProtocolError, ValidationError
+from fedtrees.federation._checks import InvalidField, as_reply
 from fedtrees.federation._client import handler
 from fedtrees.federation._data import ClientData
 from fedtrees.federation._payload import Field, Payload, ReplySpec, payload
@@ -73,6 +73,8 @@ __all__ = [
     "MaskFields",
     "MaskedReply",
     "MaskedRound",
+    "MaskedRounds",
+    "PublicKeyError",
     "RevealReply",
     "RevealRequest",
     "SiteKey",
@@ -103,22 +105,13 @@ FIXED_LIMIT: Final = 2.0**62
 size, so the sum stays below ``2^62 < 2^63`` (no wrap when it is read as signed)."""
 KEY_STATE: Final = "federation.secure_key"
 SECRETS_MEMO: Final = "federation.secure_secrets"
-
-
-@dataclass
-class _Secrets:
-    """The shared secrets of a site's key with its peers (per-run memo)."""
-
-    fit_id: int
-    owner: bytes
-    by_peer: dict[bytes, bytes] = field(default_factory=dict)
-
+"""The memo of a site's shared secrets: its private key -> peer's key -> secret."""
 
 _FIELD_PRIME: Final = 2**255 - 19  # X25519's field: a canonical u is below it
-_NONCE: Final = bytes(16)
+_NONCE: Final = bytes(16)  # each round key is used for one stream only
 _STREAM_SLACK: Final = 64  # update_into wants room for a block beyond the data
 _MOST_SHARED_ZEROS: Final = 1 << 26  # 64 MiB of zeros kept to encrypt
-_ZEROS: list[bytes] = [b""]  # each round key is used for one stream only
+_ZEROS: list[bytes] = [b""]
 _WORD: Final = np.dtype("<u8")
 
 
@@ -233,9 +226,9 @@ def check_public_keys(keys: Mapping[str, npt.ArrayLike]) -> dict[str, bytes]:
 
     Raises
     ------
-    InvalidField
+    PublicKeyError
         Field ``public_key``, naming the site (and the other site for a
-        shared key); ``str(exc.client)`` is the site whose key is refused.
+        shared key); ``exc.client`` is the site whose key is refused.
     """
     out: dict[str, bytes] = {}
     seen: dict[bytes, str] = {}
@@ -243,24 +236,24 @@ def check_public_keys(keys: Mapping[str, npt.ArrayLike]) -> dict[str, bytes]:
     for client, value in sorted(keys.items()):
         raw = np.asarray(value)
         if raw.dtype != np.uint8 or raw.shape != (KEY_BYTES,):
-            raise _KeyError(client, f"must be {KEY_BYTES} bytes (uint8)")
+            raise PublicKeyError(client, f"must be {KEY_BYTES} bytes (uint8)")
         key = raw.tobytes()
         u = int.from_bytes(key, "little")
         if u >= _FIELD_PRIME:  # the top bit set, or u >= p: another spelling
-            raise _KeyError(client, "is not a canonical X25519 public key (u < p)")
+            raise PublicKeyError(client, "is not a canonical X25519 public key (u < p)")
         try:
             probe.exchange(X25519PublicKey.from_public_bytes(key))
         except ValueError as exc:
-            raise _KeyError(client, "is not a valid X25519 public key") from exc
+            raise PublicKeyError(client, "is not a valid X25519 public key") from exc
         if key in seen:
-            raise _KeyError(client, f"is the same as site {seen[key]!r}'s")
+            raise PublicKeyError(client, f"is the same as site {seen[key]!r}'s")
         seen[key] = client
         out[client] = key
     return out
 
 
-class _KeyError(InvalidField):
-    """A site's public key refused (:func:`check_public_keys`)."""
+class PublicKeyError(InvalidField):
+    """A site's public key refused (:func:`check_public_keys`): ``client`` names it."""
 
     def __init__(self, client: str, reason: str) -> None:
         super().__init__("public_key", reason)
@@ -474,8 +467,8 @@ def _kept_key(data: ClientData, state: ClientState) -> SiteKey:
 
 def _site_key(
     data: ClientData, state: ClientState, fields: MaskFields
-) -> tuple[X25519PrivateKey, dict[str, bytes]]:
-    """Return the site's private key and the cohort's keys, after its checks."""
+) -> tuple[SiteKey, X25519PrivateKey, dict[str, bytes]]:
+    """Return the site's kept and private key and the cohort's keys, checked."""
     kept = _kept_key(data, state)
     me = data.client_id
     private = X25519PrivateKey.from_private_bytes(kept.private_key.tobytes())
@@ -487,7 +480,7 @@ def _site_key(
         raise InvalidField(
             "cohort", f"names {len(keys)} sites; a masked sum needs {MIN_COHORT}"
         )
-    return private, keys
+    return kept, private, keys
 
 
 def masked_reply(
@@ -513,9 +506,7 @@ def masked_reply(
     fields = MaskFields.of(request)
     if fields is None:
         raise InvalidField("mask_round", "is missing: this round is masked")
-    private, keys = _site_key(data, state, fields)
-    kept = state.get(KEY_STATE, SiteKey)
-    assert kept is not None
+    kept, private, keys = _site_key(data, state, fields)
     if fields.mask_round <= kept.last_round:
         raise InvalidField(
             "mask_round",
@@ -523,15 +514,9 @@ def masked_reply(
             f"{kept.last_round} (a mask is never used twice)",
         )
     words = to_fixed(values, len(keys), "a statistic", wide=wide)
-    secrets = state.memo_of(
-        SECRETS_MEMO, _Secrets, 0, lambda: _Secrets(0, kept.private_key.tobytes())
-    )
-    if secrets.owner != kept.private_key.tobytes():  # a new key: a new run
-        secrets = _Secrets(0, kept.private_key.tobytes())
-        state.memo[SECRETS_MEMO] = secrets
-    y = masked_vector(
-        words, data.client_id, private, keys, fields.mask_round, secrets.by_peer
-    )
+    memo = state.memo.setdefault(SECRETS_MEMO, {})  # a new run: a new key
+    secrets = memo.setdefault(kept.private_key.tobytes(), {})
+    y = masked_vector(words, data.client_id, private, keys, fields.mask_round, secrets)
     state.put(KEY_STATE, SiteKey(kept.private_key, fields.mask_round))
     return MaskedReply(y)
 
@@ -544,7 +529,7 @@ def reveal(request: RevealRequest, data: ClientData, state: ClientState) -> Reve
     cohort, or fewer than :data:`MIN_COHORT` sites would remain in the sum.
     """
     fields = MaskFields(request.mask_round, request.cohort, request.cohort_keys)
-    private, keys = _site_key(data, state, fields)
+    kept, private, keys = _site_key(data, state, fields)
     dropped = [str(d) for d in np.asarray(request.dropped).reshape(-1).tolist()]
     me = data.client_id
     if (
@@ -559,8 +544,7 @@ def reveal(request: RevealRequest, data: ClientData, state: ClientState) -> Reve
             f"leave {len(keys) - len(dropped)} sites in the sum; "
             f"at least {MIN_COHORT} are needed",
         )
-    kept = state.get(KEY_STATE, SiteKey)
-    if kept is None or kept.last_round != request.mask_round:
+    if kept.last_round != request.mask_round:
         raise InvalidField(
             "mask_round",
             f"is {request.mask_round}; this site reveals keys of the round it "
@@ -696,3 +680,53 @@ class MaskedRound:
                 else:
                     total += mask
         return total
+
+
+class MaskedRounds:
+    """A run's masked rounds on the server: each numbered once, the current one kept.
+
+    A strategy starts one per masked round (:meth:`start`) and reads the
+    current round's sum from its replies (:meth:`values`).
+
+    Examples
+    --------
+    >>> rounds = MaskedRounds({})
+    >>> rounds.values({})
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.LocalProtocolError: A masked reply to a plain round.
+    """
+
+    def __init__(self, keys: Mapping[str, bytes]) -> None:
+        self.keys = keys
+        self.started = 0
+        self.current: MaskedRound | None = None
+
+    def start(
+        self, cohort: Sequence[str], length: int, *, wide: bool = False
+    ) -> MaskedRound:
+        """Start the next masked round of ``cohort`` (:meth:`MaskedRound.start`)."""
+        self.current = MaskedRound.start(
+            self.started, cohort, self.keys, length, wide=wide
+        )
+        self.started += 1
+        return self.current
+
+    def plain(self) -> None:
+        """Note that the current round is not masked."""
+        self.current = None
+
+    def values(self, replies: Mapping[str, Payload]) -> FloatArray:
+        """Return the current round's sum of values, read from the masked replies.
+
+        Raises
+        ------
+        LocalProtocolError
+            If the current round is not masked.
+        InvalidField
+            If a reply is not a masked vector.
+        """
+        if self.current is None:
+            raise LocalProtocolError("A masked reply to a plain round.")
+        got = {c: as_reply(r, MaskedReply) for c, r in replies.items()}
+        return self.current.values(got)

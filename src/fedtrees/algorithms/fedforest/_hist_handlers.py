@@ -57,7 +57,6 @@ from fedtrees.algorithms.histogram import (
 from fedtrees.federation import (
     ClientData,
     ClientState,
-    InvalidField,
     MaskedReply,
     MaskFields,
     Resync,
@@ -87,10 +86,7 @@ def grid(
     if MaskFields.of(request) is not None:
         X = matrix_with_missing(data)
         weight = np.ones(X.shape[0]) if data.weights is None else data.weights
-        ranges = np.asarray(request.ranges, np.float64).reshape(-1, 2)
-        if ranges.shape[0] != X.shape[1]:
-            raise InvalidField("ranges", "must give one (low, high) per feature")
-        fine = fine_histograms(X, ranges, ~skipped, weight)
+        fine = fine_histograms(X, request.ranges, ~skipped, weight)
         return masked_reply(request, data, state, fine.ravel())
     sketch = sketch_columns(
         matrix_with_missing(data), skipped, request.max_bins, data.weights

@@ -48,6 +48,7 @@ from fedtrees.algorithms.fedforest._hist_payloads import (
     GridRequest,
     HistogramReply,
     HistogramRequest,
+    wide_statistics,
 )
 from fedtrees.algorithms.fedforest._kernels import SPLIT_NONE
 from fedtrees.algorithms.fedforest._layout import compact_ints
@@ -68,6 +69,7 @@ from fedtrees.algorithms.histogram import (
     fine_edges,
     keep_split,
     level_histograms,
+    merged_grid,
     plan_level,
 )
 from fedtrees.exceptions import LocalProtocolError
@@ -149,16 +151,13 @@ class GridAgreement:
             sketches, g.is_categorical | ~self.sketched, g.n_categories,
             self.config.max_bins,
         ) if sketches else None  # fmt: skip
-        edges: list[FloatArray | None] = []
-        for j in range(g.n_features):
-            if g.is_categorical[j]:
-                edges.append(None)
-            elif j in self.declared:
-                edges.append(self.declared[j])
-            else:
-                assert agreed is not None
-                edges.append(agreed.feature_edges(j))
-        return Grid.from_lists(edges, list(g.n_categories))
+        sketched = np.flatnonzero(self.sketched).tolist()
+        return merged_grid(
+            self.declared,
+            {} if agreed is None else {j: agreed.feature_edges(j) for j in sketched},
+            g.is_categorical,
+            list(g.n_categories),
+        )
 
     def _secure_grid(self, state: LevelState, got: Sequence[Got]) -> Grid:
         """Cut the securely summed fine histograms of the sketched columns."""
@@ -167,11 +166,7 @@ class GridAgreement:
         cut = fine_edges(
             state.masked_sum(got), self.sketched, self.ranges, self.config.max_bins
         )
-        edges: list[FloatArray | None] = [
-            None if g.is_categorical[j] else self.declared.get(j, cut.get(j))
-            for j in range(g.n_features)
-        ]
-        return Grid.from_lists(edges, list(g.n_categories))
+        return merged_grid(self.declared, cut, g.is_categorical, list(g.n_categories))
 
 
 class HistMode:
@@ -293,7 +288,7 @@ class HistogramStep:
         if self.config.secure_aggregation:
             layout = DenseLayout(plan.pairs, grid.n_bins, state.growth.width)
             masked = layout.length
-        wide = self.config.task == "regression"
+        wide = wide_statistics(self.config.task)
         return Ask(
             HistogramRequest, plan.pairs, None, fields, masked=masked, masked_wide=wide
         )

@@ -59,6 +59,7 @@ __all__ = [
     "GridRequest",
     "HistogramReply",
     "HistogramRequest",
+    "wide_statistics",
 ]
 
 _MOST_BINS: Final = MAX_BINS + 1  # the missing code's bin included
@@ -110,6 +111,14 @@ class HistogramReply(Payload):
     bin_stats: np.ndarray
 
 
+def wide_statistics(task: str) -> bool:
+    """Whether masked values take two words: regression moments (docs/security.md).
+
+    Σw·y and Σw·y² grow with the target; class counts stay below one word's range.
+    """
+    return task == "regression"
+
+
 @payload("fedforest.histogram")
 class HistogramRequest(LevelFields):
     """Histograms of every (open node, considered feature): one round a level.
@@ -128,8 +137,8 @@ class HistogramRequest(LevelFields):
 
     @property
     def wide_mask(self) -> bool:
-        """Whether a masked value takes two words: regression moments."""
-        return self.task == "regression"
+        """Whether a masked value takes two words (:func:`wide_statistics`)."""
+        return wide_statistics(self.task)
 
     def dense_layout(self) -> DenseLayout:
         """Return the masked reply's layout: node statistics, then the bins."""

@@ -68,12 +68,11 @@ class RequestBuilder:
         folded = ask.fold if ask.fold and self.fold.folds(ask, active) else None
         request = folded.request if folded else ask.request
         state.asked = dict(zip(state.clients, rows, strict=True))
-        state.masked = None
-        masked = (
-            None
-            if ask.masked is None
-            else state.start_masked(ask.masked, ask.masked_wide)
-        )
+        masked = None
+        if ask.masked is None:
+            state.masks.plain()
+        else:
+            masked = state.masks.start(state.active, ask.masked, wide=ask.masked_wide)
         mask_fields = {} if masked is None else masked.fields()
         made: dict[bytes, Payload] = {}
         shareable = not ask.per_client

@@ -30,12 +30,7 @@ from fedtrees.algorithms.fedforest._payloads import ScoreReply
 from fedtrees.algorithms.fedforest._reach import Reach
 from fedtrees.algorithms.fedforest._steps import Got, Phase
 from fedtrees.exceptions import LocalProtocolError
-from fedtrees.federation import (
-    FederationInfo,
-    MaskedReply,
-    MaskedRound,
-    as_reply,
-)
+from fedtrees.federation import FederationInfo, MaskedRounds
 from fedtrees.stats import Best, combine
 
 __all__ = ["LevelState", "Pending"]
@@ -88,10 +83,8 @@ class LevelState:
     pending: Pending | None = None
     splits_made: int = 0
     scores: tuple[ScoreReply, ...] = ()
-    masked: MaskedRound | None = None
-    """The current round's secure aggregation (docs/security.md), if masked."""
-    mask_rounds: int = 0
-    """Masked rounds started so far: each has its own number (never reused)."""
+    masks: MaskedRounds = field(default_factory=lambda: MaskedRounds({}))
+    """The run's masked rounds (secure aggregation, docs/security.md)."""
 
     @classmethod
     def start(
@@ -110,6 +103,7 @@ class LevelState:
             active=list(clients),
             reach=growth.root_reach(),
             deltas=ForestDeltas(growth),
+            masks=MaskedRounds(info.public_keys),
         )
 
     def need_pending(self) -> Pending:
@@ -160,26 +154,9 @@ class LevelState:
             for k, r in enumerate(rows)
         )
 
-    def start_masked(self, length: int, wide: bool = False) -> MaskedRound:
-        """Start a masked round of ``length`` values over the active clients."""
-        self.masked = MaskedRound.start(
-            self.mask_rounds, self.active, self.info.public_keys, length, wide=wide
-        )
-        self.mask_rounds += 1
-        return self.masked
-
     def masked_sum(self, got: Sequence[Got]) -> FloatArray:
-        """Return the sum of the round's masked replies (fixed point read back).
-
-        Raises
-        ------
-        LocalProtocolError
-            If the round was not masked.
-        """
-        if self.masked is None:
-            raise LocalProtocolError("FedForest: a masked reply to a plain round.")
-        replies = {self.clients[k]: as_reply(r, MaskedReply) for k, _, r in got}
-        return self.masked.values(replies)
+        """Return the sum of the round's masked replies (:class:`MaskedRounds`)."""
+        return self.masks.values({self.clients[k]: r for k, _, r in got})
 
     # -- pooling (client statistics add up to the pooled ones; docs/fedforest.md) ----
     def pool_level(self, replies: Replies) -> IntArray:

@@ -67,7 +67,6 @@ from fedtrees.algorithms.histogram import (
 from fedtrees.federation import (
     ClientData,
     ClientState,
-    InvalidField,
     MaskedReply,
     MaskFields,
     Resync,
@@ -151,10 +150,7 @@ def start(
             minlength=int(request.classes.shape[0]),
         ).astype(np.float64)  # fmt: skip
     if MaskFields.of(request) is not None:
-        ranges = np.asarray(request.ranges, np.float64).reshape(-1, 2)
-        if ranges.shape[0] != X.shape[1]:
-            raise InvalidField("ranges", "must give one (low, high) per feature")
-        fine = fine_histograms(X, ranges, ~skipped, weight)
+        fine = fine_histograms(X, request.ranges, ~skipped, weight)
         values = np.concatenate([fine.ravel(), prior])
         return masked_reply(request, data, state, values, wide=request.wide_mask)
     sketch = sketch_columns(X, skipped, request.max_bins, weight)
@@ -203,12 +199,11 @@ def level(
     nodes = np.ascontiguousarray(request.open_nodes, dtype=np.int64)
     pairs = np.ascontiguousarray(request.pair_feature, dtype=np.int64)
     masked = MaskFields.of(request) is not None
-    wide = request.objective == "squared_error"  # two words a value
     if nodes.shape[0] == 0:
         empty = Histograms.empty(0, 3)
         if masked:
             dense = request.dense_layout().dense(np.zeros((0, 3)), empty, report)
-            return masked_reply(request, data, state, dense, wide=wide)
+            return masked_reply(request, data, state, dense, wide=request.wide_mask)
         return LevelReply(
             np.zeros((0, 2)), np.zeros(0), np.zeros((0, pairs.shape[1]), np.uint8),
             empty.codes, empty.stats, report,
@@ -223,7 +218,7 @@ def level(
     )
     if masked:
         dense = request.dense_layout().dense(stats, found, report)
-        return masked_reply(request, data, state, dense, wide=wide)
+        return masked_reply(request, data, state, dense, wide=request.wide_mask)
     return LevelReply(
         stats[:, :2], stats[:, 2], found.counts.reshape(pairs.shape).astype(np.uint16),
         found.codes, found.stats, report,

@@ -61,6 +61,8 @@ __all__ = [
     "LevelRequest",
     "StartReply",
     "StartRequest",
+    "level_layout",
+    "wide_statistics",
 ]
 
 _STATS = 3  # Σg, Σh, Σw
@@ -104,8 +106,8 @@ class StartRequest(Payload):
 
     @property
     def wide_mask(self) -> bool:
-        """Whether masked values take two words: squared error (docs/security.md)."""
-        return self.objective == "squared_error"
+        """Whether a masked value takes two words (:func:`wide_statistics`)."""
+        return wide_statistics(self.objective)
 
     @property
     def prior_width(self) -> int:
@@ -226,20 +228,19 @@ class LevelRequest(DecisionFields):
         """Number of open nodes in this request."""
         return int(self.open_nodes.shape[0])
 
+    @property
+    def wide_mask(self) -> bool:
+        """Whether a masked value takes two words (:func:`wide_statistics`)."""
+        return wide_statistics(self.objective)
+
     def dense_layout(self) -> DenseLayout:
-        """Return the masked reply's layout: node sums, bins, then the 4 losses."""
-        return DenseLayout(
-            np.asarray(self.pair_feature, np.int64),
-            np.asarray(self.feature_bins, np.int64),
-            _STATS,
-            extra=4,
-        )
+        """Return the masked reply's layout (:func:`level_layout`)."""
+        return level_layout(self.pair_feature, self.feature_bins)
 
     def expected_reply(self) -> ReplySpec:
         """Expect sums per node; per pair its bins, inside the grid, adding up."""
         if self.mask_round >= 0:
-            wide = self.objective == "squared_error"
-            return masked_spec(self.dense_layout().length, wide=wide)
+            return masked_spec(self.dense_layout().length, wide=self.wide_mask)
         fp = int(self.pair_feature.shape[1])
         return ReplySpec(
             LevelReply,
@@ -290,6 +291,25 @@ class LevelRequest(DecisionFields):
                 f"is inconsistent at {at}: a pair's bins sum to {float(got[at])!r} "
                 f"but its node's sum is {float(want[at])!r}",
             )
+
+
+def wide_statistics(objective: str) -> bool:
+    """Whether masked values take two words: squared error's (docs/security.md).
+
+    Its gradients, prior moments and losses grow with the target; a
+    classifier's stay below one word's range.
+    """
+    return objective == "squared_error"
+
+
+def level_layout(pair_feature: np.ndarray, feature_bins: np.ndarray) -> DenseLayout:
+    """Return a masked level reply's layout: node sums, every bin, the 4 losses."""
+    return DenseLayout(
+        np.asarray(pair_feature, np.int64),
+        np.asarray(feature_bins, np.int64),
+        _STATS,
+        extra=4,
+    )
 
 
 def check_gradient_sums(name: str, stats: np.ndarray, objective: str) -> None:

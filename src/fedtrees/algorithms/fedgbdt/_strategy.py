@@ -43,11 +43,12 @@ from fedtrees.algorithms.fedgbdt._payloads import (
     LevelRequest,
     StartReply,
     StartRequest,
+    level_layout,
+    wide_statistics,
 )
 from fedtrees.algorithms.histogram import (
     FINE_BINS,
     Bins,
-    DenseLayout,
     Grid,
     GridSketch,
     Kept,
@@ -58,13 +59,14 @@ from fedtrees.algorithms.histogram import (
     fine_edges,
     keep_split,
     level_histograms,
+    merged_grid,
     plan_level,
 )
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import (
     FederationInfo,
-    MaskedReply,
     MaskedRound,
+    MaskedRounds,
     Payload,
     RoundPlan,
     as_reply,
@@ -130,8 +132,7 @@ class FedGBDTStrategy:
         self._declared: dict[int, FloatArray] = {}
         self._sketched = np.zeros(0, bool)
         self._ranges: FloatArray | None = None
-        self.masked: MaskedRound | None = None
-        self._mask_rounds = 0
+        self.masks = MaskedRounds({})
 
     @property
     def secure_aggregation(self) -> bool:
@@ -143,6 +144,7 @@ class FedGBDTStrategy:
         """Remember the clients; check the declared edges."""
         self.info = info
         self.active = list(info.clients)
+        self.masks = MaskedRounds(info.public_keys)
         schema = info.schema
         self.config = with_classes(self.config, len(schema.classes), "FedGBDT")
         self.margin = np.zeros(self.config.n_trees_per_iteration)
@@ -188,23 +190,10 @@ class FedGBDTStrategy:
 
     def _mask(self, length: int) -> MaskedRound | None:
         """Start a masked round of the active clients (secure aggregation only)."""
-        self.masked = None
         if not self.config.secure_aggregation:
             return None
-        assert self.info is not None
-        self.masked = MaskedRound.start(
-            self._mask_rounds, self.active, self.info.public_keys, length,
-            wide=self.config.objective == "squared_error",
-        )  # fmt: skip
-        self._mask_rounds += 1
-        return self.masked
-
-    def _masked_sum(self, replies: Mapping[str, Payload]) -> FloatArray:
-        """Return the round's masked sum, read back from fixed point."""
-        if self.masked is None:
-            raise LocalProtocolError("FedGBDT: a masked reply to a plain round.")
-        got = {c: as_reply(r, MaskedReply) for c, r in replies.items()}
-        return self.masked.values(got)
+        wide = wide_statistics(self.config.objective)
+        return self.masks.start(self.active, length, wide=wide)
 
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
         """Fold the start, or one level (and the losses it reports)."""
@@ -212,7 +201,7 @@ class FedGBDTStrategy:
         self.active = [c for c in self.active if c in replies]
         if not self.started:
             if self.config.secure_aggregation:
-                self._agree_secure(self._masked_sum(replies))
+                self._agree_secure(self.masks.values(replies))
             else:
                 self._agree([as_reply(r, StartReply) for r in replies.values()])
             self.started = True
@@ -305,12 +294,8 @@ class FedGBDTStrategy:
         assert self.info is not None
         schema = self.info.schema
         is_cat = np.array([k == "categorical" for k in schema.feature_kinds], bool)
-        n_categories = np.array([len(c or ()) for c in schema.categories], np.int64)
-        edges: list[FloatArray | None] = [
-            None if is_cat[j] else self._declared.get(j, agreed.get(j))
-            for j in range(schema.n_features)
-        ]
-        self.grid = Grid.from_lists(edges, list(n_categories))
+        n_categories = [len(c or ()) for c in schema.categories]
+        self.grid = merged_grid(self._declared, agreed, is_cat, n_categories)
         self.grid.check_categories(
             "FedGBDT",
             list(schema.feature_names),
@@ -357,8 +342,7 @@ class FedGBDTStrategy:
             )
         self.level = _Level(nodes, pairs, plan, report)
         assert self.grid is not None
-        layout = DenseLayout(plan.pairs, self.grid.n_bins, 3, extra=4)
-        masked = self._mask(layout.length)
+        masked = self._mask(level_layout(plan.pairs, self.grid.n_bins).length)
         requests = {c: self._request(c, plan, report, full=False) for c in self.active}
         return RoundPlan(
             requests,
@@ -372,7 +356,8 @@ class FedGBDTStrategy:
     ) -> LevelRequest:
         assert self.level is not None
         c = self.config
-        mask = {} if self.masked is None else self.masked.fields()
+        masked = self.masks.current
+        mask = {} if masked is None else masked.fields()
         return LevelRequest(
             subsample=c.subsample, iteration=len(self.iterations), report=report,
             open_nodes=self.level.nodes, pair_feature=plan.pairs,
@@ -415,8 +400,8 @@ class FedGBDTStrategy:
         """
         assert self.grid is not None
         if self.config.secure_aggregation:
-            layout = DenseLayout(level.plan.pairs, self.grid.n_bins, 3, extra=4)
-            total = self._masked_sum(replies)
+            layout = level_layout(level.plan.pairs, self.grid.n_bins)
+            total = self.masks.values(replies)
             stats, pooled_bins = layout.sparse(total)
             return (
                 stats,

@@ -54,6 +54,7 @@ from fedtrees.algorithms.histogram._grid import (
     check_declared_edges,
     check_max_bins,
     declared_grid,
+    merged_grid,
     sketch_columns,
     type1_points,
 )
@@ -116,6 +117,7 @@ __all__ = [
     "keep_split",
     "level_histograms",
     "matrix_with_missing",
+    "merged_grid",
     "partition",
     "plan_level",
     "pool",

@@ -18,13 +18,16 @@ sum of fine, equal-width histograms over declared ranges
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.histogram._grid import MISSING
 from fedtrees.algorithms.histogram._histograms import Histograms
+from fedtrees.federation import InvalidField
 
 __all__ = ["FINE_BINS", "DenseLayout", "fine_edges", "fine_grid", "fine_histograms"]
 
@@ -63,7 +66,7 @@ class DenseLayout:
         """Open nodes of the level."""
         return int(self.pair_feature.shape[0])
 
-    @property
+    @cached_property
     def slots(self) -> IntArray:
         """Bins of every pair (grid bins + the missing bin; 0 for no feature)."""
         f = self.pair_feature.ravel()
@@ -129,12 +132,19 @@ class DenseLayout:
 
 
 def fine_histograms(
-    X: FloatArray, ranges: FloatArray, columns: np.ndarray, weight: FloatArray
+    X: FloatArray, ranges: npt.ArrayLike, columns: np.ndarray, weight: FloatArray
 ) -> FloatArray:
     """Return a site's weighted counts over the fine bins of the ``columns``.
 
-    ``ranges[j] = (low, high)`` of column j (declared); values outside fall in
-    the end bins; missing values are left out. Shape ``(n_columns, FINE_BINS)``.
+    ``ranges[j] = (low, high)`` of column j (declared, as the request gives
+    them); values outside fall in the end bins; missing values are left out.
+    Shape ``(n_columns, FINE_BINS)``.
+
+    Raises
+    ------
+    fedtrees.federation.InvalidField
+        Field ``ranges``: not one finite ``(low, high)``, ``low < high``, per
+        column of ``X`` where a column is counted.
 
     Examples
     --------
@@ -144,6 +154,7 @@ def fine_histograms(
     [1.0, 1.0, 1.0]
     """
     picked = np.flatnonzero(columns)
+    ranges = _checked_ranges(ranges, X.shape[1], picked)
     out = np.zeros((picked.shape[0], FINE_BINS))
     for c, j in enumerate(picked):
         x = X[:, j]
@@ -152,6 +163,22 @@ def fine_histograms(
         scaled = (x[keep] - low) / (high - low) * FINE_BINS
         code = np.clip(np.floor(scaled), 0, FINE_BINS - 1).astype(np.int64)
         out[c] = np.bincount(code, weights=weight[keep], minlength=FINE_BINS)
+    return out
+
+
+def _checked_ranges(
+    ranges: npt.ArrayLike, n_features: int, picked: IntArray
+) -> FloatArray:
+    """Return the request's ranges as ``(n_features, 2)`` floats, refused by name."""
+    given = np.asarray(ranges)
+    if given.dtype.kind not in "fiu" or given.shape != (n_features, 2):
+        raise InvalidField(
+            "ranges", f"must give one numeric (low, high) per feature ({n_features})"
+        )
+    out = given.astype(np.float64)
+    low, high = out[picked, 0], out[picked, 1]
+    if not (np.all(np.isfinite(out[picked])) and np.all(low < high)):
+        raise InvalidField("ranges", "must be finite with low < high where counted")
     return out
 
 

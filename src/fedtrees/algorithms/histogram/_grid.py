@@ -37,7 +37,7 @@ import numpy.typing as npt
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees._validation import LARGEST_FLOAT, check_int, invalid, is_integral
 from fedtrees.algorithms.histogram._client_kernels import bin_column, edges_below
-from fedtrees.exceptions import ValidationError
+from fedtrees.exceptions import LocalProtocolError, ValidationError
 from fedtrees.stats import check_edges, midpoint_candidates, mixtures_by_client
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "check_bin_edges",
     "check_max_bins",
     "declared_grid",
+    "merged_grid",
     "sketch_columns",
     "type1_points",
 ]
@@ -482,3 +483,32 @@ def bin_codes(X: FloatArray, grid: Grid) -> npt.NDArray[np.uint8]:
             bin_column(grid.feature_edges(j), column, by_feature[j])
     codes: npt.NDArray[np.uint8] = by_feature.T  # a view: .T again is contiguous
     return codes
+
+
+def merged_grid(
+    declared: Mapping[int, FloatArray],
+    agreed: Mapping[int, FloatArray],
+    is_categorical: BoolArray,
+    n_categories: Sequence[int],
+) -> Grid:
+    """Return the run's grid: declared edges, else the agreed ones, by column.
+
+    Raises
+    ------
+    LocalProtocolError
+        A numeric column with neither (the agreement skipped it).
+
+    Examples
+    --------
+    >>> g = merged_grid({0: np.array([1.0])}, {1: np.array([2.0, 3.0])},
+    ...                 np.array([False, False, True]), [0, 0, 4])
+    >>> g.n_bins.tolist()
+    [2, 3, 4]
+    """
+    edges: list[FloatArray | None] = []
+    for j, categorical in enumerate(is_categorical.tolist()):
+        found = None if categorical else declared.get(j, agreed.get(j))
+        if not categorical and found is None:
+            raise LocalProtocolError(f"The grid has no edges for numeric column {j}.")
+        edges.append(found)
+    return Grid.from_lists(edges, list(n_categories))
