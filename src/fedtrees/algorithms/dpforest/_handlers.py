@@ -22,7 +22,6 @@ __all__ = ["grow_tree"]
 
 
 THRESHOLD_STREAM: Final = 5
-NOISE_STREAM: Final = 6
 
 
 @handler("dpforest.tree")
@@ -30,7 +29,12 @@ def grow_tree(request: DPTreeRequest, data: ClientData) -> DPTreeReply:
     """Client: grow the DP tree on the local rows, spending its own ε.
 
     The tree's whole ε is charged to the site's budget first (if it declared
-    one), as the tree's accountant charges the whole plan.
+    one), as the tree's accountant charges the whole plan. The noise and the
+    sampler are the site's own (:meth:`ClientData.noise_rng`); the candidate
+    thresholds come from the request's seed (**Decision**: they are drawn
+    uniformly from the public ranges, independently of the rows, so knowing
+    them is no part of the privacy argument — the tree shows the chosen ones
+    anyway — and the server may keep them reproducible).
     """
     key = client_key(data.client_id)
     X, labels = data.finite_matrix(), data.label_codes(request.classes)
@@ -47,10 +51,10 @@ def grow_tree(request: DPTreeRequest, data: ClientData) -> DPTreeReply:
         ranges=request.ranges,
         accountant=accountant,
         thresholds_rng=keyed_rng(request.seed, THRESHOLD_STREAM, key),
-        noise_rng=keyed_rng(request.seed, NOISE_STREAM, key),
+        noise_rng=data.noise_rng(request),
         budget=request.budget,  # type: ignore[arg-type]
         score=request.score,  # type: ignore[arg-type]
-        sampler=request.sampler,  # type: ignore[arg-type]
+        sampler=data.noise.sampler,
     )
     return DPTreeReply(
         **pack_trees([grown.tree]),
