@@ -16,6 +16,7 @@ __all__ = [
     "FedTreesError",
     "LocalProtocolError",
     "NotEnoughClientsError",
+    "OutOfRangeWarning",
     "PrivacyAuditError",
     "PrivacyBudgetExceeded",
     "PrivacyLeakWarning",
@@ -131,6 +132,14 @@ class ClientDropoutWarning(UserWarning):
 
 class PrivacyLeakWarning(UserWarning):
     """A setting releases information about the private data (e.g. data ranges)."""
+
+
+class OutOfRangeWarning(UserWarning):
+    """A site's values lie outside the declared feature ranges; they were clipped.
+
+    Issued at the site (its own log or console), naming the site and the columns;
+    it never travels to the server (docs/dpforest.md).
+    """
 
 
 class CentralizedFitWarning(UserWarning):

@@ -84,12 +84,23 @@ def test_labels_are_agreed_when_a_client_lacks_a_class() -> None:
 
 
 def test_same_seed_same_forest_and_threads_do_not_matter() -> None:
+    # The noise is the sites' own: this test plays them, with their secret.
     X, y, sites = _data(3)
-    a = DPForestClassifier(2.0, 4, RANGES, random_state=7).fit(X, y, groups=sites)
+    a = DPForestClassifier(2.0, 4, RANGES, random_state=7).fit(
+        X, y, groups=sites, noise_seed=11
+    )
     b = DPForestClassifier(2.0, 4, RANGES, random_state=7, workers=3).fit(
-        X, y, groups=sites
+        X, y, groups=sites, noise_seed=11
     )
     assert a.trees_ == b.trees_
+
+
+def test_without_the_sites_secret_the_same_seed_draws_other_noise() -> None:
+    X, y, sites = _data(3)
+    model = DPForestClassifier(2.0, 4, RANGES, random_state=7)
+    a = [t.count for t in model.fit(X, y, groups=sites).trees_]
+    b = [t.count for t in model.fit(X, y, groups=sites).trees_]
+    assert all(not np.array_equal(p[:1], q[:1]) for p, q in zip(a, b, strict=True))
 
 
 def test_messages_hold_no_row_level_array() -> None:
@@ -104,7 +115,6 @@ def test_messages_hold_no_row_level_array() -> None:
         "max_depth": 4,
         "budget": "paper",
         "score": "average",
-        "sampler": "numpy",
         "seed": 0,
     }
     fed.run(
@@ -116,12 +126,13 @@ def test_messages_hold_no_row_level_array() -> None:
 
 
 def test_no_message_grows_with_the_rows() -> None:
-    # A large epsilon: the noise still drawn, too small to change a split, so
-    # the trees have the same shape on n and 2n + 1 rows.
+    # No noise: the trees have the same shape on n and 2n + 1 rows. With noise a
+    # node's noisy purity, and so the tree's shape, depends on the draw, which
+    # is each site's own, fresh for every fit (not on the row count).
     X, y, groups = leveled()
     ranges = [(0, 7), (10, 17), (20, 27)]
     report = audit_row_scaling(
-        estimator_fit(lambda: DPForestClassifier(1e4, 3, ranges, random_state=0)),
+        estimator_fit(lambda: DPForestClassifier(np.inf, 3, ranges, random_state=0)),
         X,
         y,
         groups,

@@ -1,4 +1,10 @@
-"""Fitting a registry entry on a federation, with its messages kept."""
+"""Fitting a registry entry on a federation, with its messages kept.
+
+The suite plays every site, so it also holds their secret noise seed
+(:data:`NOISE_SEED`): the DP entries' noise is the sites' own, never keyed by the
+estimator's seed (docs/security.md), and only with the sites' secret is a DP fit
+reproducible. ``noise_seed=None`` gives the sites fresh entropy instead.
+"""
 
 from __future__ import annotations
 
@@ -13,18 +19,28 @@ from fedtrees.audit import recording
 from fedtrees.federation import Fault, Federation, Ledger, decode
 from tests.conformance.registry import SITES, Entry, data
 
+NOISE_SEED = 37
+"""The simulated sites' secret noise seed."""
 
-def federation(entry: Entry, faults: Sequence[Fault] = ()) -> Federation:
-    """The entry's three sites, with ``faults`` injected."""
+
+def federation(
+    entry: Entry, faults: Sequence[Fault] = (), noise_seed: int | None = NOISE_SEED
+) -> Federation:
+    """The entry's three sites, with ``faults`` injected and their noise seed."""
     X, y, groups, _ = data(entry.regression)
-    return Federation.from_groups(X, y, groups, faults=faults)
+    return Federation.from_groups(X, y, groups, faults=faults, noise_seed=noise_seed)
 
 
 def fit(
-    entry: Entry, faults: Sequence[Fault] = (), seed: int = 0, **params: Any
+    entry: Entry,
+    faults: Sequence[Fault] = (),
+    seed: int = 0,
+    *,
+    noise_seed: int | None = NOISE_SEED,
+    **params: Any,
 ) -> tuple[Any, Ledger, Federation]:
     """A fresh estimator fitted on the entry's federation, its ledger and the federation."""
-    fed = federation(entry, faults)
+    fed = federation(entry, faults, noise_seed)
     model = entry.make(seed)
     if params:
         model.set_params(**params)

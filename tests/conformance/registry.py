@@ -39,6 +39,7 @@ SITES = ("a", "b", "c")
 SIZES = (60, 70, 80)
 N_FEATURES = 4
 RANGES = [(-4.0, 4.0)] * N_FEATURES
+EDGES = {f"x{j}": [-1.0, 0.0, 1.0] for j in range(N_FEATURES)}
 # A client below 256 rows sends an exact sketch: each of its values (declared).
 SKETCH = {"discretize.sketch_reply": ["points"]}
 
@@ -55,8 +56,9 @@ class Entry:
     that send per-row values by design (as the method's own audit declares them).
     ``dropout``: what a client missing a round does ("continue": the fit ends
     with a warning naming it; "fail": an error naming it); an estimator with an
-    ``on_dropout`` parameter is run with both settings. ``skip``: check -> why
-    this estimator cannot take part in it.
+    ``on_dropout`` parameter is run with both settings. ``dp``: its sites release
+    Laplace noise (their own: reproducible only with their secret). ``skip``:
+    check -> why this estimator cannot take part in it.
     """
 
     name: str
@@ -66,6 +68,7 @@ class Entry:
     keeps_state: bool = False
     per_row: Mapping[str, list[str]] = field(default_factory=dict)
     dropout: Dropout = "fail"
+    dp: bool = False
     skip: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -138,6 +141,7 @@ ENTRIES: tuple[Entry, ...] = (
         lambda seed: DPForestClassifier(
             epsilon=1.0, max_depth=3, feature_ranges=RANGES, random_state=seed
         ),
+        dp=True,
     ),
     Entry(
         "ICDTAClassifier",
@@ -149,6 +153,13 @@ ENTRIES: tuple[Entry, ...] = (
         lambda seed: FederatedID3Classifier(max_depth=2, random_state=seed),
         per_row=SKETCH,
     ),
+    Entry(  # with noise: declared edges (DP refuses the sketch round)
+        "FederatedID3Classifier-epsilon",
+        lambda seed: FederatedID3Classifier(
+            epsilon=4.0, max_depth=2, bin_edges=EDGES, random_state=seed
+        ),
+        dp=True,
+    ),
     Entry(
         "SyntheticDataClassifier",
         lambda seed: SyntheticDataClassifier(
@@ -158,13 +169,20 @@ ENTRIES: tuple[Entry, ...] = (
             random_state=seed,
         ),
     ),
-    Entry("FedGAClassifier", _ga(FedGAClassifier), personal=True, dropout="continue"),
+    Entry(
+        "FedGAClassifier",
+        _ga(FedGAClassifier),
+        personal=True,
+        dropout="continue",
+        dp=True,
+    ),
     Entry(
         "FedGARegressor",
         _ga(FedGARegressor),
         regression=True,
         personal=True,
         dropout="continue",
+        dp=True,
     ),
     Entry(
         "FedAvgClassifier",

@@ -25,7 +25,21 @@ def test_messages_carry_no_client_rows_columns_or_labels(entry: Entry) -> None:
 
 @pytest.mark.parametrize("entry", params("determinism"))
 def test_the_same_seed_gives_the_same_model_and_messages(entry: Entry) -> None:
+    # The sites hold the same secret noise seed in both runs (checks.NOISE_SEED).
     a, first, _ = checks.fit(entry, seed=3)
     b, second, _ = checks.fit(entry, seed=3)
     checks.same_model(entry, a, b)
     assert checks.messages(first) == checks.messages(second)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [p for p in params("determinism") if p.values[0].dp],  # type: ignore[union-attr]
+)
+def test_without_the_sites_secret_a_dp_fit_draws_fresh_noise(entry: Entry) -> None:
+    # The estimator's seed does not fix the noise: the server knows it.
+    _, first, _ = checks.fit(entry, seed=3, noise_seed=None)
+    _, second, _ = checks.fit(entry, seed=3, noise_seed=None)
+    up = [checks.messages(ledger) for ledger in (first, second)]
+    replies = [[m for m in messages if m[2] == "up"] for messages in up]
+    assert replies[0] != replies[1]

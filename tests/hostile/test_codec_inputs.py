@@ -397,7 +397,7 @@ def test_each_malformed_header_is_a_codec_error_naming_the_field(
 @pytest.mark.parametrize("text", ["zz" * 8, "0x1p99999", "x" * 100, 1.5, None, "inf!"])
 def test_float_text_that_is_not_a_float_is_named(text: object) -> None:
     request = DPTreeRequest(
-        1.0, 2, "paper", "average", "numpy", np.zeros((1, 2)), np.array([0, 1]), 7
+        1.0, 2, "paper", "average", np.zeros((1, 2)), np.array([0, 1]), 7
     )
     data = _mangled(
         encode(Envelope("request", 1, "a", request.kind, request)),

@@ -28,6 +28,9 @@ HEART_EDGES = {
     **{c: [0.5] for c in ("sex", "fbs", "exang", "cp_2", "cp_3", "cp_4")},
     **{c: [0.5] for c in ("restecg_1", "restecg_2")},
 }
+# The sites' secret noise seed (docs/security.md): every SuperNode's node config
+# holds it and the in-process sites the same, so the DP jobs draw the same noise.
+NOISE_SEED = "9d2b7e4a1c6f0385b7e2d9a4c1f6083e"
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +50,8 @@ def _in_process(
     files: dict[str, Path], job: str, params: dict[str, object]
 ) -> dict[str, object]:
     clients = {name: datasets.load_client_file(path) for name, path in files.items()}
-    document, _ = run_job(job, Federation.from_clients(clients), params)
+    federation = Federation.from_clients(clients, noise_seed=int(NOISE_SEED, 16))
+    document, _ = run_job(job, federation, params)
     return json.loads(json.dumps(document))
 
 
@@ -58,13 +62,16 @@ def tls_deployment(
     # Cleveland forgets its per-run state before rounds 2 and 4, as a restarted
     # site would: stateful protocols must resync it and give the same result.
     forget = {"Cleveland": {"forget-state-at": "2,4"}}
+    node_config = {
+        site: {"noise-seed": NOISE_SEED, **forget.get(site, {})} for site in site_files
+    }
     # SuperNode authentication: the three sites' keys are registered; a fourth
     # SuperNode, with a key of its own that nobody registered, must be refused.
     with Deployment(
         tmp_path_factory.mktemp("tls"),
         site_files,
         tls=True,
-        node_config=forget,
+        node_config=node_config,
         supernode_auth=True,
         strangers={"Stranger": site_files["Cleveland"]},
     ) as d:

@@ -6,6 +6,20 @@ value of ``groups``. **Decision (groups=None):** all rows go to one client
 cross-validation need — and ``fit`` says so once with a
 :class:`~fedtrees.exceptions.CentralizedFitWarning`.
 
+**Decision (DP noise in fit):** ``fit`` plays every site, so it holds their noise
+source too (:class:`fedtrees.federation.SiteNoise`; docs/security.md). Only DP
+releases draw noise (``DPForestClassifier``, FedGA's noisy sizes, Federated-ID3 with
+``epsilon``), and never from ``random_state``: the server knows it, and could redraw
+the noise and subtract it. ``fit(..., noise_seed=None)`` (default) draws every
+release's noise from fresh operating-system entropy, so a DP fit differs from one
+call to the next; ``noise_seed=<int>`` makes each simulated site key its noise by
+that secret, its own id, its rows and the request, so the same call (same
+``random_state``, data and seed) reproduces the fit. It is the sites' setting, a
+keyword of ``fit`` rather than a parameter: it is never sent, nor stored on the
+estimator (a pickled model does not carry it). ``fit_federation`` leaves the noise
+to the federation's sites (``Federation.from_groups(..., noise_seed=...)``, or each
+Flower site's own node config).
+
 **Decision (groups in model selection):** every estimator *requests* ``groups``
 for ``fit`` through scikit-learn's metadata routing by default
 (``__metadata_request__fit``), where scikit-learn's own consumers default to
@@ -82,6 +96,7 @@ from fedtrees.federation import (
     ServerStrategy,
     as_frame,
     category_positions,
+    check_noise,
     check_timeout,
 )
 from fedtrees.tree import FlatForest, Tree
@@ -119,6 +134,8 @@ class FederatedEstimator:
         y: npt.ArrayLike,
         groups: npt.ArrayLike | None = None,
         sample_weight: npt.ArrayLike | None = None,
+        *,
+        noise_seed: int | None = None,
     ) -> Any:
         """Fit on in-process clients: one per distinct value of ``groups``.
 
@@ -134,9 +151,13 @@ class FederatedEstimator:
             :class:`~fedtrees.exceptions.CentralizedFitWarning`.
         sample_weight : array-like of shape (n_samples,), optional
             Per-row weights (>= 0, not all zero); each client keeps its own.
+        noise_seed : int >= 0, optional
+            The simulated sites' secret noise seed (module docstring,
+            docs/security.md): None draws every DP release's noise from fresh
+            operating-system entropy; an int reproduces a DP fit.
         """
         federation, classes = self._federation(
-            X, y, groups, sample_weight, getattr(self, "workers", 1)
+            X, y, groups, sample_weight, getattr(self, "workers", 1), noise_seed
         )
         self._empty_forest_cache()
         return self._fit(federation, classes, ())
@@ -189,6 +210,7 @@ class FederatedEstimator:
         groups: npt.ArrayLike | None,
         sample_weight: npt.ArrayLike | None,
         workers: int = 1,
+        noise_seed: int | None = None,
     ) -> tuple[Federation, npt.NDArray[Any] | None]:
         """Validate ``fit``'s inputs; return the in-process federation and classes.
 
@@ -199,6 +221,7 @@ class FederatedEstimator:
         (``fit_federation`` declares only what its federation declares).
         """
         owner = type(self).__name__
+        check_noise("numpy", noise_seed, f"{owner}.fit", ("sampler", "noise_seed"))
         frame = _checked_frame(X, owner, self._missing_hint(), self._max_abs_feature)
         target = _checked_target(y, frame.shape[0], self._task, owner)
         if groups is None:
@@ -226,6 +249,7 @@ class FederatedEstimator:
             sample_weight=weights,
             workers=workers,
             categories=declared,
+            noise_seed=noise_seed,
         )
         classes = np.unique(target) if self._task == "classification" else None
         if classes is not None:

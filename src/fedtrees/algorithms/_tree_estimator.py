@@ -40,14 +40,23 @@ class SingleTreeClassifier(FederatedEstimator):
     binning_: Binning | None
 
     def fit(  # type: ignore[override]  # no sample_weight (see the subclasses)
-        self, X: object, y: npt.ArrayLike, groups: npt.ArrayLike | None = None
+        self,
+        X: object,
+        y: npt.ArrayLike,
+        groups: npt.ArrayLike | None = None,
+        *,
+        noise_seed: int | None = None,
     ) -> Any:
         """Fit on in-process clients, one per value of ``groups``.
 
         ``groups=None`` puts every row on one client (centralized training, with
-        a :class:`~fedtrees.exceptions.CentralizedFitWarning`).
+        a :class:`~fedtrees.exceptions.CentralizedFitWarning`). ``noise_seed``:
+        the simulated sites' secret noise seed (DP releases only, e.g.
+        Federated-ID3 with ``epsilon``; docs/security.md): None draws fresh
+        operating-system noise, an int reproduces the fit.
         """
-        federation, classes = self._federation(X, y, groups, None, self.workers)  # type: ignore[attr-defined]
+        workers = self.workers  # type: ignore[attr-defined]
+        federation, classes = self._federation(X, y, groups, None, workers, noise_seed)
         return self._fit(federation, classes, ())
 
     def _strategy(self) -> ServerStrategy:

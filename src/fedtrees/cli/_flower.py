@@ -195,6 +195,18 @@ def supernode(
         Path | None,
         typer.Option(help="The file keeping this site's spent epsilon across runs."),
     ] = None,
+    noise_seed: Annotated[
+        str | None,
+        typer.Option(
+            help="This site's secret DP noise seed, at least 32 hex digits (to "
+            "reproduce its noise; default: fresh entropy for every release). Never "
+            "sent; keep it secret."
+        ),
+    ] = None,
+    noise_sampler: Annotated[
+        str | None,
+        typer.Option(help="This site's Laplace sampler: numpy (default) or opendp."),
+    ] = None,
 ) -> None:
     """Start this site's SuperNode (replaces this process).
 
@@ -218,7 +230,10 @@ def supernode(
             port=port,
             target=target,
             auth_private_key=auth_key.resolve() if auth_key else None,
-            node_config=_node_config(cache_dir, privacy_budget, privacy_ledger),
+            node_config={
+                **_node_config(cache_dir, privacy_budget, privacy_ledger),
+                **_noise_config(noise_seed, noise_sampler),
+            },
         )
     except ValueError as exc:
         raise typer.BadParameter(cli_words(str(exc))) from exc
@@ -253,6 +268,35 @@ def _node_config(
         from fedtrees.federation.flower import site_budget
 
         site_budget(config, "", 0)  # the site's own check, now, not at a message
+    return config
+
+
+def _noise_config(seed: str | None, sampler: str | None) -> dict[str, str]:
+    """Return the node config entries of the site's noise source, checked now.
+
+    The messages name the flags and never show the seed (it is the site's secret).
+    """
+    from fedtrees.federation.flower import site_noise
+
+    config = {} if sampler is None else {"noise-sampler": sampler}
+    try:
+        site_noise(config)
+    except ValueError:
+        raise typer.BadParameter(
+            f"--noise-sampler must be numpy or opendp, got {sampler!r}"
+        ) from None
+    if seed is None:
+        return config
+    config["noise-seed"] = seed
+    try:
+        site_noise(config)
+    except ValueError:
+        raise typer.BadParameter(
+            "--noise-seed must be this site's secret, at least 32 hex digits (128 "
+            "bits; python -c 'import secrets; print(secrets.token_hex(16))' prints "
+            "one), with the numpy sampler (OpenDP's cannot be seeded); the value "
+            "given is not shown"
+        ) from None
     return config
 
 

@@ -62,7 +62,9 @@ def fit_run(problem: Problem, split: Split, s: RunSettings) -> list[dict[str, An
     task = problem.task
     clients = np.unique(split.clients)
     local = [_local_score(task, split, k, s) for k in clients]
-    model = _fedga(task, s).fit(split.codes_train, split.y_train, groups=split.clients)
+    model = _fedga(task, s).fit(  # the sites' noise seed: the run's (it plays them)
+        split.codes_train, split.y_train, groups=split.clients, noise_seed=s.seed
+    )
     fed = [
         score(task, split.y_test, model.predict(split.codes_test, client=str(k)))
         for k in clients
@@ -161,7 +163,7 @@ def _ibm_score(split: Split, s: RunSettings) -> float:
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        tree.fit(split.X_train, split.y_train, groups=split.clients)
+        tree.fit(split.X_train, split.y_train, groups=split.clients, noise_seed=s.seed)
     return score("classification", split.y_test, tree.predict(split.X_test))
 
 

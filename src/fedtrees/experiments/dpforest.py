@@ -204,7 +204,9 @@ def _one_forest(
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)  # hotel: in the notes
-        model.fit(split.X, split.y, groups=split.clients)
+        # The experiment plays every site: their secret noise seed is derived
+        # from the run's seed, so the tables are reproducible (docs/security.md).
+        model.fit(split.X, split.y, groups=split.clients, noise_seed=seed)
     row = {
         **setting,
         "repeat": repeat,

@@ -300,7 +300,7 @@ def _fedid3_dp(
     """ε-DP Federated-ID3 on declared edges (the sketch round is refused)."""
     start = time.perf_counter()
     model = FederatedID3Classifier(epsilon=epsilon, random_state=seed, bin_edges=edges)
-    model.fit(fold.X, fold.y, groups=fold.groups)
+    model.fit(fold.X, fold.y, groups=fold.groups, noise_seed=seed)  # plays the sites
     return {
         "method": f"Federated-ID3 ε={epsilon:g}",
         "epsilon": epsilon,

@@ -18,7 +18,9 @@ within the bounds go undetected). A client's runtime answers anything it cannot
 read with an error envelope. A site may declare its own privacy budget
 (:class:`SiteBudget`, kept across runs in a :class:`BudgetFile`): every DP
 release is charged to it, and a request that would exceed it is refused with an
-error naming the budget. Not defended: a malicious server, collusion,
+error naming the budget. Its DP noise is its own (:class:`SiteNoise`: fresh
+operating-system entropy, or keyed by a secret only the site holds), never drawn
+from anything the server sends or knows. Not defended: a malicious server, collusion,
 traffic analysis. The audit (:mod:`fedtrees.audit`, a layer above this one)
 tests that no message carries row-level data (docs/security.md).
 
@@ -84,6 +86,7 @@ _HOMES: Final[dict[str, str]] = {
     "SchemaRequest": "fedtrees.federation._schema",
     "ServerStrategy": "fedtrees.federation._driver",
     "SiteBudget": "fedtrees.federation._budget",
+    "SiteNoise": "fedtrees.federation._noise",
     "Task": "fedtrees.federation._schema",
     "Transport": "fedtrees.federation._transport",
     "agree": "fedtrees.federation._schema",
@@ -92,6 +95,7 @@ _HOMES: Final[dict[str, str]] = {
     "category_positions": "fedtrees.federation._values",
     "check_at_most": "fedtrees.federation._checks",
     "check_moments": "fedtrees.federation._checks",
+    "check_noise": "fedtrees.federation._noise",
     "check_reply": "fedtrees.federation._checks",
     "check_same_stats": "fedtrees.federation._checks",
     "check_timeout": "fedtrees.federation._driver",
@@ -153,6 +157,7 @@ __all__ = [
     "SchemaRequest",
     "ServerStrategy",
     "SiteBudget",
+    "SiteNoise",
     "Task",
     "Transport",
     "agree",
@@ -162,6 +167,7 @@ __all__ = [
     "check_at_most",
     "check_cohort",
     "check_moments",
+    "check_noise",
     "check_public_keys",
     "check_reply",
     "check_same_stats",
@@ -229,6 +235,7 @@ if TYPE_CHECKING:
         MeteredTransport,
         recording,
     )
+    from fedtrees.federation._noise import SiteNoise, check_noise
     from fedtrees.federation._payload import (
         Field,
         Payload,

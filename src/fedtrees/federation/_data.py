@@ -33,6 +33,8 @@ from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import check_sample_weight
 from fedtrees.exceptions import UnsupportedInputError, ValidationError
 from fedtrees.federation._budget import SiteBudget
+from fedtrees.federation._noise import SiteNoise, data_digest, release_key
+from fedtrees.federation._payload import Payload
 from fedtrees.federation._values import (
     DeclaredCategories,
     category_positions,
@@ -140,7 +142,7 @@ class ClientData:
     ``X`` keeps the client's own categories; :attr:`categories` and
     :attr:`matrix` follow the run's declaration (:meth:`declare_categories`).
     ``budget`` is the site's own privacy budget, if it declared one
-    (:meth:`charge_privacy`).
+    (:meth:`charge_privacy`); ``noise`` its own noise source (:meth:`noise_rng`).
     """
 
     client_id: str
@@ -148,6 +150,7 @@ class ClientData:
     y: pd.Series
     weights: FloatArray | None = None
     budget: SiteBudget | None = None
+    noise: SiteNoise = field(default_factory=SiteNoise)
     _declared: DeclaredCategories = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
@@ -159,10 +162,12 @@ class ClientData:
         weights: object = None,
         *,
         budget: SiteBudget | None = None,
+        noise: SiteNoise | None = None,
     ) -> ClientData:
         """Validate and normalise one client's data (``weights``: per-row, >= 0).
 
-        ``budget``: the site's privacy budget (:meth:`charge_privacy`).
+        ``budget``: the site's privacy budget (:meth:`charge_privacy`);
+        ``noise``: its noise source (default: fresh OS entropy, numpy sampler).
         """
         name = str(client_id)
         frame = as_frame(X, f"client {name!r}")
@@ -194,6 +199,7 @@ class ClientData:
             if weights is None
             else check_sample_weight(weights, frame.shape[0], f"client {name!r}"),
             budget,
+            SiteNoise() if noise is None else noise,
         )
 
     def charge_privacy(self, epsilon: float, request: str) -> None:
@@ -212,6 +218,25 @@ class ClientData:
         """
         if self.budget is not None:
             self.budget.charge(epsilon, request)
+
+    def noise_rng(self, request: Payload) -> np.random.Generator:
+        """Return the generator of the DP noise this site releases for ``request``.
+
+        The one source of every DP draw at a site
+        (:mod:`fedtrees.federation._noise`): the site's own, never derived from
+        what the server sends or knows alone — fresh OS entropy, or keyed by the
+        site's secret, its id, its rows and the whole request. The sampler is
+        :attr:`noise` ``.sampler``.
+        """
+        if self.noise.seed is None:  # fresh entropy: no key to derive
+            return self.noise.generator(b"")
+        key = release_key(self.client_id, self._rows_digest, self._declared, request)
+        return self.noise.generator(key)
+
+    @cached_property
+    def _rows_digest(self) -> bytes:
+        """Digest of the rows (:func:`fedtrees.federation._noise.data_digest`)."""
+        return data_digest(self.X, self.y, self.weights)
 
     @property
     def n_rows(self) -> int:

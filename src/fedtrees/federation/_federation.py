@@ -15,6 +15,13 @@ In process, the sites may declare their own privacy budgets
 keeping every site's spend across runs and processes;
 :mod:`fedtrees.federation._budget`). Without a ledger file the spend lives as
 long as the federation object.
+
+In process, the sites' DP noise is theirs too (:class:`SiteNoise`): by default
+fresh operating-system entropy for every release, so a DP fit is not reproducible
+by ``random_state`` alone; ``noise_seed=`` gives the simulated sites a secret from
+which each site keys its noise (by its own id, rows and request), so the one who
+plays the sites can reproduce a fit, and ``noise_sampler=`` their Laplace sampler.
+Neither ever travels: no request names the sampler or the seed.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from fedtrees.federation._data import (
 )
 from fedtrees.federation._driver import RoundCallback, RunResult, ServerStrategy, run
 from fedtrees.federation._ledger import Ledger
+from fedtrees.federation._noise import SiteNoise, check_noise
 from fedtrees.federation._schema import Task
 from fedtrees.federation._transport import Fault, InProcessTransport, Transport
 
@@ -128,6 +136,8 @@ class Federation:
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         privacy_budget: float | Mapping[str, float] | None = None,
         privacy_ledger: str | os.PathLike[str] | None = None,
+        noise_seed: int | None = None,
+        noise_sampler: str = "numpy",
     ) -> Federation:
         """Build one in-process client per distinct value of ``groups``.
 
@@ -143,6 +153,13 @@ class Federation:
         ``privacy_ledger`` the file keeping their spend across runs (default:
         kept by this federation only). A DP request that would exceed a site's
         budget is refused with an error naming it (:class:`SiteBudget`).
+
+        ``noise_seed`` is the simulated sites' secret noise seed (an int >= 0;
+        None, the default, draws every release's noise from fresh
+        operating-system entropy) and ``noise_sampler`` their Laplace sampler
+        ("numpy" or "opendp", which cannot be seeded): see :class:`SiteNoise`.
+        Each site keys its noise by the seed, its own id, its rows and the
+        request, so the same seed and data reproduce a DP fit.
         """
         frame = as_frame(X, "Federation.from_groups")
         declared = _declared_columns_of(
@@ -184,12 +201,18 @@ class Federation:
             privacy_ledger,
             "Federation.from_groups",
         )
+        noise = _site_noise(noise_seed, noise_sampler, "Federation.from_groups")
         clients = {}
         for k, name in enumerate(names):
             rows = codes == k
             part = None if weights is None else weights[rows]
             clients[str(name)] = ClientData.build(
-                str(name), frame[rows], target[rows], part, budget=budgets[str(name)]
+                str(name),
+                frame[rows],
+                target[rows],
+                part,
+                budget=budgets[str(name)],
+                noise=noise,
             )
         return cls(
             InProcessTransport(clients, workers=workers, faults=faults),
@@ -209,11 +232,14 @@ class Federation:
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         privacy_budget: float | Mapping[str, float] | None = None,
         privacy_ledger: str | os.PathLike[str] | None = None,
+        noise_seed: int | None = None,
+        noise_sampler: str = "numpy",
     ) -> Federation:
         """Build one in-process client per ``(X, y)``.
 
-        ``max_message_bytes``: as in :class:`Federation`; ``privacy_budget`` and
-        ``privacy_ledger``: as in :meth:`from_groups`.
+        ``max_message_bytes``: as in :class:`Federation`; ``privacy_budget``,
+        ``privacy_ledger``, ``noise_seed`` and ``noise_sampler``: as in
+        :meth:`from_groups`.
 
         Client ids are ``"0", "1", ...`` for a sequence, or ``str`` of the
         mapping's keys; keys that collide once written as strings (``1`` and
@@ -235,8 +261,9 @@ class Federation:
             privacy_ledger,
             "Federation.from_clients",
         )
+        noise = _site_noise(noise_seed, noise_sampler, "Federation.from_clients")
         data = {
-            name: ClientData.build(name, X, y, budget=budgets[name])
+            name: ClientData.build(name, X, y, budget=budgets[name], noise=noise)
             for name, (X, y) in items
         }
         columns = {str(c) for client in data.values() for c in client.X.columns}
@@ -405,3 +432,9 @@ def _budget(site: str, total: object, store: BudgetStore, owner: str) -> SiteBud
             f"{owner}: the privacy_budget of site {site!r} must be a finite "
             f"epsilon > 0; got {total!r}."
         ) from exc
+
+
+def _site_noise(seed: object, sampler: object, owner: str) -> SiteNoise:
+    """Return the simulated sites' noise source (errors name ``owner``'s keywords)."""
+    checked = check_noise(sampler, seed, owner, ("noise_sampler", "noise_seed"))
+    return SiteNoise(sampler, checked)  # type: ignore[arg-type]

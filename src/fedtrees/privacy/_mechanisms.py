@@ -8,33 +8,33 @@ before any noise is drawn.
 
 Samplers
 --------
-``sampler="numpy"`` (default) draws from a seeded ``numpy.random.Generator`` keyed
-by (seed, tree, client), so runs are reproducible and identical in-process and
-over Flower — the determinism every fedtrees estimator promises.
-Its limitation: textbook floating-point Laplace sampling leaks information through
-the low-order bits of its output (Mironov, CCS 2012), so the guarantee is the
-idealised real-valued one.
+``sampler="numpy"`` (default) draws from the ``numpy.random.Generator`` it is given.
+At a site that generator is the site's own (:class:`fedtrees.federation.SiteNoise`):
+fresh operating-system entropy, or a stream keyed by a secret only the site holds —
+never by anything the server sends or knows (docs/security.md). Its limitation:
+textbook floating-point Laplace sampling leaks information through the low-order bits
+of its output (Mironov, CCS 2012), so the guarantee is the idealised real-valued one.
 
 ``sampler="opendp"`` draws from OpenDP's floating-point-safe sampler (exact discrete
 Laplace on a fine grid; in a fedtrees clone ``pip install '.[opendp]'``). It is the
 choice for deployments where that attack matters. It is not the default because OpenDP
-draws from the operating system's randomness and **cannot be seeded**, and because it is
-slow. Measured here (2 cores, OpenDP 0.16, vector of 10^6 zeros,
-scale 2): numpy 0.03 s; OpenDP 21 s with its default granularity and about 11 s
-with a 2^-52 grid — roughly 400–800× slower, fine for the few hundred releases of
-a DP tree, prohibitive inside hot loops.
+draws from the operating system's randomness and **cannot be seeded** (a site that wants
+to reproduce its noise needs the numpy sampler), and because it is slow. Measured
+here (2 cores, OpenDP 0.16, vector of 10^6 zeros, scale 2): numpy 0.03 s; OpenDP
+21 s with its default granularity and about 11 s with a 2^-52 grid — roughly
+400–800× slower, fine for the few hundred releases of a DP tree, prohibitive
+inside hot loops.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
-from fedtrees._typing import FloatArray
+from fedtrees._typing import SAMPLERS, FloatArray, Sampler
 from fedtrees._validation import (
     MIN_EPSILON,
     check_choice,
@@ -51,9 +51,6 @@ __all__ = [
     "Laplace",
     "Sampler",
 ]
-
-Sampler: TypeAlias = Literal["numpy", "opendp"]
-SAMPLERS: Final = ("numpy", "opendp")
 
 
 @dataclass(frozen=True)

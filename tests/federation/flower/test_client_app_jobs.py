@@ -103,6 +103,11 @@ class ClientAppGrid:
         return [self.replies.pop(i) for i in message_ids if i in self.replies]
 
 
+# The sites' secret noise seed (docs/security.md): each node's config holds it, and
+# the in-process sites the same, so the DP jobs' noise is the same on both paths.
+NOISE_SEED = "6a0c4f2e9b8d7c1a5e3f0b2d4c6a8e1f"
+
+
 def _load_handlers(job: str) -> None:
     from fedtrees.algorithms._handlers import load_handlers
 
@@ -142,7 +147,12 @@ def _run_client_apps(
     for name, value in {"_task_id": 1, "_run_id": 1, "_node_id": 0}.items():
         monkeypatch.setattr(TaskIdentity, name, value)  # as inside a ServerApp
     configs = {
-        site: {"client-id": site, "data-path": str(path), "cache-dir": ""}
+        site: {
+            "client-id": site,
+            "data-path": str(path),
+            "cache-dir": "",
+            "noise-seed": NOISE_SEED,
+        }
         | ({"forget-state-at": forget[site]} if site in forget else {})
         for site, path in files.items()
     }
@@ -166,7 +176,9 @@ def _in_process_with_ledger(
     faults: Sequence[Fault] = (),
 ) -> tuple[dict[str, Any], Ledger]:
     clients = {site: load_client_file(path) for site, path in files.items()}
-    federation = Federation.from_clients(clients, faults=tuple(faults))
+    federation = Federation.from_clients(
+        clients, faults=tuple(faults), noise_seed=int(NOISE_SEED, 16)
+    )
     document, ledger = run_job(job, federation, params)
     return dict(json.loads(json.dumps(document))), ledger
 

@@ -37,7 +37,6 @@ def _dp_request(epsilon: float) -> bytes:
         max_depth=1,
         budget="paper",
         score="average",
-        sampler="numpy",
         ranges=np.array([[0.0, 100.0]]),
         classes=np.array(["no", "yes"]),
         seed=0,

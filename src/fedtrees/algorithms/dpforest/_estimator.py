@@ -20,7 +20,6 @@ from fedtrees.algorithms.dpforest._strategy import DPTrees, DPTreeStrategy
 from fedtrees.exceptions import PrivacyLeakWarning, ValidationError
 from fedtrees.federation import Federation, RoundCallback
 from fedtrees.learners import BUDGETS, MAX_DEPTH, SCORES, validate_plan
-from fedtrees.privacy import SAMPLERS
 
 __all__ = ["DPForestClassifier"]
 
@@ -56,8 +55,6 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
     split_score : {"average", "weighted"}, default "average"
         Split score: the plain average of the children's Gini (the paper), or
         weighted by their noisy counts (the authors' public code; beyond the paper).
-    sampler : {"numpy", "opendp"}, default "numpy"
-        Laplace noise source (see :mod:`fedtrees.privacy`).
     timeout : float, default 120.0
         Seconds the round may take.
     workers : int, default 1
@@ -65,8 +62,13 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
     verbose : bool, default False
         Show a progress bar.
     random_state : int, Generator or None
-        Client k's thresholds and noise use ``[seed, 5, crc32(k)]`` and
-        ``[seed, 6, crc32(k)]``.
+        Client k's candidate thresholds use ``[seed, 5, crc32(k)]``. The noise is
+        not the server's to seed: each site draws it from its own source
+        (:class:`fedtrees.federation.SiteNoise`; fresh entropy by default), so a
+        fit is reproducible by ``random_state`` alone only with ``epsilon=inf``.
+        To reproduce a simulated fit, give the simulated sites a secret:
+        ``fit(..., noise_seed=...)``. The Laplace sampler is a site setting too
+        (``Federation.from_groups(..., noise_sampler="opendp")``).
 
     Attributes
     ----------
@@ -102,7 +104,6 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
         *,
         budget: str = "paper",
         split_score: str = "average",
-        sampler: str = "numpy",
         timeout: float = 120.0,
         workers: int = 1,
         verbose: bool = False,
@@ -113,7 +114,6 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
         self.feature_ranges = feature_ranges
         self.budget = budget
         self.split_score = split_score
-        self.sampler = sampler
         self.timeout = timeout
         self.workers = workers
         self.verbose = verbose
@@ -125,11 +125,15 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
         y: npt.ArrayLike,
         groups: npt.ArrayLike | None = None,
         sample_weight: npt.ArrayLike | None = None,
+        *,
+        noise_seed: int | None = None,
     ) -> Any:
         """Fit on in-process clients, one per value of ``groups``.
 
         ``groups=None`` puts every row on one client (centralized training, with
-        a :class:`~fedtrees.exceptions.CentralizedFitWarning`).
+        a :class:`~fedtrees.exceptions.CentralizedFitWarning`). ``noise_seed``:
+        the simulated sites' secret noise seed (docs/security.md): None draws
+        fresh operating-system noise, an int reproduces the fit.
         """
         if sample_weight is not None:
             raise ValidationError(
@@ -138,7 +142,7 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
             )
         self._declared = self._ranges_from_data(X)
         try:
-            return super().fit(X, y, groups)
+            return super().fit(X, y, groups, noise_seed=noise_seed)
         finally:
             del self._declared
 
@@ -216,7 +220,6 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
             "max_depth": depth,
             "budget": budget,
             "score": check_choice(self.split_score, "split_score", owner, SCORES),
-            "sampler": check_choice(self.sampler, "sampler", owner, SAMPLERS),
             "seed": resolve_seed(self.random_state, owner),
         }
 

@@ -12,8 +12,10 @@ spent its ε (within rounding, never more). Its node counts are noisy (clipped
 Laplace; right = parent − left, clipped at 0): they may legitimately exceed
 the client's declared row bound, and children may hold more than their node,
 so neither is checked (the noise that protects the rows also hides an inflated
-count; only its non-negativity is). Client ``k`` keys its generators by
-``[seed, 5, crc32(k)]`` (thresholds) and ``[seed, 6, crc32(k)]`` (noise).
+count; only its non-negativity is). Client ``k`` draws its candidate thresholds
+from ``[seed, 5, crc32(k)]`` (public: uniform in the declared ranges, whatever the
+rows); its noise and sampler are its own (:class:`fedtrees.federation.SiteNoise`),
+so no request names a sampler.
 """
 
 from __future__ import annotations
@@ -57,7 +59,6 @@ class DPTreeRequest(Payload):
     max_depth: int
     budget: str
     score: str
-    sampler: str
     ranges: np.ndarray
     classes: np.ndarray
     seed: int

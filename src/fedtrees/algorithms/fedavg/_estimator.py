@@ -258,6 +258,7 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
         sample_weight: npt.ArrayLike | None = None,
         *,
         eval_set: tuple[object, npt.ArrayLike] | None = None,
+        noise_seed: int | None = None,
     ) -> FedAvgClassifier:
         """Fit on in-process clients: one per distinct value of ``groups``.
 
@@ -276,6 +277,9 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
         eval_set : (X_eval, y_eval), optional
             A test set the server holds (never sent to a client), X_eval of shape
             (n_eval, n_features); every training round is scored on it.
+        noise_seed : int >= 0, optional
+            The simulated sites' secret noise seed, as for every estimator
+            (FedAvg releases nothing noisy, so it changes nothing here).
 
         Raises
         ------
@@ -284,7 +288,7 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
             features or labels do not match the fit's.
         """
         federation, classes = self._federation(
-            X, y, groups, sample_weight, self.workers
+            X, y, groups, sample_weight, self.workers, noise_seed
         )
         return self._fit(federation, classes, (), eval_set=eval_set)
 

@@ -84,10 +84,14 @@ class _FedGA(FederatedEstimator):
     depth_range : (int, int), default (2, 15)
         [d_min, d_max] of the depth search.
     random_state : int, Generator or None
-        Keys every generator: client k's CV folds and trees, its noisy size
-        ``[seed, 13, crc32(k)]``, its training / validation split
-        ``[seed, 12, crc32(k)]``; the server's random structures ``[seed, 14]``,
-        active clients ``[seed, 15, g]`` and breeding ``[seed, 16, g]``.
+        Keys every generator but the noise: client k's CV folds and trees, its
+        training / validation split ``[seed, 12, crc32(k)]``; the server's random
+        structures ``[seed, 14]``, active clients ``[seed, 15, g]`` and breeding
+        ``[seed, 16, g]``. The noise on a site's size is the site's own
+        (:class:`fedtrees.federation.SiteNoise`: fresh entropy by default), never
+        keyed by anything the server knows, so with several sites a fit is not
+        reproducible by ``random_state`` alone: give the simulated sites a
+        secret, ``fit(..., noise_seed=...)``, to reproduce one.
     timeout : float, default 120.0
     workers : int, default 1
     verbose : bool, default False
@@ -184,6 +188,7 @@ class _FedGA(FederatedEstimator):
         groups: npt.ArrayLike | None = None,
         *,
         join_at: Mapping[object, int] | None = None,
+        noise_seed: int | None = None,
     ) -> Any:
         """Fit on in-process clients, one per value of ``groups``.
 
@@ -191,9 +196,13 @@ class _FedGA(FederatedEstimator):
         a :class:`~fedtrees.exceptions.CentralizedFitWarning`).
 
         ``join_at`` maps a client to the generation it joins in (steps 29–33);
-        the others take part from the start.
+        the others take part from the start. ``noise_seed`` is the simulated
+        sites' secret noise seed for their noisy sizes (docs/security.md): None
+        draws fresh operating-system noise, an int reproduces the fit.
         """
-        federation, classes = self._federation(X, y, groups, None, self.workers)
+        federation, classes = self._federation(
+            X, y, groups, None, self.workers, noise_seed
+        )
         return self._fit_with(federation, classes, (), join_at)
 
     def fit_federation(

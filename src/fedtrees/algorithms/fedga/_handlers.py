@@ -61,7 +61,6 @@ __all__ = [
 ]
 
 SPLIT_STREAM: Final = 12
-SIZE_STREAM: Final = 13
 TREE_KEY: Final = "fedga.tree"
 """The per-run client state's entry holding the personal tree (a KeptTree)."""
 
@@ -135,12 +134,21 @@ def _fitness(request: Any, data: ClientData, structures: np.ndarray) -> FloatArr
 
 
 def _size(request: Any, data: ClientData) -> tuple[float, float]:
-    """Release the noisy size, charged to the site's budget first (if declared)."""
+    """Release the noisy size, charged to the site's budget first (if declared).
+
+    The noise is the site's own (:meth:`ClientData.noise_rng`), never keyed by
+    the request's seed: the server knows that.
+    """
     check_epsilon(request.epsilon, f"request {request.kind!r}")
     data.charge_privacy(request.epsilon, f"{request.kind}: noisy size")
     accountant = PrivacyAccountant(request.epsilon, owner=f"client {data.client_id!r}")
-    rng = keyed_rng(request.seed, SIZE_STREAM, client_key(data.client_id))
-    return noisy_size(data.n_rows, request.epsilon, rng, accountant=accountant)
+    return noisy_size(
+        data.n_rows,
+        request.epsilon,
+        data.noise_rng(request),
+        accountant=accountant,
+        sampler=data.noise.sampler,
+    )
 
 
 # -- 1. init -----------------------------------------------------------------------

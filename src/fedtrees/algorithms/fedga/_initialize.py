@@ -43,7 +43,7 @@ from fedtrees.algorithms.fedga._encoding import MAX_DEPTH, encode
 from fedtrees.algorithms.fedga._evaluate import Task
 from fedtrees.exceptions import ValidationError
 from fedtrees.learners import fit_cart, float32_scaled
-from fedtrees.privacy import Laplace, PrivacyAccountant
+from fedtrees.privacy import Laplace, PrivacyAccountant, Sampler
 from fedtrees.tree import Tree
 
 __all__ = [
@@ -202,11 +202,14 @@ def noisy_size(
     rng: np.random.Generator,
     *,
     accountant: PrivacyAccountant,
+    sampler: Sampler = "numpy",
 ) -> tuple[float, float]:
     """Release ``n_rows + Lap(1/ε)`` (Algorithm 1, steps 7, 13 and 32).
 
     The count has sensitivity 1, so the release is ε-DP. It goes through
     ``accountant.release``, which refuses an overspend before drawing noise.
+    ``rng`` and ``sampler`` are the site's own noise source
+    (:class:`fedtrees.federation.SiteNoise`).
 
     Returns
     -------
@@ -224,7 +227,7 @@ def noisy_size(
     """
     owner = "noisy_size"
     n = check_int(n_rows, "n_rows", owner, min_value=0)
-    mechanism = Laplace(epsilon=epsilon, sensitivity=1.0)
+    mechanism = Laplace(epsilon=epsilon, sensitivity=1.0, sampler=sampler)
     noisy = accountant.release(mechanism, float(n), rng, label=SIZE_LABEL)
     return float(noisy), accountant.spends[-1].epsilon
 

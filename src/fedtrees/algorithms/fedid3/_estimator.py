@@ -50,7 +50,11 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         between bin codes, Fisher groupings of categories; features reusable):
         the "IBM tree" of FedGA-Tree (use ``epsilon=1.0, max_depth=6``).
     random_state : int, Generator or None
-        Client k's noise at level l is keyed by ``[seed, 8, crc32(k), l]``.
+        Not the noise's: each site draws its noise from its own source
+        (:class:`fedtrees.federation.SiteNoise`: fresh entropy by default), never
+        keyed by anything the server knows, so with ``epsilon`` a fit is not
+        reproducible by ``random_state`` alone; give the simulated sites a
+        secret, ``fit(..., noise_seed=...)``, to reproduce one.
     n_bins : int, default 5
         Quantile bins of every numeric column without declared edges (found in
         one extra round; refused with ``epsilon``: it would release exact

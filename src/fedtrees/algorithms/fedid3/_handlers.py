@@ -7,11 +7,9 @@ the privacy accounting: :mod:`._payloads`).
 from __future__ import annotations
 
 import math
-from typing import Final
 
 import numpy as np
 
-from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import FloatArray
 from fedtrees._validation import check_epsilon
 from fedtrees.algorithms._requests import request_error
@@ -24,9 +22,6 @@ from fedtrees.learners import value_class_counts
 from fedtrees.privacy import Laplace, PrivacyAccountant
 
 __all__ = ["count_level"]
-
-
-NOISE_STREAM: Final = 8
 
 
 @handler("fedid3.level")
@@ -76,7 +71,9 @@ def _noisy(request: LevelRequest, data: ClientData, counts: FloatArray) -> Level
 
     The level's share ε/d is charged to the site's budget first (if declared):
     each level is a new release; the replayed earlier levels were charged when
-    they were answered.
+    they were answered. The noise is the site's own
+    (:meth:`ClientData.noise_rng`), never keyed by the request's seed or level
+    alone: the server knows those.
     """
     check_epsilon(request.query_epsilon, f"request {request.kind!r} (per table)")
     accountant = PrivacyAccountant(
@@ -88,13 +85,10 @@ def _noisy(request: LevelRequest, data: ClientData, counts: FloatArray) -> Level
         )
     accountant.check(request.query_epsilon, queries=request.tables_per_node)
     data.charge_privacy(request.level_epsilon, f"{request.kind}: level {request.level}")
-    rng = keyed_rng(
-        request.seed, NOISE_STREAM, client_key(data.client_id), request.level
-    )
     noisy = accountant.release(
-        Laplace(epsilon=request.query_epsilon),
+        Laplace(epsilon=request.query_epsilon, sampler=data.noise.sampler),
         counts,
-        rng,
+        data.noise_rng(request),
         label=f"level {request.level} count tables",
         queries=request.tables_per_node,
     )

@@ -35,7 +35,9 @@ aggregation, which lets the noise shrink with the number of honest clients, is
 not implemented); the server clips pooled counts at 0 and treats a value or a
 node whose pooled noisy count is below the standard deviation of the pooled
 noise, ``sqrt(2·K·C)/ε'``, as absent — post-processing, at no privacy cost.
-Noise of client k at level l is keyed by ``[seed, 8, crc32(k), l]``.
+The noise is each site's own (:class:`fedtrees.federation.SiteNoise`: fresh
+operating-system entropy, or keyed by the site's secret and the whole request),
+never by the request's seed, the site's id or the level alone.
 
 Communication (K clients, S_l open nodes at level l, C classes): rounds
 ``1 + [1] + L`` for the L levels grown (L <= d). Per level and client, down: the

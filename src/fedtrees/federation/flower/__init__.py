@@ -36,6 +36,7 @@ _HOMES: Final[dict[str, str]] = {
     "serve_forever": "fedtrees.federation.flower._worker",
     "serve_site": "fedtrees.federation.flower._site",
     "site_budget": "fedtrees.federation.flower._site",
+    "site_noise": "fedtrees.federation.flower._noise",
     "superlink_command": "fedtrees.federation.flower._deploy",
     "supernode_command": "fedtrees.federation.flower._deploy",
     "write_connection": "fedtrees.federation.flower._deploy",
@@ -60,6 +61,7 @@ __all__ = [
     "serve_forever",
     "serve_site",
     "site_budget",
+    "site_noise",
     "superlink_command",
     "supernode_command",
     "write_connection",
@@ -84,6 +86,7 @@ if TYPE_CHECKING:
         supernode_command,
         write_connection,
     )
+    from fedtrees.federation.flower._noise import site_noise
     from fedtrees.federation.flower._site import serve_site, site_budget
     from fedtrees.federation.flower._transport import FlowerTransport
     from fedtrees.federation.flower._wire import SiteAnswer, SiteMessage

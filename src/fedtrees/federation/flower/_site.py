@@ -15,6 +15,10 @@ absolute path of the file that keeps its spend across runs (a new process answer
 every message, so only a file can). Every DP release is charged to it; a request
 that would exceed it is refused with an error naming the budget. A malformed
 declaration refuses every request, saying why.
+
+A site's DP noise is its own (:mod:`fedtrees.federation.flower._noise`):
+``noise-seed``, its secret (without it, fresh operating-system entropy), and
+``noise-sampler`` come from its node config, never from the run config.
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ from fedtrees.federation._budget import SiteBudget
 from fedtrees.federation._budget_file import BudgetFile
 from fedtrees.federation._client import describe_error, refuse, serve
 from fedtrees.federation._data import ClientData
+from fedtrees.federation._noise import SiteNoise
 from fedtrees.federation.flower._apps import declared_categories, max_message_bytes
+from fedtrees.federation.flower._noise import site_noise
 from fedtrees.federation.flower._state import kept_state, load_state
 from fedtrees.federation.flower._stopwatch import Stopwatch
 from fedtrees.federation.flower._wire import SiteAnswer, SiteMessage
@@ -75,6 +81,7 @@ def serve_site(
     try:
         limit = max_message_bytes(message.run_config)
         budget = site_budget(message.node_config, client, message.run_id)
+        noise = site_noise(message.node_config)
     except ValidationError as exc:  # refuse every request, saying why
         return SiteAnswer(
             refuse(message.request, client, str(exc)), dict(message.state)
@@ -82,7 +89,7 @@ def serve_site(
     load_handlers(str(message.run_config.get("job", "")))
     watch.lap("handlers")
     try:
-        data = _load(load_data, client, message, budget)
+        data = _load(load_data, client, message, budget, noise)
         data.declare_categories(declared_categories(message.run_config))
         watch.lap("data")
     except Exception as exc:  # the data itself failed: say so, naming the client
@@ -104,6 +111,7 @@ def _load(
     client: str,
     message: SiteMessage,
     budget: SiteBudget | None,
+    noise: SiteNoise,
 ) -> ClientData:
     node_config = message.node_config
     path = node_config.get("data-path")
@@ -119,7 +127,7 @@ def _load(
         cache_dir=site_cache_dir(node_config),
         run_id=message.run_id,
     )
-    return ClientData.build(client, X, y, budget=budget)
+    return ClientData.build(client, X, y, budget=budget, noise=noise)
 
 
 def site_budget(
