@@ -15,8 +15,9 @@ judged. Families: ``params`` (bad parameters of every estimator), ``values``
 ``replies`` (a client that lies, injected with ``Fault("mutate")``),
 ``requests`` (bad server requests served by a client's runtime), ``flower``
 (Flower replies and ClientApp messages, no Flower processes), ``codec`` (edge
-arrays), ``persist`` (pickle and JSON), ``privacy`` (absurd ε) and ``fresh`` (a
-second look: pandas dtypes, weights, groups, scikit-learn helpers, budgets).
+arrays), ``persist`` (pickle and JSON), ``privacy`` (absurd ε), ``fresh`` (a
+second look: pandas dtypes, weights, groups, scikit-learn helpers, budgets) and
+``site4`` (round four at a site: its ledger, data files, cache and worker).
 
 Classes (issue 24): *clear error* (a ``FedTreesError`` or ``NotFittedError``
 naming the culprit), *documented* (works as the docs say, e.g. a warning or
@@ -63,6 +64,7 @@ FAMILIES = (
     "_sweep_wire",
     "_sweep_flower",
     "_sweep_fresh",
+    "_sweep_round4_site",
 )
 
 
