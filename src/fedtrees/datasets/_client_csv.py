@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import io
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -46,6 +47,10 @@ __all__ = ["as_tokens", "parse_csv"]
 _NAN_TEXT: Final = frozenset({"nan", "+nan", "-nan"})
 """Cells :func:`pandas.to_numeric` reads as NaN: numbers, not missing marks."""
 _OTHER_SEPARATORS: Final = (";", "\t", "|")
+_BLOCK: Final = 16 * 2**20
+"""Bytes of whole lines whose commas are counted at once."""
+_NEWLINE: Final = ord("\n")
+_COMMA: Final = ord(",")
 
 
 def as_tokens(value: str | Sequence[str], name: str) -> tuple[str, ...]:
@@ -99,36 +104,36 @@ def parse_csv(
 # -- the records ----------------------------------------------------------------------
 def _records(file: SiteFile) -> tuple[Iterator[list[str]], Reader]:
     """Return the file's non-blank records, and the reader (its ``line_num``)."""
+    reader = _reader(file)
+    return (r for r in reader if not _blank(r)), reader
+
+
+def _reader(file: SiteFile) -> Reader:
     stream = io.TextIOWrapper(io.BytesIO(file.data), encoding="utf-8-sig", newline="")
-    reader = csv.reader(stream)
+    return csv.reader(stream)
 
-    def non_blank() -> Iterator[list[str]]:
-        for record in reader:
-            if record and not (len(record) == 1 and not record[0].strip()):
-                yield record
 
-    return non_blank(), reader
+def _blank(record: list[str]) -> bool:
+    """Say if the record is a blank line, or one of spaces only (pandas skips both)."""
+    return not record or (len(record) == 1 and not record[0].strip())
 
 
 def _check_records(file: SiteFile) -> list[str]:
     """Check the header and every record's width; return the header's names."""
-    records, reader = _records(file)
+    reader = _reader(file)
     try:
-        names = next(records, None)
+        names = next((r for r in reader if not _blank(r)), None)
         if names is None:
             raise file.refuse(
                 "is empty: a CSV site file starts with a header line naming its "
                 "columns."
             )
         _check_header(file, names)
-        for record in records:
-            if len(record) != len(names):
-                raise file.refuse(
-                    f"is not rectangular: the record at line {reader.line_num} "
-                    f"is {len(record)} fields long where the header line names "
-                    f"{len(names)} columns; every record needs one field per "
-                    "column (an empty field is a missing cell)."
-                )
+        if b'"' in file.data:  # quoted fields may hold commas and line breaks
+            ragged = _ragged_record(reader, len(names))
+        else:  # one record per line: count the commas of every line at once
+            file.data.decode("utf-8")  # what pandas would stumble on later
+            ragged = _ragged_line(file.data, len(names))
     except UnicodeDecodeError:
         raise file.refuse(
             f"is not UTF-8 text (line {_bad_byte_line(file.data)} holds a byte "
@@ -139,7 +144,85 @@ def _check_records(file: SiteFile) -> list[str]:
         raise file.refuse(
             f"cannot be read as CSV at line {reader.line_num}: {exc}."
         ) from exc
+    if ragged is not None:
+        line, fields = ragged
+        raise file.refuse(
+            f"is not rectangular: the record at line {line} is {fields} fields "
+            f"long where the header line names {len(names)} columns; every record "
+            "needs one field per column (an empty field is a missing cell)."
+        )
     return names
+
+
+def _ragged_record(reader: Reader, width: int) -> tuple[int, int] | None:
+    """Return (line, fields) of the first record after the header of another width."""
+    for record in reader:  # the hot loop: the width first, blanks rarely
+        if len(record) != width and not _blank(record):
+            return int(reader.line_num), len(record)
+    return None
+
+
+def _ragged_line(data: bytes, width: int) -> tuple[int, int] | None:
+    """As :func:`_ragged_record` for a file without quotes (a record is a line).
+
+    Vectorised over blocks of whole lines (numpy), since a Python loop over a
+    million records costs more than pandas' whole parse. Blank lines, and the
+    header line (of ``width`` fields by definition), never count.
+    """
+    start, lines = 0, 0
+    while start < len(data):
+        end = data.find(b"\n", min(start + _BLOCK, len(data) - 1))
+        end = len(data) if end < 0 else end + 1
+        block = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
+        newlines = np.flatnonzero(block == _NEWLINE)
+        commas = np.flatnonzero(block == _COMMA)
+        if not _rectangular(block, newlines, commas, width - 1):
+            found = _first_ragged(block, newlines, commas, width)
+            if found is not None:
+                return lines + found[0] + 1, found[1]
+        lines += len(newlines)
+        start = end
+    return None
+
+
+def _rectangular(
+    block: npt.NDArray[np.uint8],
+    newlines: npt.NDArray[np.intp],
+    commas: npt.NDArray[np.intp],
+    per_line: int,
+) -> bool:
+    """Whether every line holds ``per_line`` commas (False: look line by line).
+
+    The commas of a rectangular block, counted in order, fall ``per_line`` to a
+    line: the last of each line comes before its newline and the next one after
+    it. Blank lines break the pattern, and are then left to the exact count.
+    """
+    tail = len(block) - (int(newlines[-1]) + 1 if len(newlines) else 0)
+    n_lines = len(newlines) + (1 if tail else 0)
+    if len(commas) != per_line * n_lines:
+        return False
+    if per_line == 0:
+        return True
+    last = commas[per_line - 1 :: per_line][: len(newlines)]
+    first = commas[per_line::per_line][: len(newlines)]
+    return bool(
+        np.all(last < newlines[: len(last)]) and np.all(first > newlines[: len(first)])
+    )
+
+
+def _first_ragged(
+    block: npt.NDArray[np.uint8],
+    newlines: npt.NDArray[np.intp],
+    commas: npt.NDArray[np.intp],
+    width: int,
+) -> tuple[int, int] | None:
+    """Return (line in the block, fields) of its first non-blank line of other width."""
+    fields = np.bincount(np.searchsorted(newlines, commas), minlength=len(newlines) + 1)
+    bounds = np.concatenate(([0], newlines + 1, [len(block)]))
+    for k in np.flatnonzero(fields + 1 != width):
+        if block[bounds[k] : bounds[k + 1]].tobytes().strip():
+            return int(k), int(fields[k]) + 1
+    return None
 
 
 def _check_header(file: SiteFile, names: list[str]) -> None:
@@ -205,15 +288,18 @@ def _read_frame(
     file: SiteFile, na_values: tuple[str, ...], categorical: tuple[str, ...]
 ) -> pd.DataFrame:
     try:
-        return pd.read_csv(
-            io.BytesIO(file.data),
-            encoding="utf-8-sig",
-            keep_default_na=False,
-            na_values=["", *na_values],
-            dtype=dict.fromkeys(categorical, str),
-            index_col=False,
-            low_memory=False,
-        )
+        with warnings.catch_warnings():
+            # A column typed differently in two chunks comes back as objects,
+            # which _typed judges cell by cell: pandas' warning says nothing more.
+            warnings.simplefilter("ignore", pd.errors.DtypeWarning)
+            return pd.read_csv(
+                io.BytesIO(file.data),
+                encoding="utf-8-sig",
+                keep_default_na=False,
+                na_values=["", *na_values],
+                dtype=dict.fromkeys(categorical, str),
+                index_col=False,
+            )
     except (ValueError, pd.errors.ParserError) as exc:
         raise file.refuse(
             f"cannot be parsed as CSV ({type(exc).__name__}: {exc})."
@@ -226,23 +312,25 @@ def _typed(file: SiteFile, series: pd.Series, column: str, declared: bool) -> pd
         return pd.Series(pd.Categorical(series), name=column)
     if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
         return series
-    present = series.notna().to_numpy()
-    values = pd.to_numeric(series, errors="coerce")
-    number = present & (values.notna().to_numpy() | _nan_text(series))
-    text = present & ~number
-    if not number.any():
+    distinct = pd.Series(series.unique(), dtype=object).dropna()
+    numbers = _numbers(distinct)  # judged once per distinct text
+    if not numbers.any():
         return pd.Series(pd.Categorical(series), name=column)
-    if not text.any():
-        return values
-    _refuse_mixed(file, column, number, text)
+    if numbers.all():
+        return pd.to_numeric(series, errors="coerce")
+    number = series.isin(set(distinct[numbers])).to_numpy(dtype=bool)
+    _refuse_mixed(file, column, number, series.notna().to_numpy() & ~number)
     raise AssertionError  # pragma: no cover - _refuse_mixed always raises
 
 
-def _nan_text(series: pd.Series) -> npt.NDArray[np.bool_]:
-    lowered = series.astype("object").map(
+def _numbers(cells: pd.Series) -> npt.NDArray[np.bool_]:
+    """Say which cells are numbers (NaN literals included)."""
+    numbers = pd.to_numeric(cells, errors="coerce").notna().to_numpy(dtype=bool)
+    nan_text = cells.map(
         lambda cell: isinstance(cell, str) and cell.strip().lower() in _NAN_TEXT
-    )
-    return lowered.to_numpy(dtype=bool)
+    ).to_numpy(dtype=bool)
+    found: npt.NDArray[np.bool_] = numbers | nan_text
+    return found
 
 
 def _refuse_mixed(

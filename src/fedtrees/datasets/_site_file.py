@@ -119,7 +119,8 @@ def read_site_file(path: str | os.PathLike[str], bounds: FileBounds) -> SiteFile
             head = handle.read(bounds.max_header_bytes + 1) if suffix == ".csv" else b""
             if head:
                 check_header_line(head, source.name, bounds)
-            data = head + _read_rest(handle, bounds.max_bytes - len(head))
+            size = os.fstat(handle.fileno()).st_size
+            data = head + _read_rest(handle, bounds.max_bytes - len(head), size)
         except OSError as exc:
             raise _unreadable(source.name, exc) from exc
     if len(data) > bounds.max_bytes:
@@ -138,9 +139,16 @@ def _check_regular(name: str, status: os.stat_result, bounds: FileBounds) -> Non
         raise _too_large(name, bounds)
 
 
-def _read_rest(handle: BinaryIO, limit: int) -> bytes:
-    """Read to the end, or to one byte past ``limit`` (a file that grew)."""
-    chunks, left = [], max(limit, 0) + 1
+def _read_rest(handle: BinaryIO, limit: int, size: int) -> bytes:
+    """Read to the end, or to one byte past ``limit`` (a file that grew).
+
+    ``size`` (the file's size) is read at once; more is read in chunks only if
+    the file grew since.
+    """
+    first = handle.read(max(min(size, limit), 0) + 1)
+    if len(first) <= size:
+        return first
+    chunks, left = [first], limit + 1 - len(first)
     while left > 0:
         chunk = handle.read(min(left, _CHUNK))
         if not chunk:
