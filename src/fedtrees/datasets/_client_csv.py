@@ -91,6 +91,8 @@ def parse_csv(
     label = target if target is not None else names[-1]
     _check_declared(file, names, label, categorical)
     frame = _read_frame(file, na_values, categorical)
+    if [str(c) for c in frame.columns] != names:  # pragma: no cover - a safeguard
+        raise file.refuse("cannot be parsed as CSV: its header reads two ways.")
     columns = {
         column: _typed(file, frame[column], column, column in categorical)
         for column in names
