@@ -16,9 +16,10 @@ judged. Families: ``params`` (bad parameters of every estimator), ``values``
 ``requests`` (bad server requests served by a client's runtime), ``flower``
 (Flower replies and ClientApp messages, no Flower processes), ``codec`` (edge
 arrays), ``persist`` (pickle and JSON), ``privacy`` (absurd ε), ``fresh`` (a
-second look: pandas dtypes, weights, groups, scikit-learn helpers, budgets) and
+second look: pandas dtypes, weights, groups, scikit-learn helpers, budgets),
 ``dp-noise`` (a server replaying a site's DP noise; rows outside the DP forest's
-ranges).
+ranges) and ``site4`` (round four at a site: its ledger, data files, cache and
+worker).
 
 Classes (issue 24): *clear error* (a ``FedTreesError`` or ``NotFittedError``
 naming the culprit), *documented* (works as the docs say, e.g. a warning or
@@ -66,6 +67,7 @@ FAMILIES = (
     "_sweep_flower",
     "_sweep_fresh",
     "_sweep_round4_dp",
+    "_sweep_round4_site",
 )
 
 

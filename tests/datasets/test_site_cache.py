@@ -20,6 +20,8 @@ import pytest
 
 from fedtrees.algorithms import run_job
 from fedtrees.datasets import _site_cache, load_client_file, load_site_data
+from fedtrees.datasets._client_files import parse_client_file
+from fedtrees.datasets._site_file import SiteFile
 from fedtrees.exceptions import DataNotFoundError
 from fedtrees.federation import Federation
 
@@ -49,11 +51,11 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Every parse of a data file the cache makes (the file's path)."""
     seen: list[Path] = []
 
-    def counted(path: Path, target: str | None = None) -> Frames:
-        seen.append(Path(path))
-        return load_client_file(path, target)
+    def counted(file: SiteFile, *args: Any) -> Frames:
+        seen.append(Path(file.name))
+        return parse_client_file(file, *args)
 
-    monkeypatch.setattr(_site_cache, "load_client_file", counted)
+    monkeypatch.setattr(_site_cache, "parse_client_file", counted)
     return seen
 
 
@@ -82,10 +84,10 @@ def test_a_cached_read_is_exactly_a_fresh_one_and_parses_once(
     second = load_site_data(site, "label", cache_dir=tmp_path / "cache", run_id=3)
     _assert_same(fresh, first)
     _assert_same(fresh, second)
-    assert parses == [site]  # the second message read the cache
+    assert parses == [Path(site.name)]  # the second message read the cache
     assert [p.parent.name for p in _entries(tmp_path / "cache")] == ["run-3"]
     load_site_data(site, "label", cache_dir=tmp_path / "cache", run_id=4)
-    assert parses == [site, site]  # a new run parses the file once again
+    assert parses == [Path(site.name)] * 2  # a new run parses the file again
 
 
 def _fit(sites: dict[str, Path], load: Callable[[Path], Frames]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -324,3 +325,113 @@ def test_a_charge_that_is_not_a_positive_epsilon_is_refused(epsilon: object) -> 
     with pytest.raises(PrivacyBudgetExceeded, match="not a positive epsilon"):
         budget.charge(epsilon, "hostile.request")  # type: ignore[arg-type]
     assert budget.charges() == ()
+
+
+# -- round four: the ledger is one file at one path (issue 37) -------------------------
+def _link_refused(name: str, what: str) -> str:
+    return (
+        rf"The privacy ledger '{name}' cannot be used: its ledger '{name}' is {what}"
+        r".*a regular file at exactly one path is expected.*Every DP request is "
+        r"refused until it is"
+    )
+
+
+@pytest.mark.hostile("clear_error")
+def test_a_ledger_path_that_is_a_symbolic_link_is_refused_and_left_alone(
+    tmp_path: Path,
+) -> None:
+    """Before: the first charge replaced the link with a plain file."""
+    real = tmp_path / "real.json"
+    SiteBudget("a", 15.0, BudgetFile(real)).charge(5.0, "before")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    with pytest.raises(ValidationError, match=_link_refused("link.json", "a symbolic")):
+        SiteBudget("a", 15.0, BudgetFile(link)).charge(5.0, "through the link")
+    assert link.is_symlink()  # not replaced by a plain file
+    assert _spent(real, "a") == 5  # and nothing charged
+    dangling = tmp_path / "dangling.json"  # before: read as a new, empty ledger
+    dangling.symlink_to(tmp_path / "nowhere.json")
+    with pytest.raises(ValidationError, match=_link_refused("dangling.json", "a sym")):
+        SiteBudget("a", 15.0, BudgetFile(dangling)).charge(5.0, "dangling")
+    assert not (tmp_path / "nowhere.json").exists()
+
+
+@pytest.mark.hostile("correct")
+@pytest.mark.parametrize("second_name", ["symlink", "hardlink"])
+def test_two_paths_to_one_ledger_never_spend_more_than_the_total(
+    tmp_path: Path, second_name: str
+) -> None:
+    """The reported attack: 20 of a total of 15 through a ledger reached by two paths.
+
+    A site charges 5 at a time, alternately through the ledger's own path and a
+    second name for it. Before: the first charge through the link replaced the
+    link (or, beside a hard link, the name) with a new file, and each file then
+    allowed the whole total. Now the second name is refused, and the spend over
+    every file the charges touched stays within the total: beside a symbolic
+    link the ledger's own path is served to the total; a hard-linked ledger is
+    refused under either name (neither is the one path of its spend).
+    """
+    real = tmp_path / "real.json"
+    SiteBudget("a", 15.0, BudgetFile(real)).charge(5.0, "first")
+    other = tmp_path / "other.json"
+    if second_name == "symlink":
+        other.symlink_to(real)
+    else:
+        os.link(real, other)
+    answered = 1
+    for k in range(6):
+        path = other if k % 2 == 0 else real
+        try:
+            SiteBudget("a", 15.0, BudgetFile(path)).charge(5.0, f"charge {k}")
+            answered += 1
+        except (ValidationError, PrivacyBudgetExceeded):
+            pass
+    files = {os.stat(real).st_ino: real}
+    if not other.is_symlink():
+        files.setdefault(os.stat(other).st_ino, other)
+    spent = sum(_spent(path, "a") for path in files.values())
+    assert spent == 5 * answered <= 15
+    assert answered == (3 if second_name == "symlink" else 1)
+
+
+@pytest.mark.hostile("clear_error")
+def test_a_hard_linked_ledger_is_refused_naming_its_links(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    SiteBudget("a", 15.0, BudgetFile(real)).charge(5.0, "before")
+    os.link(real, tmp_path / "copy.json")
+    with pytest.raises(
+        ValidationError, match=_link_refused("real.json", "a file with 2 hard links")
+    ):
+        SiteBudget("a", 15.0, BudgetFile(real)).charge(5.0, "after")
+    assert _spent(real, "a") == 5
+
+
+@pytest.mark.hostile("clear_error")
+@pytest.mark.parametrize("kind", ["directory", "named pipe"])
+def test_a_ledger_that_is_not_a_regular_file_is_refused_without_waiting(
+    tmp_path: Path, kind: str
+) -> None:
+    """A named pipe is opened without blocking (before: a read that never ended)."""
+    ledger = tmp_path / "ledger.json"
+    if kind == "directory":
+        ledger.mkdir()
+    else:
+        os.mkfifo(ledger)
+    with pytest.raises(
+        ValidationError, match=_link_refused("ledger.json", f"a {kind}")
+    ):
+        SiteBudget("a", 15.0, BudgetFile(ledger)).charges()
+
+
+@pytest.mark.hostile("clear_error")
+def test_a_lock_file_that_is_a_symbolic_link_is_refused(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.json"
+    (tmp_path / "ledger.json.lock").symlink_to(tmp_path / "elsewhere.lock")
+    with pytest.raises(
+        ValidationError,
+        match=r"The privacy ledger 'ledger.json' cannot be used: its lock file "
+        r"'ledger.json.lock' is a symbolic link",
+    ):
+        SiteBudget("a", 15.0, BudgetFile(ledger)).charge(1.0, "x")
+    assert not (tmp_path / "elsewhere.lock").exists()
+    assert not ledger.exists()

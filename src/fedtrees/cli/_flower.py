@@ -165,6 +165,20 @@ def supernode(
     target: Annotated[
         str | None, typer.Option(help="Target column of a CSV data file.")
     ] = None,
+    na_values: Annotated[
+        str | None,
+        typer.Option(
+            help="A CSV data file's missing tokens besides the empty cell, "
+            "comma-separated (e.g. '?' for UCI data)."
+        ),
+    ] = None,
+    categorical: Annotated[
+        str | None,
+        typer.Option(
+            help="The CSV data file's columns to read as categories, "
+            "comma-separated (a column holding numbers and text must be declared)."
+        ),
+    ] = None,
     auth_key: Annotated[
         Path | None,
         typer.Option(help="This site's private key (from 'keys'), for SuperNode auth."),
@@ -233,6 +247,7 @@ def supernode(
             node_config={
                 **_node_config(cache_dir, privacy_budget, privacy_ledger),
                 **_noise_config(noise_seed, noise_sampler),
+                **_csv_config(na_values, categorical),
             },
         )
     except ValueError as exc:
@@ -297,6 +312,22 @@ def _noise_config(seed: str | None, sampler: str | None) -> dict[str, str]:
             "one), with the numpy sampler (OpenDP's cannot be seeded); the value "
             "given is not shown"
         ) from None
+    return config
+
+
+def _csv_config(na_values: str | None, categorical: str | None) -> dict[str, str]:
+    """Return the node config entries describing a CSV data file (checked now)."""
+    from fedtrees.federation.flower._site_files import csv_declarations
+
+    config = {
+        key: value
+        for key, value in (("na-values", na_values), ("categorical", categorical))
+        if value is not None
+    }
+    try:
+        csv_declarations(config)
+    except ValueError as exc:
+        raise typer.BadParameter(cli_words(str(exc))) from exc
     return config
 
 

@@ -63,11 +63,24 @@ def warm_up() -> None:
 
 
 def _load_site_data(
-    path: str, target: str | None, *, cache_dir: Path | None, run_id: int
+    path: str,
+    target: str | None,
+    *,
+    cache_dir: Path | None,
+    run_id: int,
+    na_values: tuple[str, ...],
+    categorical: tuple[str, ...],
 ) -> tuple[pd.DataFrame, Any]:
     from fedtrees.datasets import load_site_data
 
-    return load_site_data(path, target, cache_dir=cache_dir, run_id=run_id)
+    return load_site_data(
+        path,
+        target,
+        cache_dir=cache_dir,
+        run_id=run_id,
+        na_values=na_values,
+        categorical=categorical,
+    )
 
 
 def _load_handlers(job: str) -> None:

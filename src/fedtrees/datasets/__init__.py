@@ -19,11 +19,15 @@ from fedtrees.datasets._fedga import FEDGA_DATASETS, load_fedga
 from fedtrees.datasets._hugadb import ACTIVITIES, load_hugadb
 from fedtrees.datasets._registry import BUNDLED, available, load
 from fedtrees.datasets._site_cache import load_site_data
+from fedtrees.datasets._site_file import MAX_COLUMNS, MAX_FILE_BYTES, MAX_HEADER_BYTES
 
 __all__ = [
     "ACTIVITIES",
     "BUNDLED",
     "FEDGA_DATASETS",
+    "MAX_COLUMNS",
+    "MAX_FILE_BYTES",
+    "MAX_HEADER_BYTES",
     "Dataset",
     "FeatureKind",
     "available",

@@ -16,14 +16,24 @@ SuperNode names its own (node config ``privacy-ledger``).
   charge). A file that cannot be read, or is not such a document, is refused —
   every charge raises, naming the file — and never reset: it holds the site's
   spend, and starting again from zero would release it again.
+- **Decision (one file, one path):** the ledger and its lock are opened without
+  following symbolic links (``O_NOFOLLOW``), and the ledger must be a regular
+  file with one link. The replace above writes a new file at the *path*: through
+  a symbolic link it would replace the link with a plain file, and beside a hard
+  link it would leave the other name on the old file, so the spend would split
+  between two files that each allow the whole budget (a site spent 20 of a total
+  of 15 that way), and the two names would lock two different lock files. Such
+  a path is refused, naming what it is, before anything is charged.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -45,6 +55,11 @@ VERSION: Final = 1
 _FIELDS: Final = frozenset({"epsilon", "request", "run", "time"})
 _PROCESS_LOCK = threading.Lock()
 """Serialises this process's threads; ``flock`` serialises processes."""
+_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)  # POSIX; elsewhere links are followed
+_READ: Final = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW  # a FIFO opens, then is refused
+_LOCK: Final = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW
+_LINK_ERRNOS: Final = frozenset({errno.ELOOP, errno.EMLINK})
+"""What opening a symbolic link with ``O_NOFOLLOW`` fails with (Linux, BSDs)."""
 
 
 class BudgetFile:
@@ -81,22 +96,41 @@ class BudgetFile:
     def _locked(self) -> Iterator[None]:
         lock = self.path.with_name(self.path.name + ".lock")
         with _PROCESS_LOCK:
+            descriptor = self._open(lock, _LOCK)
             try:
-                handle = lock.open("ab")
-            except OSError as exc:
-                raise self._unusable(exc) from exc
-            with handle:
+                self._check_plain(lock, os.fstat(descriptor))
                 if fcntl is not None:
-                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-                yield  # closing the handle releases the lock
+                    fcntl.flock(descriptor, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(descriptor)  # releases the lock
+
+    def _open(self, path: Path, flags: int) -> int:
+        """Open ``path`` without following a symbolic link; raise naming it."""
+        try:
+            return os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError as exc:
+            if exc.errno in _LINK_ERRNOS and path.is_symlink():
+                raise self._not_plain(path, "a symbolic link") from exc
+            if isinstance(exc, FileNotFoundError) and path == self.path:
+                raise
+            raise self._unusable(exc) from exc
 
     def _read(self) -> dict[str, tuple[BudgetCharge, ...]]:
         try:
-            text = self.path.read_bytes()
+            descriptor = self._open(self.path, _READ)
         except FileNotFoundError:
             return {}
-        except OSError as exc:
-            raise self._unusable(exc) from exc
+        try:
+            self._check_plain(self.path, os.fstat(descriptor))
+        except ValidationError:
+            os.close(descriptor)
+            raise
+        with os.fdopen(descriptor, "rb") as handle:
+            try:
+                text = handle.read()
+            except OSError as exc:
+                raise self._unusable(exc) from exc
         try:
             return _sites(json.loads(text))
         except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
@@ -135,6 +169,29 @@ class BudgetFile:
             raise self._unusable(exc) from exc
         _sync_folder(self.path.parent)
 
+    def _check_plain(self, path: Path, status: os.stat_result) -> None:
+        """Refuse a ledger (or lock) that is not a regular file with one name."""
+        if not stat.S_ISREG(status.st_mode):
+            raise self._not_plain(path, _kind(status.st_mode))
+        if status.st_nlink > 1:
+            raise self._not_plain(
+                path,
+                f"a file with {status.st_nlink} hard links (another name reaches "
+                "it, and a charge, which replaces the file at this name, would "
+                "leave that name on the old spend)",
+            )
+
+    def _not_plain(self, path: Path, what: str) -> ValidationError:
+        role = "lock file" if path != self.path else "ledger"
+        return ValidationError(
+            f"The privacy ledger {self.path.name!r} cannot be used: its {role} "
+            f"{path.name!r} is {what}; a regular file at exactly one path is "
+            "expected, opened without following links, so that every charge reads "
+            "and replaces the one file that holds the site's spend. Every DP "
+            "request is refused until it is; point the ledger path at the file "
+            "itself (not a link to it)."
+        )
+
     def _unusable(self, exc: OSError) -> ValidationError:
         return ValidationError(
             f"The privacy ledger {self.path.name!r} cannot be used "
@@ -145,6 +202,19 @@ class BudgetFile:
 
     def __repr__(self) -> str:
         return f"BudgetFile({str(self.path)!r})"
+
+
+def _kind(mode: int) -> str:
+    """Say what a file that is not a regular file is."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file"
 
 
 def _sites(document: Any) -> dict[str, tuple[BudgetCharge, ...]]:

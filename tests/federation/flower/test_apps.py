@@ -20,10 +20,11 @@ from flwr.app import Context, Message, Metadata, RecordDict
 from fedtrees.algorithms.toy import ToyCountsRequest
 from fedtrees.datasets import (
     _site_cache,
-    load_client_file,
     load_site_data,
     save_client_file,
 )
+from fedtrees.datasets._client_files import parse_client_file
+from fedtrees.datasets._site_file import SiteFile
 from fedtrees.exceptions import RemoteProtocolError, ValidationError
 from fedtrees.federation import Envelope, decode, encode, receive
 from fedtrees.federation._transport import Delivery
@@ -87,11 +88,11 @@ def test_client_app_parses_its_data_once_per_run(
     """Later messages of a run read the SuperNode's cache; "" turns it off."""
     parsed: list[str] = []
 
-    def counted(path: Path, target: str | None = None) -> tuple[pd.DataFrame, Any]:
-        parsed.append(str(path))
-        return load_client_file(path, target)
+    def counted(file: SiteFile, *args: Any) -> tuple[pd.DataFrame, Any]:
+        parsed.append(file.name)
+        return parse_client_file(file, *args)
 
-    monkeypatch.setattr(_site_cache, "load_client_file", counted)
+    monkeypatch.setattr(_site_cache, "parse_client_file", counted)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     app = make_client_app(load_site_data)
     request = ToyCountsRequest(np.array(["no", "yes"]))

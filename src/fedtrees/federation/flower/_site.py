@@ -3,7 +3,8 @@
 The ClientApp hands every request here, in its own process or through the site
 worker (:mod:`fedtrees.federation.flower._wire`); either way the reply is the
 same. The node config names the site (``client-id``) and its data file
-(``data-path``, and ``target`` for a CSV); the data is read through a per-run
+(``data-path``, and for a CSV ``target``, ``na-values`` and ``categorical``:
+:mod:`fedtrees.federation.flower._site_files`); the data is read through a per-run
 cache on the SuperNode's disk (:func:`site_cache_dir`). The run config's ``job``
 says which handlers to load, ``categories`` are the run's public categories
 (applied to the data of every message: a new process may answer each one) and
@@ -39,6 +40,7 @@ from fedtrees.federation._data import ClientData
 from fedtrees.federation._noise import SiteNoise
 from fedtrees.federation.flower._apps import declared_categories, max_message_bytes
 from fedtrees.federation.flower._noise import site_noise
+from fedtrees.federation.flower._site_files import csv_declarations
 from fedtrees.federation.flower._state import kept_state, load_state
 from fedtrees.federation.flower._stopwatch import Stopwatch
 from fedtrees.federation.flower._wire import SiteAnswer, SiteMessage
@@ -62,9 +64,20 @@ class DataLoader(Protocol):
     """Reads a site's data file, through the run's cache folder when one is given."""
 
     def __call__(
-        self, path: str, target: str | None, *, cache_dir: Path | None, run_id: int
+        self,
+        path: str,
+        target: str | None,
+        *,
+        cache_dir: Path | None,
+        run_id: int,
+        na_values: tuple[str, ...],
+        categorical: tuple[str, ...],
     ) -> tuple[pd.DataFrame, Any]:
-        """Return ``(X, y)`` of the file at ``path`` (``target``: its label column)."""
+        """Return ``(X, y)`` of the file at ``path`` (``target``: its label column).
+
+        ``na_values`` and ``categorical`` are the node config's declarations
+        about a CSV file (:mod:`fedtrees.federation.flower._site_files`).
+        """
         ...
 
 
@@ -121,11 +134,14 @@ def _load(
             'data-path="/path/to/data.npz"\''
         )
     target = node_config.get("target")
+    declared = csv_declarations(node_config)
     X, y = load_data(
         path,
         str(target) if target else None,
         cache_dir=site_cache_dir(node_config),
         run_id=message.run_id,
+        na_values=declared.na_values,
+        categorical=declared.categorical,
     )
     return ClientData.build(client, X, y, budget=budget, noise=noise)
 

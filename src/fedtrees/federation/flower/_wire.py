@@ -19,7 +19,13 @@ Without a worker (or when it is gone) the ClientApp serves the message itself,
 with the same code and so the same reply.
 
 A frame is a 4-byte big-endian header length, a JSON header, then the byte
-strings the header lists, in order.
+strings the header lists, in order. **Decision (frames are bounded):** a header
+of at most :data:`MAX_FRAME_HEADER_BYTES`, at most :data:`MAX_FRAME_BLOBS` byte
+strings, and at most :data:`MAX_FRAME_BYTES` in all, checked before anything is
+allocated; a reader may give a deadline for the whole frame. A frame that breaks
+them, or whose header is not the fields of a message, is a :class:`FrameError`
+naming what is wrong; the worker answers it with that error and serves on
+(:mod:`fedtrees.federation.flower._worker`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import io
 import json
 import socket
 import struct
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -36,8 +43,12 @@ import numpy as np
 from flwr.app import Array, ArrayRecord, RecordDict
 
 __all__ = [
+    "MAX_FRAME_BLOBS",
+    "MAX_FRAME_BYTES",
+    "MAX_FRAME_HEADER_BYTES",
     "NODE_CONFIG_KEY",
     "RECORD",
+    "FrameError",
     "MalformedContent",
     "SiteAnswer",
     "SiteMessage",
@@ -54,6 +65,17 @@ NODE_CONFIG_KEY: Final = "site-worker"
 """The node config entry that names the site worker's socket."""
 _LENGTH: Final = struct.Struct(">I")
 Scalar = bool | int | float | str
+MAX_FRAME_HEADER_BYTES: Final = 16 * 2**20
+"""The longest JSON header of a frame (the node and run configs, the state's keys)."""
+MAX_FRAME_BLOBS: Final = 4096
+"""The most byte strings a frame carries (the request or reply, and kept state)."""
+MAX_FRAME_BYTES: Final = 2**31
+"""The most bytes a frame's byte strings hold in all (2 GiB)."""
+_SCALARS: Final = (bool, int, float, str)
+
+
+class FrameError(ValueError):
+    """A frame between a ClientApp and its site worker that breaks the format."""
 
 
 def pack(data: bytes) -> RecordDict:
@@ -155,15 +177,25 @@ class SiteMessage:
 
     @classmethod
     def from_frame(cls, header: dict[str, Any], blobs: list[bytes]) -> SiteMessage:
-        """Rebuild a message from a frame (the inverse of :meth:`to_frame`)."""
-        keys = [str(k) for k in header["state"]]
+        """Rebuild a message from a frame (the inverse of :meth:`to_frame`).
+
+        Raises
+        ------
+        FrameError
+            Naming the header field that is missing or of the wrong type, or
+            saying the byte strings are not the request and the state.
+        """
+        keys = _keys(header, "site message")
+        run_id = header.get("run_id")
+        if isinstance(run_id, bool) or not isinstance(run_id, int):
+            raise FrameError(f"a site message's run_id must be an int; got {run_id!r}")
         if len(blobs) != len(keys) + 1:
-            raise ValueError("a site message frame holds its request and its state")
+            raise FrameError("a site message frame holds its request and its state")
         return cls(
             blobs[0],
-            dict(header["node_config"]),
-            dict(header["run_config"]),
-            int(header["run_id"]),
+            _config(header, "node_config"),
+            _config(header, "run_config"),
+            run_id,
             dict(zip(keys, blobs[1:], strict=True)),
         )
 
@@ -188,34 +220,122 @@ class SiteAnswer:
         """Rebuild an answer from a frame (the inverse of :meth:`to_frame`)."""
         if "error" in header:
             raise RuntimeError(f"the site worker failed: {header['error']}")
-        keys = [str(k) for k in header["state"]]
+        keys = _keys(header, "site answer")
+        laps = header.get("laps")
+        if not isinstance(laps, dict) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool)
+            for v in laps.values()
+        ):
+            raise FrameError("a site answer's laps must map steps to seconds")
         if len(blobs) != len(keys) + 1:
-            raise ValueError("a site answer frame holds its reply and its state")
-        laps = {str(k): float(v) for k, v in header["laps"].items()}
-        return cls(blobs[0], dict(zip(keys, blobs[1:], strict=True)), laps)
+            raise FrameError("a site answer frame holds its reply and its state")
+        return cls(
+            blobs[0],
+            dict(zip(keys, blobs[1:], strict=True)),
+            {str(k): float(v) for k, v in laps.items()},
+        )
+
+
+def _keys(header: Mapping[str, Any], what: str) -> list[str]:
+    keys = header.get("state")
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise FrameError(f"a {what}'s state must be a list of payload keys")
+    return keys
+
+
+def _config(header: Mapping[str, Any], name: str) -> dict[str, Scalar]:
+    config = header.get(name)
+    if not isinstance(config, dict) or not all(
+        isinstance(v, _SCALARS) for v in config.values()
+    ):
+        raise FrameError(
+            f"a site message's {name} must map names to bool, int, float or str"
+        )
+    return config
 
 
 def write_frame(
     sock: socket.socket, header: dict[str, Any], blobs: list[bytes]
 ) -> None:
-    """Send one frame: the header (with the blobs' lengths), then the blobs."""
+    """Send one frame: the header (with the blobs' lengths), then the blobs.
+
+    Raises
+    ------
+    FrameError
+        Before sending anything, if the frame would break a bound.
+    """
     text = json.dumps({**header, "blobs": [len(b) for b in blobs]}).encode()
+    _check_bounds(len(text), [len(b) for b in blobs])
     sock.sendall(_LENGTH.pack(len(text)) + text)
     for blob in blobs:
         sock.sendall(blob)
 
 
-def read_frame(sock: socket.socket) -> tuple[dict[str, Any], list[bytes]]:
-    """Receive one frame; ``ConnectionError`` if the peer closes first."""
-    (size,) = _LENGTH.unpack(_read(sock, _LENGTH.size))
-    header = json.loads(_read(sock, size))
-    blobs = [_read(sock, int(n)) for n in header.pop("blobs")]
-    return header, blobs
+def read_frame(
+    sock: socket.socket, *, timeout: float | None = None
+) -> tuple[dict[str, Any], list[bytes]]:
+    """Receive one frame, within ``timeout`` seconds in all (None: no deadline).
+
+    Raises
+    ------
+    FrameError
+        The frame breaks a bound or its header is not a JSON object listing
+        its byte strings' lengths (checked before they are read).
+    ConnectionError
+        The peer closed the connection mid-frame.
+    TimeoutError
+        The frame did not arrive whole within ``timeout`` seconds.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    (size,) = _LENGTH.unpack(_read(sock, _LENGTH.size, deadline))
+    _check_bounds(size, [])
+    header = _header(_read(sock, size, deadline))
+    lengths = header.pop("blobs")
+    _check_bounds(size, lengths)
+    return header, [_read(sock, n, deadline) for n in lengths]
 
 
-def _read(sock: socket.socket, n: int) -> bytes:
+def _header(text: bytes) -> dict[str, Any]:
+    try:
+        header = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise FrameError(f"its header is not JSON ({type(exc).__name__})") from exc
+    if not isinstance(header, dict):
+        raise FrameError(f"its header is a JSON {type(header).__name__}, not an object")
+    lengths = header.get("blobs")
+    if not isinstance(lengths, list) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in lengths
+    ):
+        raise FrameError("its header's 'blobs' is not a list of byte counts")
+    return header
+
+
+def _check_bounds(header_bytes: int, lengths: list[int]) -> None:
+    if header_bytes > MAX_FRAME_HEADER_BYTES:
+        raise FrameError(
+            f"its header is {header_bytes} bytes long, more than "
+            f"{MAX_FRAME_HEADER_BYTES} (MAX_FRAME_HEADER_BYTES)"
+        )
+    if len(lengths) > MAX_FRAME_BLOBS:
+        raise FrameError(
+            f"it carries {len(lengths)} byte strings, more than {MAX_FRAME_BLOBS} "
+            "(MAX_FRAME_BLOBS)"
+        )
+    if sum(lengths) > MAX_FRAME_BYTES:
+        raise FrameError(
+            f"its byte strings hold {sum(lengths)} bytes, more than "
+            f"{MAX_FRAME_BYTES} (MAX_FRAME_BYTES)"
+        )
+
+
+def _read(sock: socket.socket, n: int, deadline: float | None) -> bytes:
     chunks, left = [], n
     while left:
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("the frame did not arrive in time")
+            sock.settimeout(remaining)
         chunk = sock.recv(min(left, 1 << 20))
         if not chunk:
             raise ConnectionError("the peer closed the connection mid-frame")
@@ -234,14 +354,15 @@ def ask_worker(path: str, message: SiteMessage) -> SiteAnswer:
     Raises
     ------
     WorkerUnavailable
-        No worker listens there, or it closed the connection before answering:
-        the caller serves the message itself (its state is untouched).
+        No worker listens there, it closed the connection before answering,
+        the message is too large for a frame, or the answer is malformed: the
+        caller serves the message itself (its state is untouched).
     """
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.connect(path)
             write_frame(sock, *message.to_frame())
             header, blobs = read_frame(sock)
-    except OSError as exc:  # ConnectionError included
+        return SiteAnswer.from_frame(header, blobs)
+    except (OSError, FrameError) as exc:  # ConnectionError included
         raise WorkerUnavailable(f"site worker at {path}: {exc}") from exc
-    return SiteAnswer.from_frame(header, blobs)

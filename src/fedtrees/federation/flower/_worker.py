@@ -12,11 +12,17 @@ the system closes that end when the SuperNode exits, however it exits.
 The worker changes where a message is served, not what the reply is: the
 ClientApp sends it the same request, configs and kept state it would serve
 itself (docs/flower.md).
+
+**Decision (one connection cannot stop it):** a connection's frame must arrive
+whole within :data:`FRAME_SECONDS` (and the answer be taken within as long), so
+a stalled peer holds the worker that long at most, then is closed; a frame that
+breaks the format or its bounds (:class:`~fedtrees.federation.flower._wire.FrameError`)
+is answered with that error; and nothing one connection does ends the worker:
+it logs what went wrong and accepts the next connection.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import select
@@ -27,7 +33,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from logging import WARNING
+from logging import ERROR, WARNING
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -36,6 +42,7 @@ from flwr.common.logger import log
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation.flower._wire import (
     NODE_CONFIG_KEY,
+    FrameError,
     SiteAnswer,
     SiteMessage,
     read_frame,
@@ -46,6 +53,8 @@ __all__ = ["launch", "serve_forever", "with_worker_socket"]
 
 SOCKET_NAME: Final = "site.sock"
 READY_TIMEOUT: Final = 60.0  # seconds to wait for the worker to listen
+FRAME_SECONDS: Final = 30.0
+"""Seconds a connection has to send its whole frame, and to take the answer."""
 
 
 def with_worker_socket(command: Sequence[str], path: str) -> list[str]:
@@ -144,15 +153,18 @@ def serve_forever(
     ready: int,
     serve: Callable[[SiteMessage], SiteAnswer],
     warm_up: Callable[[], None] = lambda: None,
+    frame_seconds: float = FRAME_SECONDS,
 ) -> None:
     """Listen at ``path``; answer each connection with ``serve``; end with the parent.
 
     Says it listens by writing one byte to the ``ready`` pipe, then runs
     ``warm_up`` (connections wait in the backlog meanwhile). An exception in
     ``serve`` goes back to the ClientApp as an error, which fails that message
-    as it would have failed in the ClientApp; the worker serves on. SIGTERM
-    (the node's process group stopped) ends it, cleaning up, when it runs in
-    the main thread.
+    as it would have failed in the ClientApp; the worker serves on. So it does
+    after a malformed frame (answered with a :class:`FrameError`) and after a
+    connection that does not send its frame within ``frame_seconds`` (closed).
+    SIGTERM (the node's process group stopped) ends it, cleaning up, when it
+    runs in the main thread.
     """
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _exit)
@@ -170,23 +182,62 @@ def serve_forever(
                     return
                 connection, _ = listener.accept()
                 with connection:
-                    _answer(connection, serve)
+                    _survive(connection, serve, frame_seconds)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _survive(
+    connection: socket.socket,
+    serve: Callable[[SiteMessage], SiteAnswer],
+    seconds: float,
+) -> None:
+    """Answer one connection; whatever it does, the worker goes on to the next."""
+    try:
+        connection.settimeout(seconds)  # also bounds sending the answer
+        _answer(connection, serve, seconds)
+    except Exception as exc:  # one connection's failure is logged, never fatal
+        log(
+            ERROR,
+            "fedtrees site worker: a connection failed (%s: %s); serving the next",
+            type(exc).__name__,
+            exc,
+        )
+
+
 def _answer(
-    connection: socket.socket, serve: Callable[[SiteMessage], SiteAnswer]
+    connection: socket.socket,
+    serve: Callable[[SiteMessage], SiteAnswer],
+    seconds: float,
 ) -> None:
     """Serve one connection's message; a broken connection is the ClientApp's loss."""
-    with contextlib.suppress(OSError, ValueError):
-        header, blobs = read_frame(connection)
-        reply: tuple[dict[str, Any], list[bytes]]
+    try:
+        message = SiteMessage.from_frame(*read_frame(connection, timeout=seconds))
+    except FrameError as exc:  # answered, saying why, then closed
+        _reply(connection, {"error": f"FrameError: malformed frame: {exc}"}, [])
+        return
+    except OSError as exc:  # closed mid-frame, or stalled: closed
+        log(WARNING, "fedtrees site worker: a connection dropped (%s)", exc)
+        return
+    reply: tuple[dict[str, Any], list[bytes]]
+    try:
+        reply = serve(message).to_frame()
+    except Exception as exc:  # reported to the ClientApp, which fails the message
+        reply = {"error": f"{type(exc).__name__}: {exc}"}, []
+    _reply(connection, *reply)
+
+
+def _reply(
+    connection: socket.socket, header: dict[str, Any], blobs: list[bytes]
+) -> None:
+    """Send the answer; a ClientApp that went away (or stalls) loses it."""
+    try:
         try:
-            reply = serve(SiteMessage.from_frame(header, blobs)).to_frame()
-        except Exception as exc:  # reported to the ClientApp, which fails the message
-            reply = {"error": f"{type(exc).__name__}: {exc}"}, []
-        write_frame(connection, *reply)
+            write_frame(connection, header, blobs)
+        except FrameError as exc:  # an answer too large for a frame: say so instead
+            write_frame(connection, {"error": f"FrameError: {exc}"}, [])
+    except OSError as exc:
+        log(WARNING, "fedtrees site worker: the answer was not taken (%s)", exc)
 
 
 def _exit(signum: int, frame: object) -> NoReturn:
