@@ -22,16 +22,20 @@ from fedtrees._lazy import lazy_names
 _HOMES: Final[dict[str, str]] = {
     "FlowerTransport": "fedtrees.federation.flower._transport",
     "JobRunner": "fedtrees.federation.flower._apps",
+    "NODE_CONFIG": "fedtrees.federation.flower._config",
+    "RUN_CONFIG": "fedtrees.federation.flower._config",
     "ServerConfig": "fedtrees.federation.flower._apps",
     "SiteAnswer": "fedtrees.federation.flower._wire",
     "SiteMessage": "fedtrees.federation.flower._wire",
     "app_dir": "fedtrees.federation.flower._deploy",
+    "check_node_config": "fedtrees.federation.flower._config",
     "flower_env": "fedtrees.federation.flower._deploy",
     "launch": "fedtrees.federation.flower._worker",
     "make_certificates": "fedtrees.federation.flower._deploy",
     "make_client_app": "fedtrees.federation.flower._clientapp",
     "make_server_app": "fedtrees.federation.flower._apps",
     "make_supernode_keys": "fedtrees.federation.flower._deploy",
+    "node_config_text": "fedtrees.federation.flower._config",
     "register_supernode": "fedtrees.federation.flower._deploy",
     "serve_forever": "fedtrees.federation.flower._worker",
     "serve_site": "fedtrees.federation.flower._site",
@@ -44,18 +48,22 @@ _HOMES: Final[dict[str, str]] = {
 """Every public name and the module it loads from."""
 
 __all__ = [
+    "NODE_CONFIG",
+    "RUN_CONFIG",
     "FlowerTransport",
     "JobRunner",
     "ServerConfig",
     "SiteAnswer",
     "SiteMessage",
     "app_dir",
+    "check_node_config",
     "flower_env",
     "launch",
     "make_certificates",
     "make_client_app",
     "make_server_app",
     "make_supernode_keys",
+    "node_config_text",
     "register_supernode",
     "serve_forever",
     "serve_site",
@@ -74,6 +82,12 @@ if TYPE_CHECKING:
         write_outputs,
     )
     from fedtrees.federation.flower._clientapp import make_client_app
+    from fedtrees.federation.flower._config import (
+        NODE_CONFIG,
+        RUN_CONFIG,
+        check_node_config,
+        node_config_text,
+    )
     from fedtrees.federation.flower._deploy import (
         app_dir,
         flower_env,

@@ -33,6 +33,7 @@ from fedtrees.federation._budget_file import BudgetFile
 from fedtrees.federation._client import describe_error, refuse, serve
 from fedtrees.federation._data import ClientData
 from fedtrees.federation.flower._apps import declared_categories, max_message_bytes
+from fedtrees.federation.flower._config import check_node_config
 from fedtrees.federation.flower._state import kept_state, load_state
 from fedtrees.federation.flower._stopwatch import Stopwatch
 from fedtrees.federation.flower._wire import SiteAnswer, SiteMessage
@@ -73,7 +74,9 @@ def serve_site(
     watch = Stopwatch()
     client = str(message.node_config.get("client-id", ""))
     try:
+        check_node_config(message.node_config)
         limit = max_message_bytes(message.run_config)
+        declared = declared_categories(message.run_config)
         budget = site_budget(message.node_config, client, message.run_id)
     except ValidationError as exc:  # refuse every request, saying why
         return SiteAnswer(
@@ -83,7 +86,7 @@ def serve_site(
     watch.lap("handlers")
     try:
         data = _load(load_data, client, message, budget)
-        data.declare_categories(declared_categories(message.run_config))
+        data.declare_categories(declared)
         watch.lap("data")
     except Exception as exc:  # the data itself failed: say so, naming the client
         reply = refuse(
