@@ -152,6 +152,17 @@ def test_hostile_bin_edges_in_a_jobs_params_are_named(job: str, edges: object) -
     assert time.perf_counter() - start < 30  # refused before any work
 
 
+@pytest.mark.hostile("correct")
+@pytest.mark.parametrize("form", [tuple, np.array, pd.Series], ids=lambda f: f.__name__)
+def test_edges_as_any_flat_array_like_give_the_model_of_a_list(form: Any) -> None:
+    edges = {"x0": [-1.0, 0.0, 1.0], "x1": [0.0]}
+    as_list, _ = run_job("icdta", _federation(), {**SMALL["icdta"], "bin_edges": edges})
+    other = {column: form(values) for column, values in edges.items()}
+    as_form, _ = run_job("icdta", _federation(), {**SMALL["icdta"], "bin_edges": other})
+    assert as_form["tree"] == as_list["tree"]
+    assert as_form["bins"] == as_list["bins"] == [edges["x0"], edges["x1"]]
+
+
 @pytest.mark.hostile("clear_error")
 def test_check_job_refuses_unknown_jobs_and_parameters_before_any_round() -> None:
     with pytest.raises(ValidationError, match=r"'job' parameter of run_job"):

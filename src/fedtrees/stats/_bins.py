@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -176,8 +176,12 @@ def check_increasing(
 
 
 def _numbers(value: object) -> FloatArray | None:
-    """Return a flat list of real numbers as float64; None if it is not one."""
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
+    """Return a flat list of real numbers as float64; None if it is not one.
+
+    Any one-dimensional array-like (list, tuple, numpy array, pandas Series) of
+    numbers; never text, a mapping, booleans or None.
+    """
+    if isinstance(value, str | bytes | Mapping):
         return None
     try:
         given = np.asarray(value)
