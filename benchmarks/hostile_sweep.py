@@ -68,6 +68,7 @@ FAMILIES = (
     "_sweep_fresh",
     "_sweep_round4_dp",
     "_sweep_round4_site",
+    "_sweep_round4_jobs",
 )
 
 

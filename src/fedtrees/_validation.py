@@ -11,8 +11,10 @@ graph: every layer may use it, it imports nothing else from the package.
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
+import re
 from collections.abc import Sequence
 from typing import Any, Final, TypeGuard
 
@@ -25,11 +27,16 @@ from fedtrees.exceptions import ValidationError
 __all__ = [
     "LARGEST_FLOAT",
     "MAX_ABS_TARGET",
+    "MAX_CLIENT_ID_CHARS",
     "MAX_GRID",
+    "MAX_JSON_CHARS",
+    "MAX_JSON_DEPTH",
     "MAX_TOTAL_WEIGHT",
     "MIN_EPSILON",
+    "SHOWN_CHARS",
     "check_choice",
     "check_class_labels",
+    "check_client_id",
     "check_discrete_labels",
     "check_epsilon",
     "check_float",
@@ -42,6 +49,9 @@ __all__ = [
     "invalid",
     "is_integral",
     "is_real",
+    "label_array",
+    "load_json",
+    "shown",
 ]
 
 MAX_ABS_TARGET: Final = 1e100
@@ -60,6 +70,145 @@ MAX_GRID: Final = 4096
 """Most quantiles, bins or shortlisted features per feature or node
 (``n_quantiles``, ``n_bins``, ``top_k``, a sketch's ``q``): every message and
 table has that width."""
+SHOWN_CHARS: Final = 120
+"""Longest quotation of a user's value in an error message (:func:`shown`)."""
+MAX_CLIENT_ID_CHARS: Final = 256
+"""Longest client id (the id travels in every message and names the client in
+every error about it; 256 holds any host or file name)."""
+MAX_JSON_DEPTH: Final = 32
+"""Deepest nesting of a JSON text fedtrees parses from a user (:func:`load_json`)."""
+MAX_JSON_CHARS: Final = 16 * 2**20
+"""Longest JSON text fedtrees parses from a user (:func:`load_json`)."""
+_PRINTABLE_INT_BITS: Final = 14_000
+"""Ints of more bits may exceed Python's 4300-digit limit on printing an int."""
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """Return ``repr(value)`` for an error message, cut to about ``limit`` characters.
+
+    The one way fedtrees quotes a user's value (a parameter, a client id, a
+    label) in an error: a value that prints longer is cut and says how long it
+    was, so a 10 MB string or a list of a million edges cannot flood the message;
+    an int too long for Python to print (over 4300 digits) is described by its
+    size; a value whose ``repr`` fails is described by its type.
+
+    Examples
+    --------
+    >>> shown([0.5, 1.5])
+    '[0.5, 1.5]'
+    >>> shown("x" * 10**7)  # doctest: +ELLIPSIS
+    "'xxxxx...xxx'... (10000000 characters)"
+    >>> shown(10**5000)
+    'an int of 16610 bits'
+    """
+    if isinstance(value, str | bytes) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value)} characters)"
+    if isinstance(value, list | tuple) and len(value) > limit:
+        return f"{_repr(value[:limit])[:limit]}... ({len(value)} items)"
+    return _cut(_repr(value), limit)
+
+
+def _repr(value: object) -> str:
+    if is_integral(value) and abs(int(value)).bit_length() > _PRINTABLE_INT_BITS:
+        return f"an int of {abs(int(value)).bit_length()} bits"
+    try:
+        return repr(value)
+    except Exception:  # a value whose repr fails: an int too long inside a list
+        return f"a {type(value).__name__} that cannot be printed"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def check_client_id(value: object, name: str, owner: str) -> str:
+    """Return ``value`` written as text: a client id of at most 256 characters.
+
+    **Decision:** a client id is bounded (:data:`MAX_CLIENT_ID_CHARS`): it
+    travels in every message to and from its client and names it in every error
+    about it. An int too long to write is refused before Python is asked to.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``name`` and quoting the id cut short (:func:`shown`).
+
+    Examples
+    --------
+    >>> check_client_id(7, "groups", "f")
+    '7'
+    >>> check_client_id("x" * 300, "groups", "f")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: The 'groups' parameter of f must be ...
+    """
+    constraint = (
+        f"client ids of at most {MAX_CLIENT_ID_CHARS} characters once written as "
+        "text (every message and error names its client)"
+    )
+    if is_integral(value) and abs(int(value)).bit_length() > 4 * MAX_CLIENT_ID_CHARS:
+        raise invalid(name, owner, constraint, value)
+    text = str(value)
+    if len(text) > MAX_CLIENT_ID_CHARS:
+        raise invalid(name, owner, constraint, text)
+    return text
+
+
+_JSON_STRING: Final = re.compile(r'"(?:[^"\\]++|\\.)*+"')
+_NOT_BRACKET: Final = re.compile(r"[^\[\]{}]++")
+
+
+def _json_depth(text: str) -> int:
+    """Return the deepest nesting of arrays and objects in a JSON text.
+
+    Strings are skipped whole (a bracket inside one does not count); the rest is
+    counted without parsing, so a recursion bomb is measured, not followed.
+    """
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    if not brackets:
+        return 0
+    codes = np.frombuffer(brackets.encode("ascii"), dtype=np.uint8)
+    opening = (codes == ord("[")) | (codes == ord("{"))
+    steps = np.where(opening, 1, -1).astype(np.int32)
+    return int(np.cumsum(steps, dtype=np.int32).max())
+
+
+def load_json(text: str, what: str) -> object:
+    """Parse a user's JSON text, its size and nesting bounded before parsing.
+
+    ``what`` names the text in errors (``"Run config 'params'"``). A text of
+    more than :data:`MAX_JSON_CHARS` characters, or nesting arrays and objects
+    more than :data:`MAX_JSON_DEPTH` deep (a recursion bomb such as ``"[" *
+    100000``), is refused before the parser sees it.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``what``: too long, nested too deeply, or not JSON.
+
+    Examples
+    --------
+    >>> load_json('{"bin_edges": {"age": [30, 50]}}', "params")
+    {'bin_edges': {'age': [30, 50]}}
+    >>> load_json("[" * 100000, "Run config 'params'")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: Run config 'params' nests JSON arrays ...
+    """
+    if len(text) > MAX_JSON_CHARS:
+        raise ValidationError(
+            f"{what} is {len(text)} characters long; JSON of at most "
+            f"{MAX_JSON_CHARS} characters is read."
+        )
+    if _json_depth(text) > MAX_JSON_DEPTH:
+        raise ValidationError(
+            f"{what} nests JSON arrays or objects more than {MAX_JSON_DEPTH} deep; "
+            f"at most {MAX_JSON_DEPTH} levels are read (no setting needs more)."
+        )
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValidationError(f"{what} is not JSON: {exc}") from None
 
 
 def invalid(name: str, owner: str, constraint: str, value: object) -> ValidationError:
@@ -72,7 +221,7 @@ def invalid(name: str, owner: str, constraint: str, value: object) -> Validation
     """
     return ValidationError(
         f"The {name!r} parameter of {owner} must be {constraint}. "
-        f"Got {value!r} instead."
+        f"Got {shown(value)} instead."
     )
 
 
@@ -319,13 +468,38 @@ def check_total_weight(weights: FloatArray, owner: str) -> FloatArray:
     return weights
 
 
-def check_class_labels(y: npt.NDArray[Any], owner: str) -> None:
-    """Refuse classification labels that mix types or look continuous.
+def label_array(y: object) -> npt.NDArray[Any]:
+    """Return labels as an array, keeping the types a list of labels mixes.
+
+    numpy writes a list such as ``[1, "a"]`` as the strings ``["1", "a"]``,
+    which hides that its labels mix numbers and text; such a list (any input
+    that is not already an array or a pandas object) is kept as an object
+    array, so that :func:`check_class_labels` and
+    :func:`check_regression_target` see its values as they were given.
+
+    Examples
+    --------
+    >>> label_array([1, "a"]).dtype, label_array(["b", "a"]).dtype
+    (dtype('O'), dtype('<U1'))
+    """
+    values = np.asarray(y)
+    if values.dtype.kind not in "US" or hasattr(y, "dtype"):  # arrays, pandas
+        return values
+    given = np.asarray(y, dtype=object)
+    if given.shape == values.shape and not all(isinstance(v, str) for v in given.flat):
+        return given
+    return values
+
+
+def check_class_labels(y: npt.NDArray[Any], owner: str, *, quote: bool = True) -> None:
+    """Refuse classification labels that mix types, overflow int64 or look continuous.
 
     Labels must all be numbers, all strings or all booleans (``[1, '1']`` would
-    make two classes that print alike). Floats with a fractional part are a
+    make two classes that print alike), and integer labels must fit in 64 bits
+    (scikit-learn cannot sort larger ones). Floats with a fractional part are a
     regression target: the message says "Unknown label type" as scikit-learn
-    does and points to a regressor.
+    does and points to a regressor. ``quote=False`` names no label value (a
+    site's error travels to the server, docs/security.md "Errors that travel").
 
     Examples
     --------
@@ -334,18 +508,42 @@ def check_class_labels(y: npt.NDArray[Any], owner: str) -> None:
     Traceback (most recent call last):
     ...
     fedtrees.exceptions.ValidationError: f: y mixes label types (int and str...
+    >>> check_class_labels(np.array([2**70, 0], dtype=object), "f")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: f: y holds integer labels beyond the ...
     """
     kinds = _label_kinds(y)
     if len(kinds) > 1:
-        examples = ", ".join(
-            f"{kind} (e.g. {value!r})" for kind, value in kinds.items()
+        examples = (
+            ": " + ", ".join(f"{kind} (e.g. {shown(v)})" for kind, v in kinds.items())
+            if quote
+            else ""
         )
         raise ValidationError(
-            f"{owner}: y mixes label types ({' and '.join(kinds)}): {examples}. "
+            f"{owner}: y mixes label types ({' and '.join(kinds)}){examples}. "
             "Labels must be all numbers or all strings; convert them to one type."
         )
+    if set(kinds) == {"int"}:
+        _check_int64_labels(y, owner, quote)
     if y.dtype.kind == "f" or set(kinds) == {"float"}:
         check_discrete_labels(y, owner)
+
+
+_INT64: Final = np.iinfo(np.int64)
+
+
+def _check_int64_labels(y: npt.NDArray[Any], owner: str, quote: bool) -> None:
+    """Refuse integer labels outside int64 (an object array of Python ints)."""
+    for value in y.tolist():
+        if not _INT64.min <= int(value) <= _INT64.max:
+            example = f" (such as {shown(value)})" if quote else ""
+            raise ValidationError(
+                f"{owner}: y holds integer labels beyond the 64-bit range{example}; "
+                "class labels must be integers within [-2**63, 2**63 - 1] or "
+                "strings (convert them, e.g. y.astype(str))."
+            )
 
 
 def check_discrete_labels(y: npt.NDArray[Any], owner: str) -> None:

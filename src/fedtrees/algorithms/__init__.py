@@ -25,6 +25,8 @@ _HOMES: Final[dict[str, str]] = {
     "FederatedID3Classifier": "fedtrees.algorithms.fedid3",
     "ICDTAClassifier": "fedtrees.algorithms.icdta",
     "JOBS": "fedtrees.algorithms._jobs",
+    "check_job": "fedtrees.algorithms._jobs",
+    "job_params": "fedtrees.algorithms._jobs",
     "JOB_PACKAGES": "fedtrees.algorithms._handlers",
     "LocalEnsembleClassifier": "fedtrees.algorithms.local",
     "LocalEnsembleRegressor": "fedtrees.algorithms.local",
@@ -80,6 +82,7 @@ __all__ = [
     "SyntheticDataClassifier",
     "ToyResult",
     "ToyStrategy",
+    "check_job",
     "check_size",
     "client_scores",
     "dpforest",
@@ -89,6 +92,7 @@ __all__ = [
     "fedgbdt",
     "fedid3",
     "icdta",
+    "job_params",
     "load_handlers",
     "local",
     "run_job",
@@ -111,7 +115,7 @@ if TYPE_CHECKING:
         toy,
     )
     from fedtrees.algorithms._handlers import JOB_PACKAGES, load_handlers
-    from fedtrees.algorithms._jobs import JOBS, run_job
+    from fedtrees.algorithms._jobs import JOBS, check_job, job_params, run_job
     from fedtrees.algorithms._metrics import client_scores
     from fedtrees.algorithms._params import (
         MAX_GRID,

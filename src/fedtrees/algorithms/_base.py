@@ -80,10 +80,14 @@ from sklearn.utils.validation import check_is_fitted
 from fedtrees._typing import FloatArray
 from fedtrees._validation import (
     check_class_labels,
+    check_int,
     check_matrix,
     check_regression_target,
     check_sample_weight,
     check_total_weight,
+    invalid,
+    is_integral,
+    label_array,
 )
 from fedtrees.algorithms._progress import round_progress
 from fedtrees.exceptions import CentralizedFitWarning, ValidationError
@@ -264,10 +268,17 @@ class FederatedEstimator:
         strategy: ServerStrategy,
         callbacks: Sequence[RoundCallback] = (),
     ) -> RunResult:
-        """Run ``strategy`` with a fresh ledger, the progress bar and ``callbacks``."""
-        verbose = bool(getattr(self, "verbose", False))
-        timeout = check_timeout(getattr(self, "timeout", 60.0), type(self).__name__)
-        with round_progress(type(self).__name__, verbose) as progress:
+        """Run ``strategy`` with a fresh ledger, the progress bar and ``callbacks``.
+
+        ``verbose``, ``workers`` and ``timeout`` are checked here, for every
+        estimator and both entry points (``fit_federation`` uses no workers, but a
+        bad value is still refused by name).
+        """
+        owner = type(self).__name__
+        verbose = _check_verbose(getattr(self, "verbose", False), owner)
+        check_int(getattr(self, "workers", 1), "workers", owner, min_value=1)
+        timeout = check_timeout(getattr(self, "timeout", 60.0), owner)
+        with round_progress(owner, verbose) as progress:
             return federation.run(
                 strategy,
                 task=self._task,
@@ -409,6 +420,13 @@ class FederatedEstimator:
         known: FloatArray = np.where(codes < 0, len(categories), codes).astype(float)
         missing = local < 0
         return known if self._accepts_missing() else np.where(missing, np.nan, known)
+
+
+def _check_verbose(value: object, owner: str) -> bool:
+    """Return ``verbose`` as a bool: a bool, or an int >= 0 as in scikit-learn."""
+    if isinstance(value, bool | np.bool_) or (is_integral(value) and int(value) >= 0):
+        return bool(value)
+    raise invalid("verbose", owner, "a bool (or an int >= 0)", value)
 
 
 def _numeric_array(X: object) -> bool:
@@ -614,7 +632,7 @@ def _checked_target(
         raise ValidationError(
             f"{owner} requires y to be passed, but the target y is None."
         )
-    target = np.asarray(y)
+    target = label_array(y)
     if target.ndim == 2 and target.shape[1] == 1:
         warnings.warn(
             "A column-vector y was passed when a 1d array was expected; fedtrees "

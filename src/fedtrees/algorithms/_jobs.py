@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from fedtrees._validation import invalid
+from fedtrees._validation import invalid, shown
 from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
 from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
 from fedtrees.algorithms.fedgbdt import FedGBDTClassifier, FedGBDTRegressor
@@ -28,10 +28,9 @@ from fedtrees.algorithms.icdta import ICDTAClassifier
 from fedtrees.algorithms.local import LocalEnsembleClassifier, LocalEnsembleRegressor
 from fedtrees.algorithms.synthetic import SyntheticDataClassifier
 from fedtrees.algorithms.toy import run_toy
-from fedtrees.exceptions import ValidationError
 from fedtrees.federation import Federation, Ledger, RoundCallback
 
-__all__ = ["JOBS", "run_job"]
+__all__ = ["JOBS", "check_job", "job_params", "run_job"]
 
 Job = Callable[
     [Federation, Mapping[str, Any], float, Sequence[RoundCallback]],
@@ -40,10 +39,13 @@ Job = Callable[
 
 
 def _check_params(job: str, params: Mapping[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(set(params) - allowed)
+    unknown = sorted(str(k) for k in params if k not in allowed)
     if unknown:
-        raise ValidationError(
-            f"Job {job!r}: unknown params {unknown}; it takes {sorted(allowed)}."
+        raise invalid(
+            "params",
+            f"job {job!r}",
+            f"a JSON object whose keys are among {sorted(allowed)}",
+            f"the unknown key {shown(unknown[0])}",
         )
 
 
@@ -53,7 +55,7 @@ def _toy(
     timeout: float,
     callbacks: Sequence[RoundCallback],
 ) -> tuple[dict[str, Any], Ledger]:
-    _check_params("toy", params, {"feature", "n_bins", "n_rounds", "initial"})
+    _check_params("toy", params, set(TOY_PARAMS))
     outcome = run_toy(federation, timeout=timeout, callbacks=callbacks, **params)
     schema = outcome.info.schema
     document = {
@@ -265,6 +267,66 @@ def _fedgbdt(
     return document, estimator.communication_
 
 
+TOY_PARAMS: Final = frozenset({"feature", "n_bins", "n_rounds", "initial"})
+"""The toy job's parameters (:func:`fedtrees.algorithms.toy.run_toy`)."""
+_ESTIMATORS: Final[dict[str, tuple[type[Any], ...]]] = {
+    "fedforest": (FedForestClassifier, FedForestRegressor),
+    "local-ensemble": (LocalEnsembleClassifier, LocalEnsembleRegressor),
+    "icdta": (ICDTAClassifier,),
+    "federated-id3": (FederatedID3Classifier,),
+    "synthetic": (SyntheticDataClassifier,),
+    "fedga": (FedGAClassifier, FedGARegressor),
+    "fedgbdt": (FedGBDTClassifier, FedGBDTRegressor),
+}
+"""Every fitting job's estimators (classifier, then regressor where it has one)."""
+_JOB_EXTRAS: Final[dict[str, frozenset[str]]] = {
+    "fedforest": frozenset({"task"}),
+    "local-ensemble": frozenset({"task"}),
+    "fedga": frozenset({"task", "join_at"}),
+    "fedgbdt": frozenset({"task"}),
+}
+"""Parameters a job takes beside its estimator's: the task, FedGA's late joins."""
+
+
+def job_params(job: str) -> frozenset[str]:
+    """Return the names of every parameter job ``job`` takes.
+
+    A fitting job takes its estimator's parameters (``get_params()``; the
+    classifier's and the regressor's are the same), plus ``task`` where it has
+    both and ``join_at`` for FedGA; the toy takes :data:`TOY_PARAMS`.
+
+    Examples
+    --------
+    >>> sorted(job_params("toy"))
+    ['feature', 'initial', 'n_bins', 'n_rounds']
+    >>> {"task", "n_estimators", "bin_edges"} <= job_params("fedgbdt")
+    True
+    """
+    if job == "toy":
+        return TOY_PARAMS
+    names = {name for cls in _ESTIMATORS[job] for name in cls().get_params()}
+    return frozenset(names | _JOB_EXTRAS.get(job, frozenset()))
+
+
+def check_job(job: object, params: object) -> None:
+    """Refuse an unknown job, or params that job does not take, before any round.
+
+    ``params`` must be a mapping (a JSON object) whose keys are among
+    :func:`job_params`; their values are checked when the job runs, by the
+    estimator, naming the parameter.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``job`` or ``params`` and what was expected.
+    """
+    if not isinstance(job, str) or job not in JOBS:
+        raise invalid("job", "run_job", f"one of {sorted(JOBS)}", job)
+    if not isinstance(params, Mapping):
+        raise invalid("params", f"job {job!r}", "a JSON object (a dict)", params)
+    _check_params(job, params, set(job_params(job)))
+
+
 JOBS: Final[dict[str, Job]] = {
     "toy": _toy,
     "fedforest": _forest_job("fedforest", FedForestClassifier, FedForestRegressor),
@@ -297,6 +359,5 @@ def run_job(
     >>> document["result"]["class_counts"], ledger.rounds
     ([4.0, 4.0], 3)
     """
-    if job not in JOBS:
-        raise invalid("job", "run_job", f"one of {sorted(JOBS)}", job)
+    check_job(job, params)
     return JOBS[job](federation, params, timeout, callbacks)

@@ -16,11 +16,35 @@ from collections.abc import Mapping
 import numpy as np
 
 from fedtrees._typing import BoolArray, FloatArray
-from fedtrees._validation import is_integral
+from fedtrees._validation import is_integral, shown
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import FederationInfo
 
-__all__ = ["resolve_ranges", "secure_ranges"]
+__all__ = ["check_ranges_form", "resolve_ranges", "secure_ranges"]
+
+
+def check_ranges_form(declared: object, owner: str) -> object:
+    """Check declared ranges before the columns are known; return them unchanged.
+
+    None, a mapping from column to a ``(min, max)`` pair of finite numbers with
+    min < max, or an array-like of shape ``(n_features, 2)`` of numbers (NaN
+    rows stand for categorical columns). Methods that use the ranges only in
+    some modes (FedForest, FedGBDT: under secure aggregation) check them at
+    every fit all the same, so a malformed declaration is never silently kept.
+
+    Raises
+    ------
+    ValidationError
+        Naming ``feature_ranges`` (and the column of a malformed pair).
+    """
+    if declared is None:
+        return None
+    if isinstance(declared, Mapping):
+        for key, value in declared.items():
+            _check_pair(*_pair(value, str(key), owner), str(key), owner)
+    else:
+        _as_array(declared, owner)
+    return declared
 
 
 def resolve_ranges(declared: object, info: FederationInfo, owner: str) -> FloatArray:
@@ -44,7 +68,7 @@ def resolve_ranges(declared: object, info: FederationInfo, owner: str) -> FloatA
                 f"features are {names}."
             )
     else:
-        out = np.asarray(declared, dtype=np.float64)
+        out = _as_array(declared, owner)
         if out.shape != (len(names), 2):
             raise ValidationError(
                 f"{owner}: feature_ranges has shape {out.shape}; expected "
@@ -110,15 +134,37 @@ def _array_with_categories(
     return filled
 
 
-def _pair(value: object, name: str, owner: str) -> tuple[float, float]:
-    try:
-        low, high = (float(v) for v in value)  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
+def _as_array(declared: object, owner: str) -> FloatArray:
+    """Return the array form of declared ranges: numbers, shape (n_features, 2)."""
+    out = _numbers(declared)
+    if out is None or out.ndim != 2 or out.shape[1] != 2:
         raise ValidationError(
-            f"{owner}: feature_ranges[{name!r}] is {value!r}; expected a pair "
+            f"{owner}: feature_ranges must be a dict from column to (min, max), or "
+            f"an array of numbers of shape (n_features, 2); got {shown(declared)}."
+        )
+    return out
+
+
+def _numbers(value: object) -> FloatArray | None:
+    """Return ``value`` as a float array if it holds numbers only (no text, bools)."""
+    if isinstance(value, str | bytes):
+        return None
+    try:
+        given = np.asarray(value)
+        out = np.asarray(given, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return None if given.dtype.kind in "USb" else out
+
+
+def _pair(value: object, name: str, owner: str) -> tuple[float, float]:
+    pair = _numbers(value)
+    if pair is None or pair.shape != (2,):
+        raise ValidationError(
+            f"{owner}: feature_ranges[{name!r}] is {shown(value)}; expected a pair "
             "(min, max) of numbers."
-        ) from None
-    return low, high
+        )
+    return float(pair[0]), float(pair[1])
 
 
 def _check_pair(low: float, high: float, name: str, owner: str) -> None:

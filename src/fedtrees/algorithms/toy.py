@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from fedtrees._typing import FloatArray
-from fedtrees._validation import MAX_GRID, check_int, check_size
+from fedtrees._validation import MAX_GRID, check_int, check_size, invalid
 from fedtrees.algorithms._requests import check_reply_cells, check_request_size
 from fedtrees.federation import (
     MAX_ROUNDS,
@@ -48,7 +48,7 @@ from fedtrees.federation import (
     handler,
     payload,
 )
-from fedtrees.stats import class_counts_by_group
+from fedtrees.stats import check_increasing, class_counts_by_group
 
 __all__ = [
     "HistogramReply",
@@ -188,9 +188,11 @@ class ToyStrategy:
     def start(self, info: FederationInfo) -> None:
         """Remember the clients and the agreed classes; check the feature index."""
         if not 0 <= self.feature < info.schema.n_features:
-            raise ValueError(
-                f"The 'feature' parameter of ToyStrategy must be in [0, "
-                f"{info.schema.n_features}). Got {self.feature} instead."
+            raise invalid(
+                "feature",
+                "run_toy",
+                f"a column index in [0, {info.schema.n_features})",
+                self.feature,
             )
         self.clients = info.clients
         self.classes = np.asarray(info.schema.classes, dtype=str)
@@ -270,12 +272,26 @@ def run_toy(
     callbacks: Sequence[RoundCallback] = (),
     ledger: Ledger | None = None,
 ) -> RunResult:
-    """Run the toy protocol on ``federation`` (``initial``: first thresholds)."""
+    """Run the toy protocol on ``federation`` (``initial``: first thresholds).
+
+    ``initial`` is a non-empty list of at most ``MAX_GRID - 1`` finite, strictly
+    increasing numbers (default: ``n_bins - 1`` points evenly over [-2, 2]).
+
+    Raises
+    ------
+    ValidationError
+        Naming the parameter (``feature``, ``n_bins``, ``n_rounds``,
+        ``initial``) and what it must be.
+    """
     n_bins = check_size(n_bins, "n_bins", "run_toy", 2, MAX_GRID)
     n_rounds = check_int(
         n_rounds, "n_rounds", "run_toy", min_value=0, max_value=MAX_ROUNDS - 1
     )
-    start = np.linspace(-2.0, 2.0, n_bins - 1) if initial is None else initial
+    start = (
+        np.linspace(-2.0, 2.0, n_bins - 1)
+        if initial is None
+        else check_increasing(initial, "initial", "run_toy")
+    )
     strategy = ToyStrategy(
         check_int(feature, "feature", "run_toy", min_value=0), n_bins, n_rounds, start
     )

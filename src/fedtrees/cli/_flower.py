@@ -317,7 +317,7 @@ def _noise_config(seed: str | None, sampler: str | None) -> dict[str, str]:
 
 def _csv_config(na_values: str | None, categorical: str | None) -> dict[str, str]:
     """Return the node config entries describing a CSV data file (checked now)."""
-    from fedtrees.federation.flower._site_files import csv_declarations
+    from fedtrees.federation.flower import csv_declarations
 
     config = {
         key: value

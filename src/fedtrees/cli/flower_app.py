@@ -27,10 +27,10 @@ __all__ = ["clientapp", "serve_here", "serverapp", "warm_up"]  # noqa: F822
 def __getattr__(name: str) -> Any:
     """Build ``serverapp`` or ``clientapp`` on first use."""
     if name == "serverapp":
-        from fedtrees.algorithms import run_job
+        from fedtrees.algorithms import check_job, run_job
         from fedtrees.federation.flower import make_server_app
 
-        app: Any = make_server_app(run_job)
+        app: Any = make_server_app(run_job, check_job)
     elif name == "clientapp":
         from fedtrees.federation.flower import make_client_app
 

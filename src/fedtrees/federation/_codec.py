@@ -52,6 +52,7 @@ from typing import Any, Final, Literal
 
 import numpy as np
 
+from fedtrees._validation import shown
 from fedtrees.exceptions import CodecError, LocalProtocolError
 from fedtrees.federation._payload import Payload, field_types, payload_class
 
@@ -302,8 +303,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _show(value: object) -> str:
     """Return a short repr of a received value, for error messages."""
-    text = repr(value)
-    return text if len(text) <= 80 else f"{text[:77]}..."
+    return shown(value, limit=80)
 
 
 def _header_str(header: dict[str, Any], key: str) -> str:

@@ -30,7 +30,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees._validation import check_sample_weight
+from fedtrees._validation import check_sample_weight, label_array
 from fedtrees.exceptions import UnsupportedInputError, ValidationError
 from fedtrees.federation._budget import SiteBudget
 from fedtrees.federation._noise import SiteNoise, data_digest, release_key
@@ -171,7 +171,7 @@ class ClientData:
         """
         name = str(client_id)
         frame = as_frame(X, f"client {name!r}")
-        values = np.asarray(y)
+        values = label_array(y)
         if values.ndim != 1:
             raise ValidationError(
                 f"Client {name!r}: y must be 1-D (one label or target per row); got "

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
-from fedtrees._validation import check_float, check_int
+from fedtrees._validation import check_float, check_int, shown
 from fedtrees.exceptions import (
     ClientDropoutWarning,
     CodecError,
@@ -624,7 +624,7 @@ def receive(
     if envelope.round != round_ or envelope.client != client:
         raise fail(
             "envelope",
-            f"answers round {envelope.round} of client {envelope.client!r}",
+            f"answers round {envelope.round} of client {shown(envelope.client)}",
         )
     if isinstance(envelope.payload, Resync):
         return envelope.payload

@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from fedtrees._validation import check_int
+from fedtrees._validation import check_client_id, check_int, label_array, shown
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation._budget import BudgetStore, MemoryBudgetStore, SiteBudget
 from fedtrees.federation._budget_file import BudgetFile
@@ -174,7 +174,7 @@ class Federation:
                 f"{numeric[0]!r}, which is numeric in X; make it a pandas category "
                 "or string column."
             )
-        target = np.asarray(y)
+        target = label_array(y)
         keys = pd.Series(np.asarray(groups, dtype=object))
         if keys.shape[0] != frame.shape[0] or target.shape[0] != frame.shape[0]:
             raise ValidationError(
@@ -185,7 +185,7 @@ class Federation:
             raise ValidationError(
                 "Federation.from_groups: groups holds missing values."
             )
-        ids = _client_ids(keys, "Federation.from_groups", "groups values")
+        ids = _client_ids(keys, "Federation.from_groups", "groups values", "groups")
         codes, names = pd.factorize(ids, sort=True)
         weights = (
             None if sample_weight is None else np.asarray(sample_weight, np.float64)
@@ -252,7 +252,10 @@ class Federation:
         if not values:
             raise ValidationError("Federation.from_clients needs at least one client.")
         ids = _client_ids(
-            pd.Series(list(keys), dtype=object), "Federation.from_clients", "keys"
+            pd.Series(list(keys), dtype=object),
+            "Federation.from_clients",
+            "keys",
+            "clients",
         )
         items = list(zip(ids.tolist(), values, strict=True))
         budgets = _site_budgets(
@@ -338,16 +341,21 @@ class Federation:
         return result
 
 
-def _client_ids(keys: pd.Series, owner: str, what: str) -> pd.Series:
+def _client_ids(keys: pd.Series, owner: str, what: str, name: str) -> pd.Series:
     """Return every key as its client id (``str``); refuse ids that collide.
 
     The one rule of both constructors: distinct keys that print alike (``1`` and
     ``"1"``) would merge two clients into one, and equal keys that print
     differently (``1`` and ``1.0``, one group to pandas) would split one; either
-    is a :class:`ValidationError` naming ``owner`` and the two keys.
+    is a :class:`ValidationError` naming ``owner`` and the two keys. An id
+    longer than :data:`~fedtrees._validation.MAX_CLIENT_ID_CHARS` characters is
+    refused, naming the parameter ``name`` (:func:`check_client_id`).
     """
+    unique = pd.unique(keys.to_numpy(dtype=object))
+    for key in unique:
+        check_client_id(key, name, owner)
     ids = keys.astype(str)
-    n_values = len(pd.unique(keys.to_numpy(dtype=object)))
+    n_values = len(unique)
     if n_values != len(pd.unique(ids.to_numpy(dtype=object))):
         raise ValidationError(
             f"{owner}: the {what} {_collision(keys.tolist(), ids.tolist())}; give "
@@ -363,12 +371,15 @@ def _collision(keys: list[object], ids: list[str]) -> str:
     for key, name in zip(keys, ids, strict=True):
         other = by_id.setdefault(name, key)
         if other != key or type(other) is not type(key):
-            return f"{other!r} and {key!r} are distinct but both become client {name!r}"
+            return (
+                f"{shown(other)} and {shown(key)} are distinct but both become "
+                f"client {shown(name)}"
+            )
         other = by_value.setdefault(key, key)
         if str(other) != name:
             return (
-                f"{other!r} and {key!r} are equal but become two clients, "
-                f"{str(other)!r} and {name!r}"
+                f"{shown(other)} and {shown(key)} are equal but become two clients, "
+                f"{shown(str(other))} and {shown(name)}"
             )
     raise AssertionError("no colliding client ids")  # pragma: no cover
 

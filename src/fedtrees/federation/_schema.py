@@ -60,7 +60,7 @@ from typing import Any, Final, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from fedtrees._validation import check_discrete_labels
+from fedtrees._validation import check_class_labels
 from fedtrees.exceptions import SchemaMismatchError, ValidationError
 from fedtrees.federation._checks import InvalidField
 from fedtrees.federation._client import handler
@@ -342,8 +342,9 @@ def report_schema(
             data.targets()  # refuse a non-numeric target here, with a clear message
         labels, label_type = np.zeros(0, dtype="<U1"), "float"
     else:
-        check_discrete_labels(data.y.to_numpy(), f"Client {data.client_id!r}")
-        labels, label_type = data.label_set(), _label_type(data.y.to_numpy())
+        labels = data.label_set()  # first: labels that print alike are named so
+        check_class_labels(data.y.to_numpy(), f"Client {data.client_id!r}", quote=False)
+        label_type = _label_type(data.y.to_numpy())
         declared_classes = request.declared_class_labels()
         if declared_classes is not None:
             data.check_declared_classes(declared_classes)

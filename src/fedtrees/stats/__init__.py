@@ -23,6 +23,7 @@ from fedtrees.stats._bins import (
     bin_labels,
     bin_sketches,
     check_edges,
+    check_increasing,
     digitize,
     quantile_bin_edges,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "bin_labels",
     "bin_sketches",
     "check_edges",
+    "check_increasing",
     "class_counts_by_group",
     "combine",
     "digitize",

@@ -22,7 +22,8 @@ and the split between two bins are the same split.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+import numbers
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +36,7 @@ __all__ = [
     "bin_labels",
     "bin_sketches",
     "check_edges",
+    "check_increasing",
     "digitize",
     "quantile_bin_edges",
 ]
@@ -114,21 +116,87 @@ def quantile_bin_edges(
     return [row[~np.isnan(row)] for row in inverted]
 
 
-def check_edges(edges: npt.ArrayLike, column: str, owner: str) -> FloatArray:
-    """Return declared edges as a float array: finite and strictly increasing."""
-    values = np.asarray(edges, dtype=np.float64).ravel()
-    if (
-        not np.all(np.isfinite(values))
-        or np.any(np.diff(values) <= 0)
-        or values.size == 0
-    ):
+def check_edges(
+    edges: object, column: str, owner: str, max_edges: int = MAX_GRID - 1
+) -> FloatArray:
+    """Return declared edges as a float array: finite and strictly increasing.
+
+    At most ``max_edges`` edges (by default ``MAX_GRID - 1``: a column of at
+    most ``MAX_GRID`` bins, the bound of every ``n_bins``).
+
+    Raises
+    ------
+    ValidationError
+        Naming ``bin_edges[column]``: not a flat list of numbers (a string, a
+        mapping, nested lists, booleans, text, None, an int too large for a
+        float), empty, not finite, not strictly increasing, or too many.
+
+    Examples
+    --------
+    >>> check_edges([30, 50], "age", "f").tolist()
+    [30.0, 50.0]
+    >>> check_edges(["30", "50"], "age", "f")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: The "bin_edges['age']" parameter of f ...
+    """
+    return check_increasing(edges, f"bin_edges[{column!r}]", owner, max_edges)
+
+
+def check_increasing(
+    value: object, name: str, owner: str, max_count: int = MAX_GRID - 1
+) -> FloatArray:
+    """Return a flat list of at most ``max_count`` finite, increasing numbers.
+
+    The one check of declared edges and thresholds (:func:`check_edges`, the
+    toy's ``initial``).
+
+    Raises
+    ------
+    ValidationError
+        Naming ``name``: not a flat list of numbers, empty, not finite, not
+        strictly increasing, or longer than ``max_count``.
+
+    Examples
+    --------
+    >>> check_increasing([0.5, 1.5], "initial", "f").tolist()
+    [0.5, 1.5]
+    """
+    constraint = "a non-empty list of finite, strictly increasing numbers"
+    values = _numbers(value)
+    if values is None or values.size == 0:
+        raise invalid(name, owner, constraint, value)
+    if not np.all(np.isfinite(values)) or np.any(np.diff(values) <= 0):
+        raise invalid(name, owner, constraint, value)
+    if values.size > max_count:
         raise invalid(
-            f"bin_edges[{column!r}]",
-            owner,
-            "a non-empty sequence of finite, strictly increasing numbers",
-            np.asarray(edges).tolist(),
+            name, owner, f"at most {max_count} numbers", f"{values.size} numbers"
         )
     return values
+
+
+def _numbers(value: object) -> FloatArray | None:
+    """Return a flat list of real numbers as float64; None if it is not one.
+
+    Any one-dimensional array-like (list, tuple, numpy array, pandas Series) of
+    numbers; never text, a mapping, booleans or None.
+    """
+    if isinstance(value, str | bytes | Mapping):
+        return None
+    try:
+        given = np.asarray(value)
+    except (TypeError, ValueError):  # ragged nesting
+        return None
+    if given.ndim != 1:
+        return None
+    if given.dtype.kind == "O" and all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool) for v in given
+    ):
+        try:
+            return given.astype(np.float64)
+        except OverflowError:  # an int too large for a float
+            return None
+    return given.astype(np.float64) if given.dtype.kind in "iuf" else None
 
 
 def digitize(values: npt.ArrayLike, edges: npt.ArrayLike) -> IntArray:

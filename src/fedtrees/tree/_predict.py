@@ -23,7 +23,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
-from fedtrees._validation import check_matrix
+from fedtrees._validation import check_client_id, check_matrix, shown
 from fedtrees.exceptions import ValidationError
 from fedtrees.tree._kinds import LEAF, NodeKind
 from fedtrees.tree._structure import branch_owner, children_csr, missing_goes_left
@@ -264,14 +264,24 @@ def client_codes(
         )
     present = ids.notna().to_numpy()
     codes = np.full(n, -1, dtype=np.int64)
-    names = ids[present].astype(str)
+    names = ids[present].map(_id_text)
     codes[present] = pd.Index(known, dtype=object).get_indexer(pd.Index(names))
     unknown = present & (codes < 0)
     if unknown.any():
         bad = ids.iloc[int(np.flatnonzero(unknown)[0])]
-        listed = ", ".join(repr(c) for c in known) or "none"
+        listed = ", ".join(repr(c) for c in known[:20]) or "none"
+        if len(known) > 20:
+            listed += f", ... ({len(known)} clients)"
         raise ValidationError(
-            f"The 'client' parameter of {owner} names {bad!r}, which is not a "
+            f"The 'client' parameter of {owner} names {shown(bad)}, which is not a "
             f"known client (known: {listed}); {hint}."
         )
     return codes
+
+
+def _id_text(value: object) -> str | None:
+    """Return ``str(value)``; None for a value no client id can be (too long)."""
+    try:
+        return check_client_id(value, "client", "predict")
+    except ValidationError:
+        return None

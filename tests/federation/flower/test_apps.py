@@ -166,7 +166,8 @@ def test_server_config_validates_the_run_config() -> None:
     with pytest.raises(ValidationError, match="Run config 'params' is not JSON"):
         ServerConfig.from_run_config({**base, "params": "{n_bins: 4}"})
     with pytest.raises(
-        ValidationError, match="Run config 'min-clients' must be a int; got 'three'"
+        ValidationError,
+        match=r"Run config 'min-clients' must be an int >= 1.*got 'three'",
     ):
         ServerConfig.from_run_config({**base, "min-clients": "three"})
 

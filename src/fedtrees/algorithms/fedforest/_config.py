@@ -23,6 +23,7 @@ from fedtrees.algorithms._params import (
     count_or_fraction,
     resolve_max_features,
 )
+from fedtrees.algorithms._ranges import check_ranges_form
 from fedtrees.algorithms.histogram import (
     MAX_BINS,
     check_declared_edges,
@@ -162,5 +163,5 @@ def make_config(
         max_bins=max_bins,
         bin_edges=check_declared_edges(params["bin_edges"], max_bins, owner),
         secure_aggregation=secure,
-        feature_ranges=params["feature_ranges"],
+        feature_ranges=check_ranges_form(params["feature_ranges"], owner),
     )

@@ -16,11 +16,13 @@ from sklearn.utils.validation import check_is_fitted
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
 from fedtrees._validation import (
+    check_client_id,
     check_epsilon,
     check_float,
     check_int,
     invalid,
     is_integral,
+    shown,
 )
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms._params import MAX_POPULATION, check_size
@@ -259,14 +261,7 @@ class _FedGA(FederatedEstimator):
             reason=f"a run has at most {MAX_ROUNDS} rounds: "
             f"{ROUNDS_BESIDE_GENERATIONS} besides the generations",
         )
-        joins = {str(k): int(v) for k, v in (join_at or {}).items()}
-        unknown = sorted(set(joins) - set(federation.clients))
-        if unknown or any(not 1 <= g <= generations for g in joins.values()):
-            raise ValidationError(
-                f"{owner}: join_at must map clients of the federation "
-                f"{list(federation.clients)} to generations 1..{generations}; "
-                f"got {dict(join_at or {})}."
-            )
+        joins = _join_at(join_at, federation.clients, generations, owner)
         return FedGASettings(
             task=self._task,
             population_size=check_size(
@@ -433,3 +428,26 @@ def _depth_range(value: object, owner: str) -> tuple[int, int]:
 
 def _rate(value: object, name: str, owner: str) -> float:
     return check_float(value, name, owner, min_value=0.0, max_value=1.0)
+
+
+def _join_at(
+    join_at: object, clients: Sequence[str], generations: int, owner: str
+) -> dict[str, int]:
+    """Check ``join_at``: client of the federation -> generation in 1..generations."""
+    expected = (
+        f"None or a dict from clients of the federation {shown(list(clients))} to "
+        f"generations (ints in 1..{generations})"
+    )
+    if join_at is None:
+        return {}
+    if not isinstance(join_at, Mapping):
+        raise invalid("join_at", owner, expected, join_at)
+    joins: dict[str, int] = {}
+    for client, generation in join_at.items():
+        name = check_client_id(client, "join_at", owner)
+        if name not in clients or not (
+            is_integral(generation) and 1 <= int(generation) <= generations
+        ):
+            raise invalid("join_at", owner, expected, {client: generation})
+        joins[name] = int(generation)
+    return joins

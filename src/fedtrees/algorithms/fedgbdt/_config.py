@@ -19,6 +19,7 @@ from fedtrees._validation import (
     invalid,
 )
 from fedtrees.algorithms._params import check_bool, check_size
+from fedtrees.algorithms._ranges import check_ranges_form
 from fedtrees.algorithms.histogram import check_declared_edges, check_max_bins
 from fedtrees.exceptions import ValidationError
 
@@ -148,7 +149,7 @@ def make_config(
         seed=seed,
         bin_edges=check_declared_edges(params["bin_edges"], max_bins, owner),
         secure_aggregation=_secure(params, owner),
-        feature_ranges=params["feature_ranges"],
+        feature_ranges=check_ranges_form(params["feature_ranges"], owner),
     )
 
 

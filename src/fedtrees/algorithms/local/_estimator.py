@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
-from fedtrees._validation import check_choice
+from fedtrees._validation import check_choice, check_float
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms._params import (
     MAX_N_ESTIMATORS,
@@ -88,7 +88,12 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
             "min_samples_leaf": count_or_fraction(
                 self.min_samples_leaf, "min_samples_leaf", owner, 1
             ).as_sklearn(),
-            "min_impurity_decrease": float(self.min_impurity_decrease),
+            "min_impurity_decrease": check_float(
+                self.min_impurity_decrease,
+                "min_impurity_decrease",
+                owner,
+                min_value=0.0,
+            ),
             "max_features": check_max_features(self.max_features, owner),
             "bootstrap": check_bool(self.bootstrap, "bootstrap", owner),
         }

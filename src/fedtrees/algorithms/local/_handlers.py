@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Final
 
 from fedtrees._random import client_key, keyed_rng
+from fedtrees._validation import shown
 from fedtrees.algorithms._params import MAX_N_ESTIMATORS
 from fedtrees.algorithms._requests import check_request_size
 from fedtrees.algorithms.local._payloads import ForestReply, ForestRequest
+from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
     ClientData,
     handler,
@@ -29,7 +31,8 @@ def fit_forest(request: ForestRequest, data: ClientData) -> ForestReply:
     """Client: fit a forest on the local rows; reply with its trees.
 
     ``params``' ``n_estimators`` (the trees fitted and sent) is checked within
-    the estimator's limit first.
+    the estimator's limit first. A client whose rows all weigh zero has nothing
+    to fit a forest on: its error names ``sample_weight`` and the client.
     """
     params = request.parsed_params()
     check_request_size(
@@ -40,6 +43,7 @@ def fit_forest(request: ForestRequest, data: ClientData) -> ForestReply:
         "its n_estimators: the trees to fit",
         low=1,
     )
+    _check_some_weight(data)
     X = data.finite_matrix()
     regression = request.classes.size == 0
     y = data.targets() if regression else data.label_codes(request.classes)
@@ -55,3 +59,13 @@ def fit_forest(request: ForestRequest, data: ClientData) -> ForestReply:
     )
     weight = float(data.n_rows if data.weights is None else data.weights.sum())
     return ForestReply.of(trees, weight)
+
+
+def _check_some_weight(data: ClientData) -> None:
+    """Refuse a client whose ``sample_weight`` is zero on every row (no row count)."""
+    if data.weights is not None and not data.weights.any():
+        raise ValidationError(
+            f"Local forest: the 'sample_weight' of client {shown(data.client_id)} is "
+            "zero on every row, so it has no rows to fit its forest on; give some "
+            "of its rows a weight > 0, or leave the client out."
+        )

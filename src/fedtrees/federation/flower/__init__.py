@@ -22,16 +22,21 @@ from fedtrees._lazy import lazy_names
 _HOMES: Final[dict[str, str]] = {
     "FlowerTransport": "fedtrees.federation.flower._transport",
     "JobRunner": "fedtrees.federation.flower._apps",
+    "NODE_CONFIG": "fedtrees.federation.flower._config",
+    "RUN_CONFIG": "fedtrees.federation.flower._config",
     "ServerConfig": "fedtrees.federation.flower._apps",
     "SiteAnswer": "fedtrees.federation.flower._wire",
     "SiteMessage": "fedtrees.federation.flower._wire",
     "app_dir": "fedtrees.federation.flower._deploy",
+    "check_node_config": "fedtrees.federation.flower._config",
+    "csv_declarations": "fedtrees.federation.flower._site_files",
     "flower_env": "fedtrees.federation.flower._deploy",
     "launch": "fedtrees.federation.flower._worker",
     "make_certificates": "fedtrees.federation.flower._deploy",
     "make_client_app": "fedtrees.federation.flower._clientapp",
     "make_server_app": "fedtrees.federation.flower._apps",
     "make_supernode_keys": "fedtrees.federation.flower._deploy",
+    "node_config_text": "fedtrees.federation.flower._config",
     "register_supernode": "fedtrees.federation.flower._deploy",
     "serve_forever": "fedtrees.federation.flower._worker",
     "serve_site": "fedtrees.federation.flower._site",
@@ -45,18 +50,23 @@ _HOMES: Final[dict[str, str]] = {
 """Every public name and the module it loads from."""
 
 __all__ = [
+    "NODE_CONFIG",
+    "RUN_CONFIG",
     "FlowerTransport",
     "JobRunner",
     "ServerConfig",
     "SiteAnswer",
     "SiteMessage",
     "app_dir",
+    "check_node_config",
+    "csv_declarations",
     "flower_env",
     "launch",
     "make_certificates",
     "make_client_app",
     "make_server_app",
     "make_supernode_keys",
+    "node_config_text",
     "register_supernode",
     "serve_forever",
     "serve_site",
@@ -76,6 +86,12 @@ if TYPE_CHECKING:
         write_outputs,
     )
     from fedtrees.federation.flower._clientapp import make_client_app
+    from fedtrees.federation.flower._config import (
+        NODE_CONFIG,
+        RUN_CONFIG,
+        check_node_config,
+        node_config_text,
+    )
     from fedtrees.federation.flower._deploy import (
         app_dir,
         flower_env,
@@ -88,6 +104,7 @@ if TYPE_CHECKING:
     )
     from fedtrees.federation.flower._noise import site_noise
     from fedtrees.federation.flower._site import serve_site, site_budget
+    from fedtrees.federation.flower._site_files import csv_declarations
     from fedtrees.federation.flower._transport import FlowerTransport
     from fedtrees.federation.flower._wire import SiteAnswer, SiteMessage
     from fedtrees.federation.flower._worker import launch, serve_forever

@@ -18,6 +18,7 @@ config ``classes``, a JSON list) are checked at the agreement only.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from logging import INFO
@@ -28,21 +29,26 @@ from flwr.app import Context
 from flwr.common.logger import log
 from flwr.serverapp import Grid, ServerApp
 
+from fedtrees._validation import shown
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation._codec import MAX_MESSAGE_BYTES
-from fedtrees.federation._data import (
-    DeclaredCategories,
-    check_categories,
-    check_classes,
-)
+from fedtrees.federation._data import DeclaredCategories
 from fedtrees.federation._driver import RoundCallback, RoundEnv
 from fedtrees.federation._federation import Federation
 from fedtrees.federation._ledger import Ledger
+from fedtrees.federation.flower._config import (
+    check_run_config,
+    declared_categories,
+    max_message_bytes,
+    run_config_value,
+)
 from fedtrees.federation.flower._transport import FlowerTransport
 
 __all__ = [
+    "JobCheck",
     "JobRunner",
     "ServerConfig",
+    "check_output_path",
     "declared_categories",
     "make_server_app",
     "max_message_bytes",
@@ -54,6 +60,8 @@ JobRunner = Callable[
     tuple[dict[str, Any], Ledger],
 ]
 """(job, federation, params, round timeout, callbacks) -> (result document, ledger)."""
+JobCheck = Callable[[str, Mapping[str, Any]], None]
+"""(job, params) -> None: refuses an unknown job or parameter name, naming it."""
 
 
 @dataclass(frozen=True)
@@ -73,84 +81,64 @@ class ServerConfig:
 
     @classmethod
     def from_run_config(cls, config: Mapping[str, Any]) -> ServerConfig:
-        """Validate the run config; errors name the key."""
-        try:
-            params = json.loads(str(config.get("params", "{}")))
-        except ValueError as exc:
-            raise ValidationError(f"Run config 'params' is not JSON: {exc}") from exc
-        if not isinstance(params, dict):
-            raise ValidationError("Run config 'params' must be a JSON object.")
+        """Validate every key of the run config; errors name the key."""
+        check_run_config(config)
+        params = run_config_value(config, "params")
         return cls(
-            job=_get(config, "job", str),
-            params=params,
-            output_path=Path(_get(config, "output-path", str)),
-            min_clients=int(_get(config, "min-clients", int)),
-            round_timeout=float(_get(config, "round-timeout", float)),
-            registration_timeout=float(_get(config, "registration-timeout", float)),
-            poll_interval=float(_get(config, "poll-interval", float)),
+            job=run_config_value(config, "job"),
+            params={} if params is None else params,
+            output_path=Path(run_config_value(config, "output-path")),
+            min_clients=run_config_value(config, "min-clients"),
+            round_timeout=run_config_value(config, "round-timeout"),
+            registration_timeout=run_config_value(config, "registration-timeout"),
+            poll_interval=run_config_value(config, "poll-interval"),
             categories=declared_categories(config),
-            classes=check_classes(_json(config, "classes"), "Run config 'classes'"),
+            classes=run_config_value(config, "classes"),
             max_message_bytes=max_message_bytes(config),
         )
 
 
-def max_message_bytes(config: Mapping[str, Any]) -> int:
-    """Return the run config's ``max-message-bytes`` (an int >= 1), or the default.
+def check_output_path(path: Path) -> None:
+    """Refuse, before the run, an output path the ServerApp could not write at its end.
 
-    The longest message either side reads: the server checks every reply, each
-    ClientApp every request, before decoding.
+    A folder, or a path under a file or an unwritable folder, would lose the
+    run's work at the last step.
+
+    Raises
+    ------
+    ValidationError
+        Naming the run config's ``output-path`` and what is wrong with it.
     """
-    if config.get("max-message-bytes") is None:
-        return MAX_MESSAGE_BYTES
-    value = _get(config, "max-message-bytes", int)
-    if value < 1 or (isinstance(value, float) and not value.is_integer()):
+    where = f"Run config 'output-path' ({shown(str(path))})"
+    if path.is_dir():
+        raise ValidationError(f"{where} is a folder; name the result file in it.")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         raise ValidationError(
-            f"Run config 'max-message-bytes' must be an int >= 1; got {value!r}."
+            f"{where} cannot be written: {shown(str(folder))} is not a folder the "
+            "SuperLink's user may write; the result would be lost at the end of "
+            "the run."
         )
-    return int(value)
 
 
-def declared_categories(config: Mapping[str, Any]) -> DeclaredCategories:
-    """Return the run config's ``categories`` (JSON: column -> names), or {}."""
-    return check_categories(_json(config, "categories"), "Run config 'categories'")
+def make_server_app(run_job: JobRunner, check_job: JobCheck | None = None) -> ServerApp:
+    """Build a ServerApp that runs ``run_job`` on the SuperNodes, writing its output.
 
-
-def _json(config: Mapping[str, Any], key: str) -> Any:
-    """Return the run config's JSON value ``key`` parsed, None if absent or ""."""
-    text = config.get(key, "")
-    if text is None or text == "":
-        return None
-    if not isinstance(text, str):
-        raise ValidationError(
-            f"Run config {key!r} must be a JSON string; got {text!r}."
-        )
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ValidationError(f"Run config {key!r} is not JSON: {exc}") from exc
-
-
-def _get(config: Mapping[str, Any], key: str, kind: type) -> Any:
-    value = config.get(key)
-    numeric = (
-        kind in (int, float)
-        and isinstance(value, int | float)
-        and not isinstance(value, bool)
-    )
-    if value is None or not (isinstance(value, kind) or numeric):
-        raise ValidationError(
-            f"Run config {key!r} must be a {kind.__name__}; got {value!r}."
-        )
-    return value
-
-
-def make_server_app(run_job: JobRunner) -> ServerApp:
-    """Build a ServerApp that runs ``run_job`` on the SuperNodes, writing its output."""
+    Before it waits for any SuperNode, the ServerApp checks the run config
+    (:meth:`ServerConfig.from_run_config`), the output path
+    (:func:`check_output_path`) and, with ``check_job``, the job's name and
+    parameter names: a mistake there fails the run at once, naming it.
+    """
     app = ServerApp()
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
         config = ServerConfig.from_run_config(context.run_config)
+        check_output_path(config.output_path)
+        if check_job is not None:
+            check_job(config.job, config.params)
         transport = FlowerTransport(
             grid,
             min_clients=config.min_clients,

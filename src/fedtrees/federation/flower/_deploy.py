@@ -40,7 +40,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from fedtrees._validation import shown
 from fedtrees.exceptions import ValidationError
+from fedtrees.federation.flower._config import check_site_id, node_config_text
 
 __all__ = [
     "app_dir",
@@ -197,10 +199,11 @@ def make_supernode_keys(folder: str | Path, client_id: str) -> tuple[Path, Path]
     -------
     (private_key_path, public_key_path)
     """
-    if not client_id or Path(client_id).name != client_id:
+    check_site_id(client_id, "make_supernode_keys")
+    if Path(client_id).name != client_id:
         raise ValidationError(
             f"make_supernode_keys: 'client_id' must be a non-empty file name, got "
-            f"{client_id!r}."
+            f"{shown(client_id)}."
         )
     out = Path(folder)
     private, public = out / f"{client_id}.key", out / f"{client_id}.pub"
@@ -403,7 +406,11 @@ def supernode_command(
     """Return the ``flower-supernode`` command line of one site.
 
     ``client-id`` and ``data-path`` (and ``target`` for CSV files, and any
-    ``node_config`` entries) go into the node config, quoted as TOML strings.
+    ``node_config`` entries) go into the node config, each checked and quoted
+    so that Flower reads it back unchanged, whatever characters it holds
+    (:func:`~fedtrees.federation.flower._config.node_config_text`); text that
+    cannot travel (control characters in a client id, NUL or undecodable bytes
+    in a path) is refused, naming the argument.
     ``auth_private_key`` (from :func:`make_supernode_keys`) authenticates the
     SuperNode to a SuperLink started with ``supernode_auth=True``; it needs TLS.
 
@@ -414,15 +421,15 @@ def supernode_command(
     """
     _tls_choice(root_certificates, insecure, "supernode_command")
     _auth_needs_tls(auth_private_key, insecure, "supernode_command", "auth_private_key")
-    if not client_id:
-        raise ValidationError(
-            "supernode_command: 'client_id' must be a non-empty string."
-        )
-    config = f"client-id={json.dumps(client_id)} data-path={json.dumps(str(data_path))}"
+    check_site_id(client_id, "supernode_command")
+    entries: dict[str, object] = {"client-id": client_id, "data-path": str(data_path)}
     if target:
-        config += f" target={json.dumps(target)}"
-    for key, value in (node_config or {}).items():
-        config += f" {key}={json.dumps(value)}"
+        entries["target"] = target
+    entries.update(node_config or {})
+    try:
+        config = node_config_text(entries)
+    except ValidationError as exc:
+        raise ValidationError(f"supernode_command: {exc}") from None
     command = [
         "flower-supernode",
         "--superlink",

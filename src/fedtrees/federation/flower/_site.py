@@ -39,6 +39,7 @@ from fedtrees.federation._client import describe_error, refuse, serve
 from fedtrees.federation._data import ClientData
 from fedtrees.federation._noise import SiteNoise
 from fedtrees.federation.flower._apps import declared_categories, max_message_bytes
+from fedtrees.federation.flower._config import check_node_config
 from fedtrees.federation.flower._noise import site_noise
 from fedtrees.federation.flower._site_files import csv_declarations
 from fedtrees.federation.flower._state import kept_state, load_state
@@ -92,7 +93,9 @@ def serve_site(
     watch = Stopwatch()
     client = str(message.node_config.get("client-id", ""))
     try:
+        check_node_config(message.node_config)
         limit = max_message_bytes(message.run_config)
+        declared = declared_categories(message.run_config)
         budget = site_budget(message.node_config, client, message.run_id)
         noise = site_noise(message.node_config)
     except ValidationError as exc:  # refuse every request, saying why
@@ -103,7 +106,7 @@ def serve_site(
     watch.lap("handlers")
     try:
         data = _load(load_data, client, message, budget, noise)
-        data.declare_categories(declared_categories(message.run_config))
+        data.declare_categories(declared)
         watch.lap("data")
     except Exception as exc:  # the data itself failed: say so, naming the client
         reply = refuse(

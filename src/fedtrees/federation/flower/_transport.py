@@ -30,7 +30,7 @@ from typing import Final
 from flwr.app import ConfigRecord, Message, RecordDict
 from flwr.serverapp import Grid
 
-from fedtrees._validation import check_float, check_int
+from fedtrees._validation import MAX_CLIENT_ID_CHARS, check_float, check_int, shown
 from fedtrees.exceptions import NotEnoughClientsError, RemoteProtocolError
 from fedtrees.federation._transport import Delivery, Outgoing
 from fedtrees.federation.flower._wire import MalformedContent, pack, unpack
@@ -190,6 +190,15 @@ def _hello_client_id(node: int, reply: Message | str) -> str:
             "hello",
             "client-id",
             "is missing: start the SuperNode with --node-config 'client-id=\"...\"'",
+        )
+    if len(client) > MAX_CLIENT_ID_CHARS:
+        raise RemoteProtocolError(
+            f"node {node}",
+            0,
+            "hello",
+            "client-id",
+            f"is {len(client)} characters long ({shown(client)}); a client id has "
+            f"at most {MAX_CLIENT_ID_CHARS}",
         )
     return client
 

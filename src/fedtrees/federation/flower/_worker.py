@@ -23,7 +23,6 @@ it logs what went wrong and accepts the next connection.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import shutil
@@ -40,6 +39,7 @@ from typing import Any, Final, NoReturn
 from flwr.common.logger import log
 
 from fedtrees.exceptions import ValidationError
+from fedtrees.federation.flower._config import node_config_text
 from fedtrees.federation.flower._wire import (
     NODE_CONFIG_KEY,
     FrameError,
@@ -75,7 +75,7 @@ def with_worker_socket(command: Sequence[str], path: str) -> list[str]:
     ['flower-supernode', '--node-config', 'a="1" site-worker="/s"']
     """
     out = list(command)
-    entry = f"{NODE_CONFIG_KEY}={json.dumps(path)}"
+    entry = node_config_text({NODE_CONFIG_KEY: path})
     given = [
         k for k, arg in enumerate(out)
         if arg == "--node-config" or arg.startswith("--node-config=")
