@@ -190,7 +190,7 @@ def test_the_install_step_compiles_every_kernel_module_into_a_cache_that_serves(
         _seed(copy)
     shares = hook_module.run_shares(copies)
     failed = [share for share in shares if share.returncode]
-    assert not failed, hook_module.failure_report(failed)
+    assert not failed, hook_module.failure_report(failed, "the test fails")
     installed = tmp_path / "site"
     shutil.copytree(
         PACKAGE, installed / "fedtrees", ignore=shutil.ignore_patterns("__pycache__")
@@ -305,7 +305,7 @@ def test_a_failed_compile_fails_the_build_in_ci(
     )
     with pytest.raises(
         hook_module.KernelCompileError,
-        match=r"(?s)not compiled at install.*no compiler here",
+        match=r"(?s)not compiled at install; CI is set, so the build fails.*no compiler here",
     ):
         hook._compile(hook.source)
     assert hook.warnings == []
@@ -320,6 +320,33 @@ def test_ci_is_read_as_ci_systems_set_it(
     hook_module: Any, environ: dict[str, str], expected: bool
 ) -> None:
     assert hook_module.in_ci(environ) is expected
+
+
+def test_the_install_step_imports_from_the_build_environment(
+    hook_module: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pip's isolated build: PYTHONPATH holds a sitecustomize that puts the build
+    # environment's packages (numpy, numba) on the path; a fresh virtual
+    # environment has none of its own. The install step must keep it.
+    build_env, packages = tmp_path / "pip-site", tmp_path / "overlay"
+    _touch(
+        build_env / "sitecustomize.py",
+        f"import site\nsite.addsitedir({str(packages)!r})\n",
+    )
+    _touch(packages / "only_in_the_build_environment.py", "")
+    monkeypatch.setenv("PYTHONPATH", str(build_env))
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setattr(hook_module, "processes", lambda: 1)
+    compiling = (
+        "import only_in_the_build_environment\n"
+        "from pathlib import Path\n"
+        "cache = Path(__file__).parent / '__pycache__'\n"
+        "cache.mkdir()\n"
+        "(cache / '_k.f-1.py311.nbi').write_text('')\n"
+    )
+    hook = _failing_hook(hook_module, tmp_path, compiling)
+    chosen = hook._compile(hook.source)  # raises, in CI, if the import failed
+    assert list(chosen.values()) == ["fedtrees/__pycache__/_k.f-1.py311.nbi"]
 
 
 def test_a_failed_share_warns_and_the_others_still_ship(

@@ -25,22 +25,29 @@ DATA = "fedtrees/datasets/_data/"
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel ``pip wheel`` builds from this checkout, as a user's install does.
+    """The wheel pip builds from this checkout in a fresh virtual environment.
 
-    ``CI`` is set, so a kernel that does not compile fails the build
-    (``hatch_build.py``) with numba's message instead of shipping no cache.
+    As a user's ``pip install .`` does: nothing installed but pip, the build's
+    own numpy and numba in pip's isolated build environment. ``CI`` is set, so
+    a kernel that does not compile fails the build (``hatch_build.py``) with
+    numba's message instead of shipping no cache.
     """
     folder = tmp_path_factory.mktemp("wheel")
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    subprocess.run([sys.executable, "-m", "venv", str(folder / "venv")], check=True)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("NUMBA_CACHE_DIR", "PYTHONPATH", "VIRTUAL_ENV")
+    }
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps",
-         "-w", str(folder), str(PROJECT_ROOT)],
+        [str(folder / "venv" / "bin" / "python"), "-m", "pip", "wheel", "--no-deps",
+         "-w", str(folder / "dist"), str(PROJECT_ROOT)],
         env={**env, "CI": "true"},
         capture_output=True,
         text=True,
     )  # fmt: skip
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    (path,) = folder.glob("fedtrees-*.whl")
+    (path,) = (folder / "dist").glob("fedtrees-*.whl")
     return path
 
 
