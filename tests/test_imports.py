@@ -7,22 +7,33 @@ function-level imports alike. Three rules:
   inside functions; ``if TYPE_CHECKING:`` blocks excluded);
 - a private module (``fedtrees.<package>._<name>``) is imported only from inside
   ``fedtrees.<package>``; the shared helpers directly under ``fedtrees``
-  (``fedtrees._typing``, ``fedtrees._validation``, ...) are open to all;
+  (``fedtrees._typing``, ``fedtrees._validation``, ...) are open to all, and a
+  kernel module (``fedtrees._compiling.KERNEL_MODULES``) to other kernel modules;
 - imports point down the layers: cli -> experiments -> audit -> algorithms ->
   learners -> federation, privacy, stats, tree, datasets, which import nothing
   of the package but ``exceptions`` and the shared helpers; ``flwr`` is imported
-  only under ``fedtrees.federation.flower``.
+  only under ``fedtrees.federation.flower``;
+- what the install step imports to compile the kernels (the kernel modules and
+  everything they import, with no package ``__init__`` but the root's) holds no
+  package face and nothing outside the standard library and the build hook's
+  declared dependencies (numpy and numba): the build environment has nothing
+  else, and the step skips the packages' ``__init__`` modules.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+import sys
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import pytest
+
+from fedtrees._compiling import KERNEL_MODULES
 
 SOURCE: Final = Path(__file__).resolve().parents[1] / "src"
 PACKAGE: Final = "fedtrees"
@@ -192,7 +203,9 @@ def test_no_private_module_is_imported_across_packages() -> None:
     for i in INTERNAL:
         owner = _private_owner(i.target)
         package = _package(i.source)
-        if owner and package != owner and not package.startswith(owner + "."):
+        across = owner and package != owner and not package.startswith(owner + ".")
+        kernels = i.source in KERNEL_MODULES and i.target in KERNEL_MODULES
+        if across and not kernels:
             reaching.append(str(i))
     assert reaching == []
 
@@ -244,3 +257,52 @@ def test_a_cycle_is_found() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
         ["a", "b", "c"]
     ]
+
+
+def _build_hook_dependencies() -> set[str]:
+    """The import names the build hook's environment holds (numpy, numba)."""
+    config = tomllib.loads((SOURCE.parent / "pyproject.toml").read_text("utf-8"))
+    hook = config["tool"]["hatch"]["build"]["targets"]["wheel"]["hooks"]["custom"]
+    names = {
+        re.split(r"[^A-Za-z0-9_.-]", d, maxsplit=1)[0] for d in hook["dependencies"]
+    }
+    return {name.lower().replace("-", "_") for name in names}
+
+
+def _install_closure() -> list[Import]:
+    """Every import that runs when the install step imports the kernel modules."""
+    seen, todo, found = set(), [PACKAGE, *KERNEL_MODULES], []
+    while todo:
+        module = todo.pop()
+        if module in seen or module not in MODULES:
+            continue
+        seen.add(module)
+        imports = [i for i in _imports(module) if i.runtime]
+        found += imports
+        todo += [i.target for i in imports if i.target.split(".")[0] == PACKAGE]
+    return found
+
+
+def test_the_install_step_imports_no_face_and_only_the_build_dependencies() -> None:
+    allowed = _build_hook_dependencies() | set(sys.stdlib_module_names)
+    faces = [
+        str(i)
+        for i in _install_closure()
+        if i.target != PACKAGE
+        and i.target in MODULES
+        and MODULES[i.target].name == "__init__.py"
+    ]
+    assert faces == []
+    outside = [
+        str(i)
+        for i in _install_closure()
+        if i.target.split(".")[0] not in {PACKAGE, *allowed}
+    ]
+    assert outside == []
+    assert {"numpy", "numba"} <= _build_hook_dependencies()
+
+
+def test_the_install_closure_reaches_every_kernel_module() -> None:
+    sources = {i.source for i in _install_closure()}
+    assert set(KERNEL_MODULES) <= sources
+    assert "fedtrees._compiling" in sources

@@ -12,10 +12,11 @@ version and the CPU); after that it takes no other types.
 the cache with the installed package, so the first run of an installed fedtrees
 loads compiled code like every later run (``benchmarks/bench_startup.py``
 measures it; ``benchmarks/bench_compile.py`` times every kernel's compile).
-Where that cache cannot serve (a wheel built on another CPU, another numba
-version, an edited kernel, ``NUMBA_CACHE_DIR`` pointing elsewhere) a kernel
-compiles at its first call, and :func:`compile_notice` lets a progress bar say
-why it pauses.
+A build whose compile fails fails where the environment variable ``CI`` is
+set, and warns elsewhere. Where that cache cannot serve (a wheel built on
+another CPU, another numba version, an edited kernel, ``NUMBA_CACHE_DIR``
+pointing elsewhere) a kernel compiles at its first call, and
+:func:`compile_notice` lets a progress bar say why it pauses.
 
 A call with types that no declaration lists is a ``TypeError`` (numba's "No
 matching definition"), never a silent compile in the middle of a fit, so every
@@ -37,6 +38,8 @@ from typing import Any, Final, TypeVar, cast
 import numba as nb
 from numba.core import event
 from numba.core import types as nbt
+
+from fedtrees._compile_time import compiling
 
 __all__ = [
     "KERNEL_MODULES",
@@ -161,8 +164,13 @@ class _Declared:
         self.lock = threading.Lock()
 
     def compile(self) -> None:
-        """Compile (or load) every declared signature, then refuse any other."""
-        with self.lock:
+        """Compile (or load) every declared signature, then refuse any other.
+
+        The time it takes (waiting for another thread's compile too) is this
+        thread's compile time, which a handler's deadline does not count
+        (:mod:`fedtrees._compile_time`).
+        """
+        with compiling(), self.lock:
             if "_compile_for_args" not in vars(self.dispatcher):
                 return  # done, by another thread or an earlier call
             for signature in self.signatures:
@@ -198,9 +206,17 @@ def _skip_package_inits(modules: Iterable[str]) -> None:
 
     For the install step only, in a process of its own that ends after
     compiling: the packages' ``__init__`` modules import scikit-learn and
-    pandas, which the build environment does not hold, and a kernel module
-    needs nothing but numpy, numba and other kernel modules. Each package is
-    registered as an empty module whose path is its folder.
+    pandas, which the build environment does not hold (the build hook
+    depends on numpy and numba only). Each package is registered as an empty
+    module whose path is its folder.
+
+    **Decision:** a kernel module imports nothing but the standard library,
+    numpy, numba, the shared helpers directly under ``fedtrees`` and other
+    kernel modules, by their own names (``fedtrees.stats._quantile_kernel``,
+    never the face ``fedtrees.stats``, which is empty here): the one exception
+    to "no private module across packages". ``tests/test_imports.py`` checks
+    the rule on the source, and ``tests/test_compiling.py`` runs this step on
+    every kernel module as the build does.
     """
     root = Path(__file__).resolve().parent.parent  # the folder holding fedtrees/
     for module in modules:
@@ -269,4 +285,10 @@ if __name__ == "__main__":  # the install step: python -m fedtrees._compiling [k
     _skip_package_inits(KERNEL_MODULES)  # a share may import another's modules
     # The kernels register with the module the package imports, not with this
     # copy of it run as __main__.
-    import_module("fedtrees._compiling").compile_kernels(share)
+    compile_ = import_module("fedtrees._compiling").compile_kernels
+    for name in share:
+        try:
+            compile_([name])
+        except Exception as error:  # the build's report names the module
+            error.add_note(f"fedtrees: the kernels of {name} did not compile.")
+            raise

@@ -364,8 +364,8 @@ def test_rule_limit_fails_before_the_product(base: str) -> None:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - start < 2.0
-    assert peak < 64 * 2**20
+    assert peak < 64 * 2**20  # the product was never built
+    assert time.perf_counter() - start < 30.0  # nor walked: a hang check, not speed
     message = str(info.value)
     assert step in message
     assert "max_rules=1000" in message

@@ -174,7 +174,13 @@ def gate(request: pytest.FixtureRequest) -> Iterator[Gate]:
 # --- the in-process timeout (issue 12, item 6) ------------------------------------
 
 TIMEOUT = 0.5
-GRACE = 2.0
+GRACE = 20.0
+"""Seconds a loaded machine may add to a round that ends at its timeout.
+
+A hang check, not a speed check: it stays below the 120 s a blocked handler
+waits, so a run that waited for the handler fails it; that the run ended while
+the handler was still blocked is checked on the gate itself (observed state).
+"""
 
 
 @pytest.mark.hostile("clear_error")
@@ -207,6 +213,7 @@ def test_a_blocked_client_is_dropped_and_its_late_reply_changes_nothing(
         warnings.simplefilter("always", ClientDropoutWarning)
         result = run(script, transport, task="classification", timeout=TIMEOUT)
     elapsed = time.monotonic() - start
+    assert not gate.finished.is_set()  # the run went on while b's handler waited
     dropped = {(d.client, d.round) for d in result.dropouts}
     # Each handler has its own deadline: with one worker, c (queued behind the
     # blocked b) is served by the worker that takes b's place (issue 24).

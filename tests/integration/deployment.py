@@ -1,7 +1,9 @@
 """A real Flower deployment on 127.0.0.1 for tests: SuperLink, SuperNodes, flwr CLI.
 
 Every wait polls observed state (a command's answer, a run's status, a log line,
-a process's exit) until a deadline; nothing waits a fixed time.
+a process's exit) until a deadline; nothing waits a fixed time. The deadlines
+only catch hangs (:data:`HANG`): on a loaded machine a wait lasts as long as the
+work it waits for, and a test fails only if that work never ends.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from fedtrees.cli.site_worker import with_site_worker
 from fedtrees.exceptions import ValidationError
@@ -31,6 +33,15 @@ from fedtrees.federation.flower import (
 from fedtrees.federation.flower._deploy import make_supernode_keys, register_supernode
 
 CONNECTION = "fedtrees-test"
+HANG: Final = 1800.0
+"""Seconds after which a wait fails as a hang (a run, a log line, a registration)."""
+COMMAND_TIMEOUT: Final = 600.0
+"""Seconds one ``flwr`` command may take before it counts as hung."""
+ROUND_TIMEOUT: Final = 600.0
+"""The tests' ``round-timeout``: a round ends early only when a site hangs. A
+killed SuperNode stops its heartbeats, and Flower reports it offline (its
+messages answered with an error, a dropout) after at most two missed 30 s
+heartbeats, well before this."""
 POLL = 1.0  # seconds between two looks at the observed state
 FILE_POLL = 0.2  # seconds between two looks for a file (a stat call)
 STATUS_EVERY = 10.0  # seconds between `flwr ls` calls while a run's file is awaited
@@ -170,11 +181,11 @@ class Deployment:
                 return None
 
         try:
-            poll(look, 60.0, f"{public.name} was not registered")
+            poll(look, HANG, f"{public.name} was not registered")
         except TimeoutError as exc:
             raise RuntimeError(f"{exc}: {error}") from exc
 
-    def refusal(self, client: str, deadline: float) -> str:
+    def refusal(self, client: str, deadline: float = HANG) -> str:
         """Wait until SuperNode ``client`` has exited; return its exit code and log."""
         process = self.nodes[client]
         try:
@@ -191,7 +202,7 @@ class Deployment:
             env=self.env,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=COMMAND_TIMEOUT,
         )
         try:
             result: dict[str, Any] = json.loads(done.stdout)
@@ -202,7 +213,7 @@ class Deployment:
             }
         return result
 
-    def submit(self, run_config: str, deadline: float = 60.0) -> str:
+    def submit(self, run_config: str, deadline: float = HANG) -> str:
         """`flwr run` the shipped app; retried while the SuperLink comes up."""
         last: dict[str, Any] = {}
 
@@ -219,7 +230,7 @@ class Deployment:
             raise RuntimeError(f"flwr run kept failing: {last}") from exc
 
     def wait(
-        self, run_id: str, deadline: float, output: Path | None = None
+        self, run_id: str, deadline: float = HANG, output: Path | None = None
     ) -> dict[str, Any]:
         """Wait until the run has finished; return its `flwr ls` status entry.
 
@@ -256,11 +267,11 @@ class Deployment:
             env=self.env,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=COMMAND_TIMEOUT,
         )
         return done.stdout + done.stderr
 
-    def wait_for_log(self, run_id: str, text: str, deadline: float) -> None:
+    def wait_for_log(self, run_id: str, text: str, deadline: float = HANG) -> None:
         """Poll the run's ServerApp log until it shows `text` (observed state)."""
         poll(
             lambda: True if text in self.logs(run_id) else None,
@@ -271,7 +282,7 @@ class Deployment:
     def kill(self, client: str) -> None:
         """Crash a SuperNode (SIGKILL, no goodbye to the SuperLink)."""
         self.nodes[client].send_signal(signal.SIGKILL)
-        self.nodes[client].wait(10)
+        self.nodes[client].wait(COMMAND_TIMEOUT)
 
     def __exit__(
         self,
@@ -296,7 +307,7 @@ def stop(processes: Iterable[subprocess.Popen[bytes]]) -> None:
             process.wait(15)
         except subprocess.TimeoutExpired:
             _signal_group(process, signal.SIGKILL)
-            process.wait(5)
+            process.wait(COMMAND_TIMEOUT)
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:

@@ -14,7 +14,7 @@ from fedtrees import datasets
 from fedtrees.algorithms import run_job
 from fedtrees.exceptions import ClientDropoutWarning
 from fedtrees.federation import Fault, Federation
-from tests.integration.deployment import Deployment
+from tests.integration.deployment import ROUND_TIMEOUT, Deployment
 
 pytestmark = pytest.mark.flower
 
@@ -82,10 +82,10 @@ def _run_over_flower(
     deployment: Deployment, out: Path, job: str, params: dict[str, object]
 ) -> dict[str, object]:
     config = (
-        f"job='{job}' output-path='{out}' min-clients=3 round-timeout=60.0 "
-        f"params='{json.dumps(params)}'"
+        f"job='{job}' output-path='{out}' min-clients=3 "
+        f"round-timeout={ROUND_TIMEOUT} params='{json.dumps(params)}'"
     )
-    status = deployment.wait(deployment.submit(config), deadline=150, output=out)
+    status = deployment.wait(deployment.submit(config), output=out)
     assert status["status"] == "finished:completed", status
     return dict(json.loads(out.read_text()))
 
@@ -112,7 +112,7 @@ def test_an_unregistered_supernode_is_refused_by_the_superlink(
 ) -> None:
     # Flower 1.41 and 1.42: the SuperLink answers its activation with 412 "Failed to
     # activate SuperNode" and the SuperNode exits (code 305 in its log).
-    refusal = tls_deployment.refusal("Stranger", deadline=120)
+    refusal = tls_deployment.refusal("Stranger")
     assert not refusal.startswith("exit code 0\n"), refusal
     assert "Failed to activate SuperNode" in refusal, refusal
     registered = [tls_deployment.nodes[site] for site in site_files]
@@ -261,7 +261,7 @@ def test_fedga_evolves_the_same_structures_and_trees_over_flower(
     assert over_flower["communication"]["rounds"] == 1 + 3 + 2 + 1  # type: ignore[index]
 
 
-@pytest.mark.slow  # its own deployment and a 30 s timed-out round: about 2 min
+@pytest.mark.slow  # its own deployment, and a minute for Flower to see the kill
 def test_fedforest_hist_continues_past_a_killed_supernode_as_in_process(
     site_files: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -271,23 +271,22 @@ def test_fedforest_hist_continues_past_a_killed_supernode_as_in_process(
               "max_bins": 16, "on_dropout": "continue", "random_state": 7}  # fmt: skip
     out = tmp_path / "hist.json"
     config = (
-        f"job='fedforest' output-path='{out}' min-clients=3 round-timeout=30.0 "
-        f"params='{json.dumps(params)}'"
+        f"job='fedforest' output-path='{out}' min-clients=3 "
+        f"round-timeout={ROUND_TIMEOUT} params='{json.dumps(params)}'"
     )
     with Deployment(tmp_path, site_files, tls=False) as deployment:
         run_id = deployment.submit(config)
-        deployment.wait_for_log(run_id, "fedtrees round 2 ", deadline=240)
+        deployment.wait_for_log(run_id, "fedtrees round 2 ")
         deployment.kill("Hungary")
-        status = deployment.wait(run_id, deadline=300, output=out)
+        status = deployment.wait(run_id, output=out)
     assert status["status"] == "finished:completed", status
     over_flower = json.loads(out.read_text())
 
-    ledger = [
-        line.split(",")
-        for line in out.with_suffix(".ledger.csv").read_text().splitlines()[1:]
-    ]
-    [dropped] = [int(f[0]) for f in ledger if f[1] == "Hungary" and f[-1] != "ok"]
+    ledger = pd.read_csv(out.with_suffix(".ledger.csv"))  # columns by name
+    hungary = ledger[ledger["client"] == "Hungary"]
+    [dropped] = hungary.loc[hungary["status"] != "ok", "round"].tolist()
     assert dropped >= 2  # killed after round 2 began, before the run ended
+    assert hungary["round"].max() == dropped  # never asked again
     clients = {
         name: datasets.load_client_file(path) for name, path in site_files.items()
     }
@@ -301,28 +300,29 @@ def test_fedforest_hist_continues_past_a_killed_supernode_as_in_process(
     assert over_flower["communication"]["rounds"] == expected["communication"]["rounds"]
 
 
-@pytest.mark.slow  # its own deployment and a 30 s timed-out round: about 80 s
-def test_a_killed_supernode_fails_the_run_clearly_within_the_timeout(
+@pytest.mark.slow  # its own deployment, and a minute for Flower to see the kill
+def test_a_killed_supernode_fails_the_run_clearly_before_the_round_timeout(
     site_files: dict[str, Path], tmp_path: Path
 ) -> None:
-    timeout = 30.0  # a busy machine can take 10 s to spawn a ClientApp
     params = {"n_bins": 3, "n_rounds": 40}
     config = (
         f"job='toy' output-path='{tmp_path / 'r.json'}' min-clients=3 "
-        f"round-timeout={timeout} params='{json.dumps(params)}'"
+        f"round-timeout={ROUND_TIMEOUT} params='{json.dumps(params)}'"
     )
     with Deployment(tmp_path, site_files, tls=False) as deployment:
         run_id = deployment.submit(config)
-        deployment.wait_for_log(run_id, "fedtrees round 2 ", deadline=240)
+        deployment.wait_for_log(run_id, "fedtrees round 2 ")
         deployment.kill("Hungary")
         killed = time.monotonic()
-        status = deployment.wait(run_id, deadline=180)
+        status = deployment.wait(run_id)
         elapsed = time.monotonic() - killed
     assert status["status"] == "finished:failed", status
     details = str(status.get("status-details"))
     assert "Client 'Hungary'" in details, details
     assert "round" in details
-    assert elapsed < 2 * timeout + 30.0  # at most the round under way and the next
+    # Its heartbeats stopped: Flower reports it offline within about a minute
+    # (two missed 30 s heartbeats), not after the round's timeout.
+    assert elapsed < ROUND_TIMEOUT
     assert not (tmp_path / "r.json").exists()
 
 

@@ -30,7 +30,7 @@ from fedtrees.federation import Federation
 from fedtrees.federation.flower import flower_env
 from fedtrees.federation.flower._deploy import free_local_port
 from tests.conftest import PROJECT_ROOT
-from tests.integration.deployment import poll, stop
+from tests.integration.deployment import COMMAND_TIMEOUT, HANG, poll, stop
 
 pytestmark = pytest.mark.flower
 
@@ -39,7 +39,7 @@ SECTION = "## The recipe on one machine"
 RECIPE_PORT = "9095"
 CONNECTION = "trial"  # the recipe's connection name
 ACTIVATED = "SuperNode ID:"  # what a SuperNode logs once the SuperLink took it
-JOB_DEADLINE = 300.0  # seconds for the whole `flwr run ... --stream` block
+JOB_DEADLINE = HANG  # seconds for the whole `flwr run ... --stream` block: a hang
 
 
 @dataclass(frozen=True)
@@ -129,11 +129,11 @@ class Trial:
             )
         self.background.append((command, process, log))
         if "flower superlink" in command:
-            poll(self._listening, 60.0, f"the SuperLink never listened; {self._logs()}")
+            poll(self._listening, HANG, f"the SuperLink never listened; {self._logs()}")
         elif "flower supernode" in command:
             poll(
                 lambda: self._logged(log, ACTIVATED),
-                90.0,
+                HANG,
                 f"the SuperNode never joined; {self._logs()}",
             )
 
@@ -161,7 +161,7 @@ class Trial:
             env=self.env,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=COMMAND_TIMEOUT,
         )
         return dict(json.loads(done.stdout))
 

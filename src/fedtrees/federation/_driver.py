@@ -221,7 +221,9 @@ def run(
         Seconds each round may take, resyncs included; a client that does not
         answer by then is a dropout. In process, where the clients are served
         in turn, each client's handler has this long from its own start (its
-        resync too), so the number of clients does not eat into it.
+        resync too), so the number of clients does not eat into it, and the
+        time it spends compiling kernels does not count (a compile is work
+        under way, minutes on a loaded machine, never a hang).
     min_clients : int
         Clients that must be available, and answer validly in every round.
     callbacks : sequence of callables

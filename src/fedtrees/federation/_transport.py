@@ -10,7 +10,10 @@ The in-process transport also holds each client's :class:`ClientState` for the
 run (per-run client state, :mod:`fedtrees.federation._state`).
 
 Every message is served in a daemon worker thread, and every message has its own
-deadline: ``timeout`` seconds from the start of its handler. **Decision:** in
+deadline: ``timeout`` seconds of its handler's work from its start, the time its
+thread spends compiling kernels not counted (:mod:`fedtrees._compile_time`: a
+compile is work under way, minutes on a loaded machine where the installed
+kernels cannot serve, never a hang). **Decision:** in
 process the clients share this machine's workers and are served a few at a time,
 so one deadline for the whole round would blame whichever honest client was
 served last (10,000 one-row clients cannot all be served in 60 s); a real site
@@ -36,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
+from fedtrees._compile_time import compile_seconds
 from fedtrees._validation import check_choice, check_int
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation._client import Handle, dispatch, serve
@@ -209,7 +213,7 @@ class InProcessTransport:
             return Delivery(
                 message.client, "unreachable", None, 0.0, "client dropped out"
             )
-        start = time.perf_counter()
+        start, compiled = time.perf_counter(), _compiled_here()
         data = self._clients[message.client]
         if fault is not None and fault.action == "forget":
             state.clear()
@@ -220,7 +224,8 @@ class InProcessTransport:
         if fault is not None:
             reply = _corrupt(fault, reply)
         seconds = time.perf_counter() - start
-        if (fault is not None and fault.action == "late") or seconds > timeout:
+        work = seconds - (_compiled_here() - compiled)  # compiling is not counted
+        if (fault is not None and fault.action == "late") or work > timeout:
             return Delivery(
                 message.client, "timeout", None, seconds, "reply after the timeout"
             )
@@ -231,7 +236,8 @@ class _Round:
     """One round's messages, served by worker threads, each within its own deadline.
 
     Workers take messages in request order. A message's deadline is ``timeout``
-    seconds after its handler starts: clients served one after another do not
+    seconds after its handler starts, plus the time its thread spends compiling
+    kernels meanwhile: clients served one after another do not
     share one deadline (10,000 one-row clients each get their own), and a
     handler that passes its deadline is given up — its client gets a
     ``timeout`` delivery and a new worker takes its place, so the clients queued
@@ -251,7 +257,7 @@ class _Round:
         self.serve, self.states = serve, states
         self.clients = [m.client for m in messages]
         self.waiting = deque(messages)
-        self.running: dict[str, float] = {}  # client -> when its handler started
+        self.running: dict[str, _Start] = {}  # client -> when its handler started
         self.done: dict[str, Delivery] = {}
         self.failure: BaseException | None = None
         self.closed = False
@@ -276,7 +282,7 @@ class _Round:
         """Settle the handlers past their deadline; return seconds to the next one."""
         now = time.monotonic()
         for client, started in list(self.running.items()):
-            if now - started >= self.timeout:
+            if started.work(now) >= self.timeout:
                 del self.running[client]
                 detail = (
                     f"no reply within the round's {self.timeout:g} s timeout "
@@ -289,7 +295,7 @@ class _Round:
                     self._start_worker()  # its worker is held: another serves on
         if not self.running:
             return None
-        return max(min(self.running.values()) + self.timeout - now, 0.0)
+        return max(self.timeout - max(s.work(now) for s in self.running.values()), 0.0)
 
     def _start_worker(self) -> None:
         threading.Thread(
@@ -302,7 +308,7 @@ class _Round:
                 if self.closed or not self.waiting:
                     return
                 message = self.waiting.popleft()
-                self.running[message.client] = time.monotonic()
+                self.running[message.client] = _Start.now()
                 self.changed.notify_all()  # the round now watches its deadline
                 state = self.states[message.client]
             try:
@@ -318,6 +324,31 @@ class _Round:
                     return  # given up: the round settled it, and replaced this worker
                 self.done[message.client] = delivery
                 self.changed.notify_all()
+
+
+@dataclass(frozen=True)
+class _Start:
+    """When a handler started, on which thread, and that thread's compile time then."""
+
+    at: float  # time.monotonic()
+    thread: int
+    compiled: float
+
+    @classmethod
+    def now(cls) -> _Start:
+        """Return the start of a handler on the current thread."""
+        thread = threading.get_ident()
+        at = time.monotonic()
+        return cls(at, thread, compile_seconds(thread, at))
+
+    def work(self, now: float) -> float:
+        """Seconds of the handler's work by ``now``: compiling kernels not counted."""
+        return now - self.at - (compile_seconds(self.thread, now) - self.compiled)
+
+
+def _compiled_here() -> float:
+    """Seconds the current thread has spent compiling kernels (differences count)."""
+    return compile_seconds(threading.get_ident())
 
 
 def _raising(request: Payload, data: ClientData, state: ClientState) -> Payload:

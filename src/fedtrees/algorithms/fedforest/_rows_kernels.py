@@ -10,6 +10,10 @@ closed leaves are never touched and no row is routed twice.
 ``open_tree[s]`` is the tree of open node ``open_nodes[s]``; ``ranges[b]`` the
 slice of ``open_nodes`` (sorted by tree) that belongs to tree b. numba does not
 check bounds: :class:`._rows.ClientRows` validates its inputs first.
+
+``sketch_quantiles`` comes from its kernel module, not the face ``fedtrees.stats``:
+the install step compiles kernel modules without their packages' ``__init__``
+(:mod:`fedtrees._compiling`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import numpy as np
 
 from fedtrees._compiling import boolean, f64, i64, kernel, ro, rw
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, _member
-from fedtrees.stats import sketch_quantiles as _quantiles
+from fedtrees.stats._quantile_kernel import sketch_quantiles as _quantiles
 
 __all__ = [
     "category_statistics",
