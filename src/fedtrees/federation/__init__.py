@@ -34,7 +34,9 @@ from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
     "PublicKeyError": "fedtrees.federation._secure",
-    "MaskedRounds": "fedtrees.federation._secure",
+    "MaskedRounds": "fedtrees.federation._secure_sum",
+    "SumCheck": "fedtrees.federation._secure_sum",
+    "rounding_bound": "fedtrees.federation._secure",
     "require_key": "fedtrees.federation._secure",
     "no_cohort_keys": "fedtrees.federation._secure",
     "no_cohort": "fedtrees.federation._secure",
@@ -46,7 +48,7 @@ _HOMES: Final[dict[str, str]] = {
     "from_fixed": "fedtrees.federation._secure",
     "RevealRequest": "fedtrees.federation._secure",
     "RevealReply": "fedtrees.federation._secure",
-    "MaskedRound": "fedtrees.federation._secure",
+    "MaskedRound": "fedtrees.federation._secure_sum",
     "MaskedReply": "fedtrees.federation._secure",
     "MaskFields": "fedtrees.federation._secure",
     "MIN_COHORT": "fedtrees.federation._secure",
@@ -153,6 +155,7 @@ __all__ = [
     "SchemaRequest",
     "ServerStrategy",
     "SiteBudget",
+    "SumCheck",
     "Task",
     "Transport",
     "agree",
@@ -182,6 +185,7 @@ __all__ = [
     "recording",
     "refuse",
     "require_key",
+    "rounding_bound",
     "run",
     "serve",
     "to_fixed",
@@ -246,8 +250,6 @@ if TYPE_CHECKING:
     from fedtrees.federation._secure import (
         MIN_COHORT,
         MaskedReply,
-        MaskedRound,
-        MaskedRounds,
         MaskFields,
         PublicKeyError,
         RevealReply,
@@ -260,8 +262,10 @@ if TYPE_CHECKING:
         no_cohort,
         no_cohort_keys,
         require_key,
+        rounding_bound,
         to_fixed,
     )
+    from fedtrees.federation._secure_sum import MaskedRound, MaskedRounds, SumCheck
     from fedtrees.federation._state import ClientState, Resync
     from fedtrees.federation._transport import (
         Delivery,
