@@ -117,7 +117,11 @@ def test_a_revealed_key_must_match_the_survivors_commitment(agreed: bool) -> Non
     answer = reveal(ask, cohort.data["a"], cohort.states["a"])
     masked_round.check_reveal("a", ["e"], answer, replies["a"])  # honest
     wrong = dataclasses.replace(answer, round_keys=answer.round_keys ^ np.uint8(1))
-    whose = "both sites' of the round before" if agreed else "with its vector"
+    whose = (
+        r"its vector \(the one both sites sent in mask round 0\)$"
+        if agreed
+        else "its vector$"
+    )
     with pytest.raises(InvalidField, match=rf"round_keys: .*site 'e' .*{whose}"):
         masked_round.check_reveal("a", ["e"], wrong, replies["a"])
     # Another round's key of the same pair is refused too.

@@ -122,9 +122,12 @@ def test_garbage_reveal_keys_are_refused_naming_the_survivor(
     assert (error.client, error.round, error.kind, error.field) == (
         "a", at, "federation.reveal", "round_keys",
     )  # fmt: skip
-    both = "and both sites' of the round before" if at == LEVEL else "with its vector"
-    assert "round key with the dropped site 'd' that does not match" in str(error)
-    assert both in str(error)
+    assert (
+        "round key with the dropped site 'd' that does not match the commitment to it "
+        "that site 'a' sent with its vector"
+    ) in str(error)
+    both = "(the one both sites sent in mask round" in str(error)
+    assert both == (at == LEVEL)  # the dropped site's own word, from mask round 1
 
 
 # -- a wrong masked vector: the sum is impossible, and no site can be named ---------

@@ -197,17 +197,16 @@ class MaskedRound:
         for i, d in enumerate(dropped):
             at = self.cohort.index(d)
             if commitment(keys[i].tobytes()) != committed[at].tobytes():
-                both = _pair(survivor, d) in self.expected
-                whose = (
-                    f"site {survivor!r}'s commitment of this round and both sites' "
-                    "of the round before"
-                    if both
-                    else f"the commitment site {survivor!r} sent with its vector"
+                both = (
+                    f" (the one both sites sent in mask round {self.mask_round - 1})"
+                    if _pair(survivor, d) in self.expected
+                    else ""
                 )
                 raise InvalidField(
                     "round_keys",
                     f"holds a round key with the dropped site {d!r} that does not "
-                    f"match {whose}",
+                    f"match the commitment to it that site {survivor!r} sent with "
+                    f"its vector{both}",
                 )
 
     def keep_reveals(
