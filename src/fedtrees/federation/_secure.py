@@ -389,9 +389,16 @@ def masked_vector(
 
     ``secrets``: as in :func:`pair_keys`.
     """
+    return _apply_masks(words, me, pair_keys(me, private, cohort, mask_round, secrets))
+
+
+def _apply_masks(
+    words: npt.NDArray[np.uint64], me: str, keys: Mapping[str, bytes]
+) -> npt.NDArray[np.uint64]:
+    """Add this site's masks of its round ``keys`` (peer -> key) to ``words``."""
     y = np.array(words, dtype=np.uint64)
     buf = mask_buffer(y.size)
-    for peer, key in pair_keys(me, private, cohort, mask_round, secrets).items():
+    for peer, key in keys.items():
         mask = mask_words(key, y.size, buf)
         if me < peer:
             y += mask
@@ -430,11 +437,20 @@ def commitments(
     ``mask_round + 1``; this site's own entries are zeros. ``secrets``: as in
     :func:`pair_keys`.
     """
-    sites = list(cohort)
+    now = pair_keys(me, private, cohort, mask_round, secrets)
+    then = pair_keys(me, private, cohort, mask_round + 1, secrets)
+    return _commitments(list(cohort), now, then)
+
+
+def _commitments(
+    sites: Sequence[str], now: Mapping[str, bytes], then: Mapping[str, bytes]
+) -> npt.NDArray[np.uint8]:
+    """Return :func:`commitments` from the round keys of this round and the next."""
+    at = {site: k for k, site in enumerate(sites)}
     out = np.zeros((2, len(sites), KEY_BYTES), np.uint8)
-    for row, number in enumerate((mask_round, mask_round + 1)):
-        for peer, key in pair_keys(me, private, cohort, number, secrets).items():
-            out[row, sites.index(peer)] = np.frombuffer(commitment(key), np.uint8)
+    for row, keys in enumerate((now, then)):
+        for peer, key in keys.items():
+            out[row, at[peer]] = np.frombuffer(commitment(key), np.uint8)
     return out
 
 
@@ -626,10 +642,11 @@ def masked_reply(
     memo = state.memo.setdefault(SECRETS_MEMO, {})  # a new run: a new key
     secrets = memo.setdefault(kept.private_key.tobytes(), {})
     me, number = data.client_id, fields.mask_round
-    y = masked_vector(words, me, private, keys, number, secrets)
-    committed = commitments(me, private, keys, number, secrets)
+    now = pair_keys(me, private, keys, number, secrets)
+    then = pair_keys(me, private, keys, number + 1, secrets)
+    y = _apply_masks(words, me, now)
     state.put(KEY_STATE, SiteKey(kept.private_key, number))
-    return MaskedReply(y, committed)
+    return MaskedReply(y, _commitments(list(keys), now, then))
 
 
 @handler("federation.reveal", stateful=True)
