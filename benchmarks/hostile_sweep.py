@@ -69,6 +69,7 @@ FAMILIES = (
     "_sweep_round4_dp",
     "_sweep_round4_site",
     "_sweep_round4_jobs",
+    "_sweep_round4_protocol",
 )
 
 

@@ -15,6 +15,7 @@ __all__ = [
     "DataNotFoundError",
     "FedTreesError",
     "LocalProtocolError",
+    "MaskedSumError",
     "NotEnoughClientsError",
     "OutOfRangeWarning",
     "PrivacyAuditError",
@@ -108,6 +109,31 @@ class RemoteProtocolError(FedTreesError):
         end = "" if reason.endswith(".") else "."
         super().__init__(
             f"Client {client!r}, round {round}, {kind!r}: field {field!r} {reason}{end}"
+        )
+
+
+class MaskedSumError(FedTreesError):
+    """A masked round's sum is impossible, or two sites disagree on their keys.
+
+    Under secure aggregation (docs/security.md) the server sees only the sum
+    of a round's masked vectors. When that sum breaks a bound that no honest
+    sites' statistics can break, some site of the round sent a wrong vector,
+    and a sum cannot tell which: the error names the round, the message kind
+    and the sites that took part (``sites``); ``field`` and ``reason`` say
+    what is impossible.
+    """
+
+    def __init__(
+        self, round: int, kind: str, sites: tuple[str, ...], field: str, reason: str
+    ) -> None:
+        self.round, self.kind, self.sites = round, kind, tuple(sites)
+        self.field, self.reason = field, reason
+        end = "" if reason.endswith(".") else "."
+        super().__init__(
+            f"Round {round}, {kind!r}, the masked sum of sites {list(self.sites)}: "
+            f"field {field!r} {reason}{end} A masked sum cannot name the site that "
+            "sent a wrong vector or key: one of these did "
+            "(docs/security.md, 'Secure aggregation')."
         )
 
 

@@ -570,18 +570,19 @@ def test_masked_round_sorts_its_cohort() -> None:
 )
 def test_masked_spec_refuses_a_wrong_reply(masked: np.ndarray) -> None:
     with pytest.raises(InvalidField) as info:
-        check_reply(masked_spec(4), MaskedReply(masked))
+        check_reply(masked_spec(4, sites=0), MaskedReply(masked))
     assert info.value.field == "masked"
 
 
 def test_masked_spec_accepts_a_masked_reply_and_the_codec_carries_it() -> None:
     cohort = Cohort.of(SITES)
     reply = cohort.reply("a", _request(cohort.start(0, 4)), np.ones(4))
-    check_reply(masked_spec(4), reply)
+    check_reply(masked_spec(4, sites=len(SITES)), reply)
     back = decode(encode(Envelope("reply", 1, "a", reply.kind, reply))).payload
     assert isinstance(back, MaskedReply)
-    check_reply(masked_spec(4), back)
+    check_reply(masked_spec(4, sites=len(SITES)), back)
     assert np.array_equal(back.masked, reply.masked)
+    assert np.array_equal(back.commitments, reply.commitments)
 
 
 # -- wide fixed point: two words a value ---------------------------------------------

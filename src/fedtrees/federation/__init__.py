@@ -36,7 +36,9 @@ from fedtrees._lazy import lazy_names
 
 _HOMES: Final[dict[str, str]] = {
     "PublicKeyError": "fedtrees.federation._secure",
-    "MaskedRounds": "fedtrees.federation._secure",
+    "MaskedRounds": "fedtrees.federation._secure_sum",
+    "SumCheck": "fedtrees.federation._secure_sum",
+    "rounding_bound": "fedtrees.federation._secure",
     "require_key": "fedtrees.federation._secure",
     "no_cohort_keys": "fedtrees.federation._secure",
     "no_cohort": "fedtrees.federation._secure",
@@ -48,7 +50,7 @@ _HOMES: Final[dict[str, str]] = {
     "from_fixed": "fedtrees.federation._secure",
     "RevealRequest": "fedtrees.federation._secure",
     "RevealReply": "fedtrees.federation._secure",
-    "MaskedRound": "fedtrees.federation._secure",
+    "MaskedRound": "fedtrees.federation._secure_sum",
     "MaskedReply": "fedtrees.federation._secure",
     "MaskFields": "fedtrees.federation._secure",
     "MIN_COHORT": "fedtrees.federation._secure",
@@ -158,6 +160,7 @@ __all__ = [
     "ServerStrategy",
     "SiteBudget",
     "SiteNoise",
+    "SumCheck",
     "Task",
     "Transport",
     "agree",
@@ -188,6 +191,7 @@ __all__ = [
     "recording",
     "refuse",
     "require_key",
+    "rounding_bound",
     "run",
     "serve",
     "to_fixed",
@@ -253,8 +257,6 @@ if TYPE_CHECKING:
     from fedtrees.federation._secure import (
         MIN_COHORT,
         MaskedReply,
-        MaskedRound,
-        MaskedRounds,
         MaskFields,
         PublicKeyError,
         RevealReply,
@@ -267,8 +269,10 @@ if TYPE_CHECKING:
         no_cohort,
         no_cohort_keys,
         require_key,
+        rounding_bound,
         to_fixed,
     )
+    from fedtrees.federation._secure_sum import MaskedRound, MaskedRounds, SumCheck
     from fedtrees.federation._state import ClientState, Resync
     from fedtrees.federation._transport import (
         Delivery,

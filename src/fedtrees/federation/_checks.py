@@ -132,13 +132,22 @@ def moment_tolerance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def check_same_stats(
-    name: str, got: np.ndarray, want: np.ndarray, what: str, moments: bool
+    name: str,
+    got: np.ndarray,
+    want: np.ndarray,
+    what: str,
+    moments: bool,
+    *,
+    atol: float = 0.0,
 ) -> None:
-    """Require statistics ``got == want`` up to rounding (moment triples if asked)."""
+    """Require statistics ``got == want`` up to rounding (moment triples if asked).
+
+    ``atol``: an absolute allowance on top (a fixed-point sum's rounding).
+    """
     a = np.asarray(got, dtype=np.float64)
     b = np.asarray(want, dtype=np.float64)
     tol = moment_tolerance(a, b) if moments else RTOL * np.maximum(abs(a), abs(b))
-    bad = np.abs(a - b) > tol
+    bad = np.abs(a - b) > tol + atol
     if np.any(bad):
         at = tuple(int(i) for i in np.argwhere(bad)[0])
         raise InvalidField(
@@ -148,11 +157,16 @@ def check_same_stats(
         )
 
 
-def check_at_most(name: str, values: np.ndarray, limit: np.ndarray, what: str) -> None:
-    """Require ``values <= limit`` elementwise (relative tolerance :data:`RTOL`)."""
+def check_at_most(
+    name: str, values: np.ndarray, limit: np.ndarray, what: str, *, atol: float = 0.0
+) -> None:
+    """Require ``values <= limit`` elementwise (relative tolerance :data:`RTOL`).
+
+    ``atol``: an absolute allowance on top (a fixed-point sum's rounding).
+    """
     a = np.asarray(values, dtype=np.float64)
     b = np.asarray(limit, dtype=np.float64)
-    bad = a > b + RTOL * np.maximum(np.abs(a), np.abs(b))
+    bad = a > b + RTOL * np.maximum(np.abs(a), np.abs(b)) + atol
     if np.any(bad):
         at = tuple(int(i) for i in np.argwhere(bad)[0])
         shown = np.broadcast_to(b, a.shape)[at]

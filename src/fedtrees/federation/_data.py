@@ -30,7 +30,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees._validation import check_sample_weight, label_array
+from fedtrees._validation import MAX_ABS_TARGET, check_sample_weight, label_array
 from fedtrees.exceptions import UnsupportedInputError, ValidationError
 from fedtrees.federation._budget import SiteBudget
 from fedtrees.federation._noise import SiteNoise, data_digest, release_key
@@ -427,10 +427,27 @@ class ClientData:
             )
 
     def targets(self) -> FloatArray:
-        """Numeric regression targets (a clear error if y is not numeric)."""
+        """Numeric regression targets, within the range every site agrees to.
+
+        ``|y| <= 1e100`` (:data:`fedtrees._validation.MAX_ABS_TARGET`), as
+        ``fit`` requires of a pooled target: beyond it a site's own sums of
+        ``w·y²`` could overflow and it would be blamed for an infinite
+        statistic. The error travels, so it names no value.
+
+        Raises
+        ------
+        ValidationError
+            y is not numeric, not finite, or beyond the range.
+        """
         values = pd.to_numeric(self.y, errors="coerce").to_numpy(np.float64)
         if not np.all(np.isfinite(values)):
             raise ValidationError(
                 f"Client {self.client_id!r}: regression needs a numeric, finite y."
+            )
+        if values.size and np.max(np.abs(values)) > MAX_ABS_TARGET:
+            raise ValidationError(
+                f"Client {self.client_id!r}: regression targets must lie within "
+                f"|y| <= {MAX_ABS_TARGET:g}, the range every site agrees to (the "
+                "sums of w*y^2 must stay finite float64); rescale y at every site."
             )
         return values

@@ -9,10 +9,12 @@ reach the strategy. Round 0 is the opening agreement (docs/runtime.md).
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
@@ -31,11 +33,12 @@ from fedtrees.federation._ledger import Ledger, MeteredTransport, join_recording
 from fedtrees.federation._payload import Payload
 from fedtrees.federation._schema import Schema, SchemaReply, SchemaRequest, Task, agree
 from fedtrees.federation._secure import (
-    MaskedRound,
+    MIN_COHORT,
     PublicKeyError,
     RevealReply,
     check_public_keys,
 )
+from fedtrees.federation._secure_sum import MaskedRound
 from fedtrees.federation._state import Resync
 from fedtrees.federation._transport import (
     Delivery,
@@ -121,11 +124,15 @@ class RoundPlan:
     invariants across rounds (e.g. a client's node totals never change); it
     raises :class:`~fedtrees.federation.InvalidField`, which becomes that
     client's :class:`RemoteProtocolError` (``on_dropout`` decides).
-    ``masked``: the round's secure aggregation (docs/security.md): when a site of
-    its cohort drops, the loop asks the survivors for their round keys with it
-    (a ``federation.reveal`` exchange in the same round) before the strategy
-    reads the sum; a survivor failing then ends the run (its masked vector could
-    not be removed without revealing it).
+    ``masked``: the round's secure aggregation (docs/security.md): the loop
+    checks each masked reply's commitments (:meth:`MaskedRound.check_reply`);
+    when a site of its cohort drops, it asks the survivors for their round keys
+    with it (a ``federation.reveal`` exchange in the same round), each checked
+    against the survivor's commitment, before the strategy reads the sum; a
+    survivor failing then ends the run (its masked vector could not be removed
+    without revealing it), and so does a dropout that leaves fewer than
+    :data:`~fedtrees.federation.MIN_COHORT` sites (naming the dropped site; no
+    survivor is asked).
     """
 
     requests: Mapping[str, Payload]
@@ -259,12 +266,41 @@ def run(
         Fewer than ``min_clients`` clients are available or answered.
     SchemaMismatchError
         The clients disagree on the schema (round 0).
+    MaskedSumError
+        Under secure aggregation, a round's sum that no honest sites can give
+        (the strategy's check), or two sites' commitments that disagree; it
+        names the round and the sites that took part.
+    ValidationError
+        Another run is using ``transport`` (:func:`_one_run_at_a_time`: a
+        federation runs one fit at a time).
     """
     timeout = check_timeout(timeout, "run")
     min_clients = check_int(min_clients, "min_clients", "run", min_value=1)
     max_message_bytes = check_int(
         max_message_bytes, "max_message_bytes", "run", min_value=1
     )
+    with _one_run_at_a_time(transport):
+        return _run(
+            strategy, transport, task, timeout, min_clients, tuple(callbacks), ledger,
+            max_rounds, max_message_bytes, categories, classes, secure,
+        )  # fmt: skip
+
+
+def _run(
+    strategy: ServerStrategy,
+    transport: Transport,
+    task: Task,
+    timeout: float,
+    min_clients: int,
+    callbacks: tuple[RoundCallback, ...],
+    ledger: Ledger | None,
+    max_rounds: int,
+    max_message_bytes: int,
+    categories: Mapping[str, Sequence[str]] | None,
+    classes: Sequence[object] | None,
+    secure: bool,
+) -> RunResult:
+    """Run the body of :func:`run`: its arguments checked, its transport held."""
     ledger = join_recordings(ledger if ledger is not None else Ledger())
     workers = transport.workers if isinstance(transport, InProcessTransport) else 1
     loop = _Loop(MeteredTransport(transport, ledger), timeout, min_clients, workers)
@@ -275,7 +311,7 @@ def run(
         raise NotEnoughClientsError(
             f"{len(clients)} clients are available; min_clients={min_clients}."
         )
-    report = _Reporter(tuple(callbacks), strategy, ledger)
+    report = _Reporter(callbacks, strategy, ledger)
     secure = secure or bool(getattr(strategy, "secure_aggregation", False))
     request = SchemaRequest.declaring(task, categories, classes, secure=secure)
     agreement = loop.round(0, RoundPlan.broadcast(request, clients))
@@ -307,6 +343,46 @@ def run(
         strategy.aggregate(round_, outcome.replies)
         report(outcome)
     return RunResult(strategy.finish(), ledger, info, round_, tuple(loop.dropouts))
+
+
+_RUNNING: set[int] = set()
+"""The transports (by ``id``) a run is using now: one run at a time on each."""
+_RUNNING_LOCK = threading.Lock()
+
+
+@contextmanager
+def _one_run_at_a_time(transport: Transport) -> Iterator[None]:
+    """Hold ``transport`` for one run; refuse a second run on it meanwhile.
+
+    **Decision**: a federation runs one fit at a time. Its sites keep one
+    per-run state each (in process the transport holds it; on Flower the
+    SuperNode's ``context.state`` of the Flower run), secure aggregation's
+    private keys among it: a second fit at the same time would replace the
+    first's keys, and each fit's requests would keep finding the other's
+    model. Refused by name instead of failing half-way, blaming a site.
+
+    Raises
+    ------
+    ValidationError
+        Another run is using ``transport``.
+    """
+    key = id(transport)
+    with _RUNNING_LOCK:
+        if key in _RUNNING:
+            raise ValidationError(
+                f"Federation: this federation ({type(transport).__name__} of "
+                f"{len(transport.client_ids())} sites) is already running a fit; "
+                "a federation runs one fit at a time, since its sites keep one "
+                "per-run state each (secure aggregation's keys among it), which a "
+                "concurrent fit would overwrite. Wait for the first fit to end, "
+                "or build a second Federation for the second."
+            )
+        _RUNNING.add(key)
+    try:
+        yield
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(key)
 
 
 def _public_keys(replies: Mapping[str, SchemaReply]) -> dict[str, bytes]:
@@ -367,14 +443,13 @@ class _Loop:
         start = time.perf_counter()
         first_entry = len(self.transport.ledger.entries)
         requests = dict(sorted(plan.requests.items()))
-        replies, failed, resync = self._exchange(
-            round_, requests, self.timeout, plan.check
-        )
+        check = _round_check(round_, plan)
+        replies, failed, resync = self._exchange(round_, requests, self.timeout, check)
         if resync:  # in the same round: the resync gets what is left of its time
             again = {c: self._full_request(round_, plan, c) for c in resync}
             spent = 0.0 if self.per_message else time.perf_counter() - start
             left = max(self.timeout - spent, 1e-3)
-            more, more_failed, still = self._exchange(round_, again, left, plan.check)
+            more, more_failed, still = self._exchange(round_, again, left, check)
             replies.update(more)
             failed.extend(more_failed)
             failed.extend(
@@ -388,26 +463,40 @@ class _Loop:
         self._apply_policy(round_, plan, replies, failed)
         if plan.masked is not None:
             self.transport.ledger.masked_rounds.add(round_)
-            self._recover(round_, plan.masked, replies)
+            self._recover(round_, plan.masked, replies, failed)
         seconds = time.perf_counter() - start
         return _Outcome(round_, plan, replies, tuple(failed), first_entry, seconds)
 
     def _recover(
-        self, round_: int, masked: MaskedRound, replies: Mapping[str, Payload]
+        self,
+        round_: int,
+        masked: MaskedRound,
+        replies: Mapping[str, Payload],
+        failed: Sequence[RemoteProtocolError],
     ) -> None:
         """Ask the survivors of a masked round for their round keys with the dropped.
 
-        Every survivor must answer (module docstring of ``RoundPlan``): a run
-        that cannot remove a survivor's masks without revealing its vector ends.
+        Every survivor must answer (module docstring of ``RoundPlan``), with
+        keys that match its commitments (:meth:`MaskedRound.check_reveal`): a
+        run that cannot remove a survivor's masks without revealing its vector
+        ends. So does a round that fewer than :data:`MIN_COHORT` sites survive:
+        no survivor is asked, and the error names the dropped site.
         """
         dropped = masked.dropped(list(replies))
         if not dropped:
             return
+        survivors = [c for c in masked.cohort if c in replies]
+        if len(survivors) < MIN_COHORT:
+            raise _too_few_survivors(round_, masked, dropped, survivors, failed)
         request = masked.reveal_request(dropped)
-        survivors = dict.fromkeys(replies, request)
-        got, failed, resync = self._exchange(round_, survivors, self.timeout)
-        if failed:
-            raise failed[0]
+
+        def check(client: str, _: Payload, reply: Payload) -> None:
+            masked.check_reveal(client, dropped, reply, replies[client])
+
+        asked = dict.fromkeys(survivors, request)
+        got, failures, resync = self._exchange(round_, asked, self.timeout, check)
+        if failures:
+            raise failures[0]
         if resync:
             raise RemoteProtocolError(
                 resync[0], round_, request.kind, "reply", "asked for a resync"
@@ -550,6 +639,55 @@ class _Reporter:
         )
         for callback in self.callbacks:
             callback(env)
+
+
+def _round_check(
+    round_: int, plan: RoundPlan
+) -> Callable[[str, Payload, Payload], None] | None:
+    """Return the round's check of each reply: the mask's commitments, the plan's.
+
+    Also names the round of a masked round (its errors say which).
+    """
+    masked, checks = plan.masked, plan.check
+    if masked is None:
+        return checks
+    kinds = sorted({p.kind for p in plan.requests.values()})
+    masked.opened(round_, ",".join(kinds))
+
+    def check(client: str, request: Payload, reply: Payload) -> None:
+        masked.check_reply(client, reply)
+        if checks is not None:
+            checks(client, request, reply)
+
+    return check
+
+
+def _too_few_survivors(
+    round_: int,
+    masked: MaskedRound,
+    dropped: Sequence[str],
+    survivors: Sequence[str],
+    failed: Sequence[RemoteProtocolError],
+) -> RemoteProtocolError:
+    """Return the error of a masked round that too few sites survive.
+
+    It names the (first) dropped site, with why it dropped: no survivor is at
+    fault, and none is asked to reveal a key.
+    """
+    site = dropped[0]
+    cause = next((e for e in failed if e.client == site), None)
+    why = cause.reason if cause is not None else "did not answer"
+    return RemoteProtocolError(
+        site,
+        round_,
+        masked.kind or "masked round",
+        cause.field if cause is not None else "reply",
+        f"{why.rstrip('.')}; without {list(dropped)} only {len(survivors)} sites "
+        f"remain in the masked sum ({list(survivors)}), fewer than the "
+        f"{MIN_COHORT} secure aggregation needs: their masks with the dropped "
+        "sites cannot be removed without showing each survivor's statistics to "
+        "the other, so the run ends (no survivor is asked to reveal a key)",
+    )
 
 
 def _encode_requests(round_: int, requests: Mapping[str, Payload]) -> list[Outgoing]:

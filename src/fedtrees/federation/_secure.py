@@ -8,13 +8,13 @@ docs/security.md, "Secure aggregation"), step by step:
    its per-run state and sends the public key (:func:`check_public_keys`
    refuses one that is not a valid X25519 public key, and two sites with the
    same key).
-2. **A masked round** (:class:`MaskedRound`): the request names the round's
-   ``mask_round`` (never used twice in a run), its cohort (the sites asked,
-   sorted) and their public keys. Each pair (i, j) of the cohort agrees a
-   shared secret; from it and the mask round, HKDF derives a round key and
-   ChaCha20's key stream expands it into a mask ``m_ij`` of the vector's
-   length (:func:`round_key`, :func:`mask_words`). Site i sends
-   ``y_i = x_i + Σ_{j>i} m_ij − Σ_{j<i} m_ji (mod 2^64)``
+2. **A masked round** (:class:`~fedtrees.federation.MaskedRound`): the
+   request names the round's ``mask_round`` (never used twice in a run), its
+   cohort (the sites asked, sorted) and their public keys. Each pair (i, j)
+   of the cohort agrees a shared secret; from it and the mask round, HKDF
+   derives a round key and ChaCha20's key stream expands it into a mask
+   ``m_ij`` of the vector's length (:func:`round_key`, :func:`mask_words`).
+   Site i sends ``y_i = x_i + Σ_{j>i} m_ij − Σ_{j<i} m_ji (mod 2^64)``
    (:func:`masked_vector`); the masks cancel in the sum.
 3. **Fixed point** (:func:`to_fixed`, :func:`from_fixed`): a vector of float
    statistics travels as integers in units of ``2^-32``. Whole counts are
@@ -27,14 +27,27 @@ docs/security.md, "Secure aggregation"), step by step:
    whole part, and the fraction's 32 bits in a word of its own whose sum
    cannot carry out of 64 bits — so ``|value| < 2^62 / K`` at the same
    resolution, for twice the bytes.
-4. **Dropout** (:meth:`MaskedRound.reveal_request`, handler
+4. **Commitments** (:func:`commitment`): with its masked vector a site sends,
+   for every other site of the cohort, a SHA-256 commitment to their round
+   key of this mask round and one to their key of the next: the server
+   checks that both sites of a pair commit to the same keys (they derived
+   them from the public keys agreed at the start) and, from the second
+   masked round on, that each site still commits to the key both committed
+   to the round before.
+5. **Dropout** (:meth:`~fedtrees.federation.MaskedRound.reveal_request`, handler
    ``federation.reveal``): when a site of the cohort does not answer, every
    survivor reveals its round keys with the dropped sites — never its own
-   vector, never a key of another round — and the server removes those
-   masks (:meth:`MaskedRound.total`). **Decision**: no double masking, so a
-   server that lies about a dropout can unmask that site (the semi-honest
-   model, docs/security.md). A masked sum needs at least :data:`MIN_COHORT`
-   sites: of two, each would learn the other's vector from the sum.
+   vector, never a key of another round — and the server checks each against
+   the survivor's commitment (so, from the second masked round on, against
+   the dropped site's word too) before it removes those masks
+   (:meth:`~fedtrees.federation.MaskedRound.total`). **Decision**: no double
+   masking, so a server that lies about a dropout can unmask that site (the
+   semi-honest model, docs/security.md). A masked sum needs at least
+   :data:`MIN_COHORT` sites: of two, each would learn the other's vector from
+   the sum.
+
+The server's side (:class:`MaskedRound`, :class:`MaskedRounds`) is
+:mod:`fedtrees.federation._secure_sum`.
 
 Keys are drawn by the operating system's generator, never from
 ``random_state``: a seeded key would let anyone who knows the seed unmask.
@@ -45,7 +58,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -58,8 +71,8 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from fedtrees._typing import FloatArray
-from fedtrees.exceptions import LocalProtocolError, ValidationError
-from fedtrees.federation._checks import InvalidField, as_reply
+from fedtrees.exceptions import ValidationError
+from fedtrees.federation._checks import InvalidField
 from fedtrees.federation._client import handler
 from fedtrees.federation._data import ClientData
 from fedtrees.federation._payload import Field, Payload, ReplySpec, payload
@@ -72,14 +85,14 @@ __all__ = [
     "MIN_COHORT",
     "MaskFields",
     "MaskedReply",
-    "MaskedRound",
-    "MaskedRounds",
     "PublicKeyError",
     "RevealReply",
     "RevealRequest",
     "SiteKey",
     "check_cohort",
     "check_public_keys",
+    "commitment",
+    "commitments",
     "from_fixed",
     "keep_new_key",
     "mask_words",
@@ -88,8 +101,11 @@ __all__ = [
     "masked_vector",
     "no_cohort",
     "no_cohort_keys",
+    "no_commitments",
+    "pair_keys",
     "require_key",
     "round_key",
+    "rounding_bound",
     "to_fixed",
     "words_of",
 ]
@@ -107,6 +123,7 @@ KEY_STATE: Final = "federation.secure_key"
 SECRETS_MEMO: Final = "federation.secure_secrets"
 """The memo of a site's shared secrets: its private key -> peer's key -> secret."""
 
+_COMMITMENT_LABEL: Final = b"fedtrees round key commitment\x00"
 _FIELD_PRIME: Final = 2**255 - 19  # X25519's field: a canonical u is below it
 _NONCE: Final = bytes(16)  # each round key is used for one stream only
 _STREAM_SLACK: Final = 64  # update_into wants room for a block beyond the data
@@ -173,6 +190,21 @@ def from_fixed(words: npt.NDArray[np.uint64], *, wide: bool = False) -> FloatArr
 def words_of(length: int, wide: bool) -> int:
     """Return the words of a vector of ``length`` values (two each when wide)."""
     return 2 * length if wide else length
+
+
+def rounding_bound(sites: int, terms: int = 1) -> float:
+    """Return the most the sum of ``terms`` pooled entries can be off by rounding.
+
+    Every site rounds every value to the nearest ``2^-32`` (:func:`to_fixed`):
+    at most ``2^-33`` per site and entry, so ``terms · sites · 2^-33``. Whole
+    counts are exact.
+
+    Examples
+    --------
+    >>> rounding_bound(4, 2) == 8 * 2.0**-33
+    True
+    """
+    return float(terms) * float(sites) * 2.0 ** -(FRACTION_BITS + 1)
 
 
 # -- keys and masks --------------------------------------------------------------------
@@ -322,6 +354,29 @@ def _zeros(size: int) -> memoryview:
     return memoryview(block)[:size]
 
 
+def pair_keys(
+    me: str,
+    private: X25519PrivateKey,
+    cohort: Mapping[str, bytes],
+    mask_round: int,
+    secrets: dict[bytes, bytes] | None = None,
+) -> dict[str, bytes]:
+    """Return this site's round keys of ``mask_round`` with every other cohort site.
+
+    ``secrets``: the shared secrets by peer key, kept between rounds (filled
+    here; the exchange is most of a round key's cost).
+    """
+    kept = {} if secrets is None else secrets
+    keys = {}
+    for peer, public in cohort.items():
+        if peer == me:
+            continue
+        if public not in kept:
+            kept[public] = shared_secret(private, public)
+        keys[peer] = derive_round_key(kept[public], (me, peer), mask_round)
+    return keys
+
+
 def masked_vector(
     words: npt.NDArray[np.uint64],
     me: str,
@@ -332,24 +387,71 @@ def masked_vector(
 ) -> npt.NDArray[np.uint64]:
     """Return ``x + Σ_{j>me} m_{me,j} − Σ_{j<me} m_{j,me}`` (mod 2^64).
 
-    ``secrets``: the shared secrets by peer key, kept between rounds (filled
-    here; the exchange is most of a round key's cost).
+    ``secrets``: as in :func:`pair_keys`.
     """
+    return _apply_masks(words, me, pair_keys(me, private, cohort, mask_round, secrets))
+
+
+def _apply_masks(
+    words: npt.NDArray[np.uint64], me: str, keys: Mapping[str, bytes]
+) -> npt.NDArray[np.uint64]:
+    """Add this site's masks of its round ``keys`` (peer -> key) to ``words``."""
     y = np.array(words, dtype=np.uint64)
     buf = mask_buffer(y.size)
-    kept = {} if secrets is None else secrets
-    for peer, public in cohort.items():
-        if peer == me:
-            continue
-        if public not in kept:
-            kept[public] = shared_secret(private, public)
-        key = derive_round_key(kept[public], (me, peer), mask_round)
+    for peer, key in keys.items():
         mask = mask_words(key, y.size, buf)
         if me < peer:
             y += mask
         else:
             y -= mask
     return y
+
+
+def commitment(key: bytes) -> bytes:
+    """Return the commitment to a round key: SHA-256 of a label and the key.
+
+    Binding (a site cannot later reveal another key that matches it) and
+    hiding (a round key is 256 uniform bits; the digest tells nothing of it).
+
+    Examples
+    --------
+    >>> len(commitment(bytes(32)))
+    32
+    """
+    digest = hashes.Hash(hashes.SHA256())
+    digest.update(_COMMITMENT_LABEL + key)
+    return digest.finalize()
+
+
+def commitments(
+    me: str,
+    private: X25519PrivateKey,
+    cohort: Mapping[str, bytes],
+    mask_round: int,
+    secrets: dict[bytes, bytes] | None = None,
+) -> npt.NDArray[np.uint8]:
+    """Return this site's commitments to its round keys of this round and the next.
+
+    Shape ``(2, K, 32)`` for the K sites of ``cohort`` in its order: row 0 the
+    commitments to the keys of ``mask_round``, row 1 to those of
+    ``mask_round + 1``; this site's own entries are zeros. ``secrets``: as in
+    :func:`pair_keys`.
+    """
+    now = pair_keys(me, private, cohort, mask_round, secrets)
+    then = pair_keys(me, private, cohort, mask_round + 1, secrets)
+    return _commitments(list(cohort), now, then)
+
+
+def _commitments(
+    sites: Sequence[str], now: Mapping[str, bytes], then: Mapping[str, bytes]
+) -> npt.NDArray[np.uint8]:
+    """Return :func:`commitments` from the round keys of this round and the next."""
+    at = {site: k for k, site in enumerate(sites)}
+    out = np.zeros((2, len(sites), KEY_BYTES), np.uint8)
+    for row, keys in enumerate((now, then)):
+        for peer, key in keys.items():
+            out[row, at[peer]] = np.frombuffer(commitment(key), np.uint8)
+    return out
 
 
 def no_cohort() -> np.ndarray:
@@ -396,22 +498,42 @@ class MaskFields:
 
 @payload("federation.masked_reply")
 class MaskedReply(Payload):
-    """A site's masked vector: words of Z_2^64 (uniform to anyone but the sum)."""
+    """A site's masked vector and its commitments to its round keys.
+
+    ``masked``: words of Z_2^64 (uniform to anyone but the sum);
+    ``commitments``: :func:`commitments`, shape ``(2, K, 32)``.
+    """
 
     masked: np.ndarray
+    commitments: np.ndarray = field(default_factory=lambda: no_commitments(0))
 
 
-def masked_spec(length: int, *, wide: bool = False) -> ReplySpec:
-    """Expect the masked vector of ``length`` values (:func:`words_of` words)."""
+def no_commitments(sites: int) -> npt.NDArray[np.uint8]:
+    """Return zero commitments for ``sites`` sites (the default: none)."""
+    return np.zeros((2, sites, KEY_BYTES), np.uint8)
+
+
+def masked_spec(length: int, *, sites: int, wide: bool = False) -> ReplySpec:
+    """Expect the masked vector of ``length`` values (:func:`words_of` words).
+
+    With the commitments of a cohort of ``sites`` sites (:func:`commitments`).
+    """
 
     def check(reply: MaskedReply) -> None:
-        if reply.masked.dtype != np.uint64:
-            raise InvalidField(
-                "masked", f"has dtype {reply.masked.dtype}; uint64 expected"
-            )
+        for name, dtype in (("masked", np.uint64), ("commitments", np.uint8)):
+            got = getattr(reply, name).dtype
+            if got != dtype:
+                raise InvalidField(name, f"has dtype {got}; {np.dtype(dtype)} expected")
 
     words = words_of(length, wide)
-    return ReplySpec(MaskedReply, {"masked": Field.array("u", (words,))}, check=check)
+    return ReplySpec(
+        MaskedReply,
+        {
+            "masked": Field.array("u", (words,)),
+            "commitments": Field.array("u", (2, sites, KEY_BYTES)),
+        },
+        check=check,
+    )
 
 
 @payload("federation.reveal_reply")
@@ -493,6 +615,9 @@ def masked_reply(
 ) -> MaskedReply:
     """Mask a site's statistics for its request's round (fixed point, then masks).
 
+    The reply also carries the site's commitments to its round keys of this
+    mask round and the next (:func:`commitments`).
+
     ``wide``: two words per value (regression statistics, module docstring).
 
     Raises
@@ -516,9 +641,12 @@ def masked_reply(
     words = to_fixed(values, len(keys), "a statistic", wide=wide)
     memo = state.memo.setdefault(SECRETS_MEMO, {})  # a new run: a new key
     secrets = memo.setdefault(kept.private_key.tobytes(), {})
-    y = masked_vector(words, data.client_id, private, keys, fields.mask_round, secrets)
-    state.put(KEY_STATE, SiteKey(kept.private_key, fields.mask_round))
-    return MaskedReply(y)
+    me, number = data.client_id, fields.mask_round
+    now = pair_keys(me, private, keys, number, secrets)
+    then = pair_keys(me, private, keys, number + 1, secrets)
+    y = _apply_masks(words, me, now)
+    state.put(KEY_STATE, SiteKey(kept.private_key, number))
+    return MaskedReply(y, _commitments(list(keys), now, then))
 
 
 @handler("federation.reveal", stateful=True)
@@ -557,176 +685,3 @@ def reveal(request: RevealRequest, data: ClientData, state: ClientState) -> Reve
         for d in dropped
     ]
     return RevealReply(np.stack(found) if found else np.zeros((0, KEY_BYTES), np.uint8))
-
-
-# -- the server's side -----------------------------------------------------------------
-@dataclass(eq=False)
-class MaskedRound:
-    """One masked round on the server: its cohort, its length, what was revealed.
-
-    The strategy builds it with the round's requests (:meth:`fields` go into
-    each request) and sets it on the round's plan; the round loop asks the
-    survivors for their round keys with any site of the cohort that did not
-    answer (:meth:`reveal_request`, :meth:`keep_reveals`); the strategy reads
-    the sum with :meth:`total`. It keeps no site's vector.
-    """
-
-    mask_round: int
-    cohort: tuple[str, ...]
-    keys: Mapping[str, bytes]
-    length: int
-    """Words of the masked vector (:func:`words_of`)."""
-    wide: bool = False
-    """Two words per value (regression statistics)."""
-    revealed: dict[tuple[str, str], bytes] = field(default_factory=dict)
-
-    @classmethod
-    def start(
-        cls, mask_round: int, cohort: Sequence[str], keys: Mapping[str, bytes],
-        length: int, *, wide: bool = False,
-    ) -> MaskedRound:  # fmt: skip
-        """Start a masked round of the sorted ``cohort`` (refused below MIN_COHORT).
-
-        Raises
-        ------
-        ValidationError
-            Fewer than :data:`MIN_COHORT` sites.
-        """
-        sites = tuple(sorted(cohort))
-        if len(sites) < MIN_COHORT:
-            raise ValidationError(
-                f"Secure aggregation needs at least {MIN_COHORT} sites in every "
-                f"masked round; {len(sites)} remain ({list(sites)}). A sum of two "
-                "would reveal each site's statistics to the other."
-            )
-        keys_of = {c: keys[c] for c in sites}
-        return cls(mask_round, sites, keys_of, words_of(length, wide), wide)
-
-    def fields(self) -> dict[str, Any]:
-        """Return the request fields of this round's masking."""
-        return {
-            "mask_round": self.mask_round,
-            "cohort": np.asarray(self.cohort, dtype=str),
-            "cohort_keys": self._key_matrix(),
-        }
-
-    def _key_matrix(self) -> npt.NDArray[np.uint8]:
-        return np.frombuffer(
-            b"".join(self.keys[c] for c in self.cohort), dtype=np.uint8
-        ).reshape(len(self.cohort), KEY_BYTES)
-
-    def dropped(self, answered: Sequence[str]) -> list[str]:
-        """Return the cohort's sites that did not answer."""
-        return [c for c in self.cohort if c not in set(answered)]
-
-    def reveal_request(self, dropped: Sequence[str]) -> RevealRequest:
-        """Ask a survivor for its round keys with the ``dropped`` sites."""
-        return RevealRequest(
-            self.mask_round,
-            np.asarray(self.cohort, dtype=str),
-            self._key_matrix(),
-            np.asarray(list(dropped), dtype=str),
-        )
-
-    def keep_reveals(
-        self, dropped: Sequence[str], replies: Mapping[str, RevealReply]
-    ) -> None:
-        """Keep each survivor's round keys with the dropped sites."""
-        for survivor, reply in replies.items():
-            for i, d in enumerate(dropped):
-                self.revealed[(survivor, d)] = np.asarray(
-                    reply.round_keys[i], dtype=np.uint8
-                ).tobytes()
-
-    def values(self, replies: Mapping[str, MaskedReply]) -> FloatArray:
-        """Return the answering sites' sum of values (:meth:`total`, read back)."""
-        return from_fixed(self.total(replies), wide=self.wide)
-
-    def total(self, replies: Mapping[str, MaskedReply]) -> npt.NDArray[np.uint64]:
-        """Return the answering sites' sum (mod 2^64), the dropped masks removed.
-
-        Raises
-        ------
-        ValidationError
-            Fewer than :data:`MIN_COHORT` answered, or a survivor's round key
-            with a dropped site is missing (the round loop asks for them).
-        """
-        answered = sorted(replies)
-        strangers = sorted(set(answered) - set(self.cohort))
-        if strangers:
-            raise ValidationError(
-                f"Secure aggregation: {strangers} answered masked round "
-                f"{self.mask_round} outside its cohort."
-            )
-        if len(answered) < MIN_COHORT:
-            raise ValidationError(
-                f"Secure aggregation: {len(answered)} sites answered masked round "
-                f"{self.mask_round}; a masked sum needs at least {MIN_COHORT}."
-            )
-        total = np.zeros(self.length, dtype=np.uint64)
-        for client in answered:
-            total += np.asarray(replies[client].masked, dtype=np.uint64)
-        for survivor in answered:
-            for d in self.dropped(answered):
-                key = self.revealed.get((survivor, d))
-                if key is None:
-                    raise ValidationError(
-                        f"Secure aggregation: site {survivor!r} did not reveal its "
-                        f"round key with the dropped site {d!r}."
-                    )
-                mask = mask_words(key, self.length)
-                if survivor < d:
-                    total -= mask
-                else:
-                    total += mask
-        return total
-
-
-class MaskedRounds:
-    """A run's masked rounds on the server: each numbered once, the current one kept.
-
-    A strategy starts one per masked round (:meth:`start`) and reads the
-    current round's sum from its replies (:meth:`values`).
-
-    Examples
-    --------
-    >>> rounds = MaskedRounds({})
-    >>> rounds.values({})
-    Traceback (most recent call last):
-    ...
-    fedtrees.exceptions.LocalProtocolError: A masked reply to a plain round.
-    """
-
-    def __init__(self, keys: Mapping[str, bytes]) -> None:
-        self.keys = keys
-        self.started = 0
-        self.current: MaskedRound | None = None
-
-    def start(
-        self, cohort: Sequence[str], length: int, *, wide: bool = False
-    ) -> MaskedRound:
-        """Start the next masked round of ``cohort`` (:meth:`MaskedRound.start`)."""
-        self.current = MaskedRound.start(
-            self.started, cohort, self.keys, length, wide=wide
-        )
-        self.started += 1
-        return self.current
-
-    def plain(self) -> None:
-        """Note that the current round is not masked."""
-        self.current = None
-
-    def values(self, replies: Mapping[str, Payload]) -> FloatArray:
-        """Return the current round's sum of values, read from the masked replies.
-
-        Raises
-        ------
-        LocalProtocolError
-            If the current round is not masked.
-        InvalidField
-            If a reply is not a masked vector.
-        """
-        if self.current is None:
-            raise LocalProtocolError("A masked reply to a plain round.")
-        got = {c: as_reply(r, MaskedReply) for c, r in replies.items()}
-        return self.current.values(got)

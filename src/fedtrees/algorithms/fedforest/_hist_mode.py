@@ -20,8 +20,11 @@ a grid (:mod:`fedtrees.algorithms.histogram`, step by step):
 Under secure aggregation (docs/security.md) both rounds are masked: the grid
 comes from declared edges or from the secure sum of fine histograms over the
 declared ``feature_ranges``, and each level from the secure sum of dense
-histograms; the server reads the pooled statistics and bins back from the sum
-and goes on as above.
+histograms; the server reads the pooled statistics and bins back from the sum,
+checks what no honest sites' sums can break (weights non-negative and within
+the declared ones, every pair's bins adding up to its node, moments with a
+non-negative variance: :mod:`fedtrees.algorithms.histogram._pooled`) and goes
+on as above.
 
 A forest of depth D takes D + 2 rounds at most (the agreement, the grid, one
 per level), whatever the trees and the clients. **Decision**: no per-node
@@ -64,6 +67,9 @@ from fedtrees.algorithms.histogram import (
     Kept,
     LevelPlan,
     agree_grid,
+    check_pooled_fine,
+    check_pooled_level,
+    check_pooled_moments,
     declared_grid,
     derive_level,
     fine_edges,
@@ -163,9 +169,17 @@ class GridAgreement:
         """Cut the securely summed fine histograms of the sketched columns."""
         g = state.growth
         assert self.ranges is not None
+        n_columns = int(self.sketched.sum())
+
+        def check(total: FloatArray, sites: tuple[str, ...]) -> None:
+            fine = total.reshape(n_columns, FINE_BINS)
+            bound = state.declared_weight(sites)
+            check_pooled_fine(fine, sites=len(sites), bound=bound)
+
         cut = fine_edges(
-            state.masked_sum(got), self.sketched, self.ranges, self.config.max_bins
-        )
+            state.masked_sum(got, check), self.sketched, self.ranges,
+            self.config.max_bins,
+        )  # fmt: skip
         return merged_grid(self.declared, cut, g.is_categorical, list(g.n_categories))
 
 
@@ -361,7 +375,19 @@ class HistogramStep:
         """
         g = state.growth
         layout = DenseLayout(plan.pairs, self.mode.agreed_grid().n_bins, g.width)
-        stats, pooled = layout.sparse(state.masked_sum(got))
+        regression = self.config.task == "regression"
+
+        def check(total: FloatArray, sites: tuple[str, ...]) -> None:
+            counts = [0] if regression else list(range(g.width))
+            stats, bins = check_pooled_level(
+                layout, total, sites=len(sites), counts=counts,
+                bound=state.declared_weight(sites),
+            )  # fmt: skip
+            if regression:
+                check_pooled_moments("node_stats", stats, sites=len(sites))
+                check_pooled_moments("bin_stats", bins, sites=len(sites))
+
+        stats, pooled = layout.sparse(state.masked_sum(got, check))
         g.set_stats(g.open, stats)
         todo: IntArray = np.flatnonzero(g.splittable(g.open))
         return todo, pooled

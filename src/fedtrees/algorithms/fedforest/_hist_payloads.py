@@ -93,7 +93,10 @@ class GridRequest(LevelFields):
     def expected_reply(self) -> ReplySpec:
         """Expect the engine's summary; masked: fine histograms of the columns."""
         if self.mask_round >= 0:
-            return masked_spec(int(np.count_nonzero(self.columns)) * FINE_BINS)
+            return masked_spec(
+                int(np.count_nonzero(self.columns)) * FINE_BINS,
+                sites=self.cohort.shape[0],
+            )
         return ReplySpec(
             GridReply,
             grid_reply_fields(self.n_features, self.max_bins),
@@ -151,7 +154,11 @@ class HistogramRequest(LevelFields):
     def expected_reply(self) -> ReplySpec:
         """Statistics per node; per pair its bins, inside the grid; their sums."""
         if self.mask_round >= 0:
-            return masked_spec(self.dense_layout().length, wide=self.wide_mask)
+            return masked_spec(
+                self.dense_layout().length,
+                sites=self.cohort.shape[0],
+                wide=self.wide_mask,
+            )
         fp = int(self.pair_feature.shape[1])
         return ReplySpec(
             HistogramReply,

@@ -30,7 +30,7 @@ from fedtrees.algorithms.fedforest._payloads import ScoreReply
 from fedtrees.algorithms.fedforest._reach import Reach
 from fedtrees.algorithms.fedforest._steps import Got, Phase
 from fedtrees.exceptions import LocalProtocolError
-from fedtrees.federation import FederationInfo, MaskedRounds
+from fedtrees.federation import FederationInfo, MaskedRounds, SumCheck
 from fedtrees.stats import Best, combine
 
 __all__ = ["LevelState", "Pending"]
@@ -154,9 +154,19 @@ class LevelState:
             for k, r in enumerate(rows)
         )
 
-    def masked_sum(self, got: Sequence[Got]) -> FloatArray:
-        """Return the sum of the round's masked replies (:class:`MaskedRounds`)."""
-        return self.masks.values({self.clients[k]: r for k, _, r in got})
+    def masked_sum(
+        self, got: Sequence[Got], check: SumCheck | None = None
+    ) -> FloatArray:
+        """Return the sum of the round's masked replies (:class:`MaskedRounds`).
+
+        ``check(values, sites)``: what the sum must hold (a failure is a
+        :class:`~fedtrees.exceptions.MaskedSumError` naming the round).
+        """
+        return self.masks.values({self.clients[k]: r for k, _, r in got}, check)
+
+    def declared_weight(self, sites: Sequence[str]) -> float:
+        """Return the weight the ``sites`` declared at the agreement, together."""
+        return float(sum(self.info.weight_bounds.get(s, np.inf) for s in sites))
 
     # -- pooling (client statistics add up to the pooled ones; docs/fedforest.md) ----
     def pool_level(self, replies: Replies) -> IntArray:

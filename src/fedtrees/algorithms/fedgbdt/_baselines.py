@@ -14,7 +14,11 @@ client on its own rows only, from the global model:
 
 Rounds after the agreement: the start, then ``ceil(n_estimators /
 trees_per_round)`` rounds. Each reply also carries the global model's pooled
-losses before the round (``evals_result_``).
+losses before the round (``evals_result_``). Both are held to the site's
+start prior (:mod:`._bounds`): its loss weights and losses, and for squared
+error its leaves; a model that moves predictions too far for the sums to hold
+(bagging overshoots the residual when many sites each fit all of it) stops
+the fit with an error naming the protocol.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from fedtrees.algorithms.fedgbdt._decisions import Decisions
+from fedtrees.algorithms.fedgbdt._bounds import leaf_reach
+from fedtrees.algorithms.fedgbdt._decisions import KIND_LEAF, Decisions
 from fedtrees.algorithms.fedgbdt._grow import Iteration
 from fedtrees.algorithms.fedgbdt._loss import LOSSES
 from fedtrees.algorithms.fedgbdt._payloads import LocalReply, LocalRequest, StartReply
@@ -59,14 +64,17 @@ class BaselineStrategy(FedGBDTStrategy):
         )
         requests = {c: self._local(c, full=False) for c in who}
         return RoundPlan(
-            requests, self.config.on_dropout, resync=lambda c: self._local(c, True)
+            requests,
+            self.config.on_dropout,
+            resync=lambda c: self._local(c, True),
+            check=self.known.local_check(self.config),
         )
 
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
         """Append every client's trees as iterations of the global model."""
         if not self.started:
             self.active = [c for c in self.active if c in replies]
-            self._agree([as_reply(r, StartReply) for r in replies.values()])
+            self._agree({c: as_reply(r, StartReply) for c, r in replies.items()})
             self.current = None
             self.started = True
             return
@@ -121,3 +129,4 @@ class BaselineStrategy(FedGBDTStrategy):
                 )
             )  # fmt: skip
             self.decisions = self.decisions.then(one)
+            self.known.moved(leaf_reach(one.value[one.kind == KIND_LEAF]))

@@ -121,8 +121,9 @@ def _target(
     return data.label_codes(np.asarray(request.classes))
 
 
-def _train_weight(data: ClientData, held: BoolArray) -> FloatArray:
-    base = np.where(held, 0.0, 1.0)
+def _weights_except(data: ClientData, left_out: BoolArray) -> FloatArray:
+    """Return the rows' weights, 0 for the rows ``left_out``."""
+    base = np.where(left_out, 0.0, 1.0)
     return base * data.weights if data.weights is not None else base
 
 
@@ -130,33 +131,44 @@ def _train_weight(data: ClientData, held: BoolArray) -> FloatArray:
 def start(
     request: StartRequest, data: ClientData, state: ClientState
 ) -> StartReply | MaskedReply:
-    """Summarise the numeric columns of the training rows; their prior sums.
+    """Summarise the numeric columns of the training rows; the rows' prior sums.
 
-    Masked (secure aggregation): the fine histograms of the columns over the
-    declared ranges and the prior, as one masked vector.
+    The prior of the training rows, and apart that of the validation rows
+    (held out for early stopping). Masked (secure aggregation): the fine
+    histograms of the columns over the declared ranges and both priors, as
+    one masked vector.
     """
     skipped = skipped_columns(request, data)
     loss = _objective(request)
     X = matrix_with_missing(data)
     held = validation_rows(request.seed, data.client_id, X.shape[0], request.holdout)
-    weight = _train_weight(data, held)
+    weight = _weights_except(data, held)
     target = _target(loss, request, data)
-    if loss.objective == "squared_error":
-        y = np.asarray(target, np.float64)
-        prior = np.array([weight.sum(), weight @ y, weight @ (y * y)])
-    else:
-        prior = np.bincount(
-            np.asarray(target, np.int64), weights=weight,
-            minlength=int(request.classes.shape[0]),
-        ).astype(np.float64)  # fmt: skip
+    prior = _prior(loss, request, target, weight)
+    held_prior = _prior(loss, request, target, _weights_except(data, ~held))
     if MaskFields.of(request) is not None:
         fine = fine_histograms(X, request.ranges, ~skipped, weight)
-        values = np.concatenate([fine.ravel(), prior])
+        values = np.concatenate([fine.ravel(), prior, held_prior])
         return masked_reply(request, data, state, values, wide=request.wide_mask)
     sketch = sketch_columns(X, skipped, request.max_bins, weight)
     return StartReply(
-        sketch.points, sketch.weights, sketch.counts, sketch.complete, prior
-    )
+        sketch.points, sketch.weights, sketch.counts, sketch.complete, prior,
+        held_prior,
+    )  # fmt: skip
+
+
+def _prior(
+    loss: Loss, request: StartRequest, target: FloatArray | IntArray, weight: FloatArray
+) -> FloatArray:
+    """Return the rows' moments ``(Σw, Σw·y, Σw·y²)``, or their class counts."""
+    if loss.objective == "squared_error":
+        y = np.asarray(target, np.float64)
+        return np.array([weight.sum(), weight @ y, weight @ (y * y)])
+    counts: FloatArray = np.bincount(
+        np.asarray(target, np.int64), weights=weight,
+        minlength=int(request.classes.shape[0]),
+    ).astype(np.float64)  # fmt: skip
+    return counts
 
 
 @dataclass

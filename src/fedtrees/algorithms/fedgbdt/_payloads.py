@@ -2,9 +2,11 @@
 
 - ``fedgbdt.start`` (once per fit): every client summarises its numeric
   columns for the grid (the engine's sketch) and sends the prior statistics
-  of its training rows: weighted class counts, or the moments
+  of its training rows and, apart, of its validation rows (held out for early
+  stopping; zeros without): weighted class counts, or the moments
   ``(Σw, Σw·y, Σw·y²)`` for regression (:class:`StartReply`). The server agrees
-  the grid and the starting raw prediction.
+  the grid and the starting raw prediction from the training prior; both
+  priors bound what the client's later replies may hold (:mod:`._bounds`).
 - ``fedgbdt.level`` (one per level of every iteration, and a last one): the
   decisions since the client's version (:mod:`._decisions`), the iteration,
   the open nodes of its trees and the features each considers. The client
@@ -74,13 +76,14 @@ LOGLOSS_MAX: Final = -math.log(1e-16)
 
 @payload("fedgbdt.start_reply")
 class StartReply(Payload):
-    """A client's grid summary and its training rows' prior statistics."""
+    """A client's grid summary; its training and validation rows' prior statistics."""
 
     points: np.ndarray
     weights: np.ndarray
     counts: np.ndarray
     complete: np.ndarray
     prior: np.ndarray
+    held_prior: np.ndarray
 
 
 @payload("fedgbdt.start")
@@ -111,18 +114,23 @@ class StartRequest(Payload):
 
     @property
     def prior_width(self) -> int:
-        """Entries of the prior: 3 moments, or one count per class."""
+        """Entries of one prior: 3 moments, or one count per class."""
         return 3 if self.objective == "squared_error" else int(self.classes.shape[0])
 
     def expected_reply(self) -> ReplySpec:
         """Expect the engine's grid summary; class counts or regression moments.
 
         Masked (secure aggregation): the fine histograms of the columns over
-        the declared ``ranges``, then the prior, as one masked vector.
+        the declared ``ranges``, then the training prior and the validation
+        prior, as one masked vector.
         """
         if self.mask_round >= 0:
             fine = int(np.count_nonzero(self.columns)) * FINE_BINS
-            return masked_spec(fine + self.prior_width, wide=self.wide_mask)
+            return masked_spec(
+                fine + 2 * self.prior_width,
+                sites=self.cohort.shape[0],
+                wide=self.wide_mask,
+            )
         prior = (
             Field.array("f", (3,), moments=True, weights=True)
             if self.objective == "squared_error"
@@ -132,7 +140,11 @@ class StartRequest(Payload):
         )
         return ReplySpec(
             StartReply,
-            {**grid_reply_fields(self.n_features, self.max_bins), "prior": prior},
+            {
+                **grid_reply_fields(self.n_features, self.max_bins),
+                "prior": prior,
+                "held_prior": prior,
+            },
             check=check_grid_reply,
         )
 
@@ -240,7 +252,11 @@ class LevelRequest(DecisionFields):
     def expected_reply(self) -> ReplySpec:
         """Expect sums per node; per pair its bins, inside the grid, adding up."""
         if self.mask_round >= 0:
-            return masked_spec(self.dense_layout().length, wide=self.wide_mask)
+            return masked_spec(
+                self.dense_layout().length,
+                sites=self.cohort.shape[0],
+                wide=self.wide_mask,
+            )
         fp = int(self.pair_feature.shape[1])
         return ReplySpec(
             LevelReply,
@@ -312,8 +328,12 @@ def level_layout(pair_feature: np.ndarray, feature_bins: np.ndarray) -> DenseLay
     )
 
 
-def check_gradient_sums(name: str, stats: np.ndarray, objective: str) -> None:
+def check_gradient_sums(
+    name: str, stats: np.ndarray, objective: str, *, atol: float = 0.0
+) -> None:
     """Require ``(Σg, Σh, Σw)`` rows the objective allows (module docstring).
+
+    ``atol``: an absolute allowance (a masked sum's rounding).
 
     Raises
     ------
@@ -322,14 +342,20 @@ def check_gradient_sums(name: str, stats: np.ndarray, objective: str) -> None:
     """
     g, h, w = stats[:, 0], stats[:, 1], stats[:, 2]
     if objective == "squared_error":
-        check_same_stats(name, h, w, "a hessian sum (h = w per row) vs Σw", False)
+        check_same_stats(
+            name, h, w, "a hessian sum (h = w per row) vs Σw", False, atol=2 * atol
+        )
         return
-    check_at_most(name, np.abs(g), w, "|Σg| (|g| <= w per row) vs Σw")
-    check_at_most(name, h, HESSIAN_MAX[objective] * w, "Σh vs its most, Σw")
+    check_at_most(name, np.abs(g), w, "|Σg| (|g| <= w per row) vs Σw", atol=2 * atol)
+    check_at_most(
+        name, h, HESSIAN_MAX[objective] * w, "Σh vs its most, Σw", atol=2 * atol
+    )
 
 
-def check_losses(loss: np.ndarray, objective: str) -> None:
+def check_losses(loss: np.ndarray, objective: str, *, atol: float = 0.0) -> None:
     """Require logloss sums of at most :data:`LOGLOSS_MAX` per unit of weight.
+
+    ``atol``: an absolute allowance (a masked sum's rounding).
 
     Raises
     ------
@@ -339,7 +365,11 @@ def check_losses(loss: np.ndarray, objective: str) -> None:
     values = np.asarray(loss, dtype=np.float64)
     if objective != "squared_error":
         check_at_most(
-            "loss", values[[0, 2]], LOGLOSS_MAX * values[[1, 3]], "a logloss sum"
+            "loss",
+            values[[0, 2]],
+            LOGLOSS_MAX * values[[1, 3]],
+            "a logloss sum",
+            atol=(1.0 + LOGLOSS_MAX) * atol,
         )
 
 

@@ -14,10 +14,17 @@ Rounds, after the agreement:
    client for its summed training and validation loss (early stopping).
 3. **last report**: the last trees' leaves, and the final losses.
 
+Every reply is held to what the server knows (:mod:`._bounds`): each site's
+start reply (its rows' weights and target spread) bounds its later loss
+weights, losses and gradient sums, and the trees grown so far bound how far
+a prediction has moved; a fit whose pooled targets could overflow the
+server's own sums is refused after the start round.
+
 Under secure aggregation (docs/security.md) every round is masked: the start
 sends fine histograms over the declared ``feature_ranges`` (or none, with
-declared edges) and the prior; a level sends dense histograms, the node sums
-and the losses; the server reads the pooled ones back from the masked sum.
+declared edges) and the priors; a level sends dense histograms, the node sums
+and the losses; the server reads the pooled ones back from the masked sum
+and holds them to the same bounds (:mod:`._pooled`).
 
 Rounds: ``2 + n_estimators · max_depth`` at most (fewer when trees stop
 early or early stopping ends the fit).
@@ -25,7 +32,7 @@ early or early stopping ends the fit).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,9 +41,11 @@ import numpy as np
 from fedtrees._random import keyed_rng
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms._ranges import secure_ranges
+from fedtrees.algorithms.fedgbdt._bounds import Prior, leaf_reach
 from fedtrees.algorithms.fedgbdt._config import BoostConfig, with_classes
 from fedtrees.algorithms.fedgbdt._decisions import Decisions
 from fedtrees.algorithms.fedgbdt._grow import Iteration, decide_level
+from fedtrees.algorithms.fedgbdt._known import Known
 from fedtrees.algorithms.fedgbdt._loss import LOSSES, metric_name, prior_margin
 from fedtrees.algorithms.fedgbdt._payloads import (
     LevelReply,
@@ -45,6 +54,11 @@ from fedtrees.algorithms.fedgbdt._payloads import (
     StartRequest,
     level_layout,
     wide_statistics,
+)
+from fedtrees.algorithms.fedgbdt._pooled import (
+    PooledStart,
+    level_sum_check,
+    start_sum_check,
 )
 from fedtrees.algorithms.histogram import (
     FINE_BINS,
@@ -71,6 +85,7 @@ from fedtrees.federation import (
     RoundPlan,
     as_reply,
     check_cohort,
+    rounding_bound,
 )
 
 __all__ = ["BoostResult", "FedGBDTStrategy"]
@@ -133,6 +148,8 @@ class FedGBDTStrategy:
         self._sketched = np.zeros(0, bool)
         self._ranges: FloatArray | None = None
         self.masks = MaskedRounds({})
+        self.known = Known(config.objective, config.protocol)
+        """The sites' start priors and the model's reach (:mod:`._bounds`)."""
 
     @property
     def secure_aggregation(self) -> bool:
@@ -147,6 +164,7 @@ class FedGBDTStrategy:
         self.masks = MaskedRounds(info.public_keys)
         schema = info.schema
         self.config = with_classes(self.config, len(schema.classes), "FedGBDT")
+        self.known = Known(self.config.objective, self.config.protocol)
         self.margin = np.zeros(self.config.n_trees_per_iteration)
         is_cat = np.array([k == "categorical" for k in schema.feature_kinds], bool)
         self._declared = declared_grid(
@@ -177,13 +195,14 @@ class FedGBDTStrategy:
         if not self.started:
             request = self._start_request()
             fine = int(self._sketched.sum()) * FINE_BINS
-            masked = self._mask(fine + request.prior_width)
+            masked = self._mask(fine + 2 * request.prior_width)
             if masked is not None:
                 assert self._ranges is not None
                 request = replace(request, ranges=self._ranges, **masked.fields())
             return RoundPlan(
                 dict.fromkeys(self.active, request),
                 self.config.on_dropout,
+                check=None if masked is not None else self.known.start_check(),
                 masked=masked,
             )
         return self._level_plan()
@@ -201,9 +220,14 @@ class FedGBDTStrategy:
         self.active = [c for c in self.active if c in replies]
         if not self.started:
             if self.config.secure_aggregation:
-                self._agree_secure(self.masks.values(replies))
+                assert self.info is not None
+                check = start_sum_check(
+                    int(self._sketched.sum()), self._prior_width, self._objective,
+                    self.info.weight_bounds,
+                )  # fmt: skip
+                self._agree_secure(self.masks.values(replies, check))
             else:
-                self._agree([as_reply(r, StartReply) for r in replies.values()])
+                self._agree({c: as_reply(r, StartReply) for c, r in replies.items()})
             self.started = True
             return
         level = self.level
@@ -258,19 +282,26 @@ class FedGBDTStrategy:
     def _agree_secure(self, total: FloatArray) -> None:
         """Agree the grid from the summed fine histograms, the margin from the prior."""
         assert self._ranges is not None
+        start = PooledStart(total, int(self._sketched.sum()), self._prior_width)
         self._set_grid(
             fine_edges(total, self._sketched, self._ranges, self.config.max_bins)
         )
-        self._set_margin(total[int(self._sketched.sum()) * FINE_BINS :])
+        self._set_margin(start.prior)
+        sites = self.masks.current.summed if self.masks.current else ()
+        pooled = Prior.of(
+            start.prior, start.held_prior, self._objective, self.margin,
+            rounding_bound(len(sites)),
+        )  # fmt: skip
+        self.known.started(tuple(sites), pooled, {})
 
-    def _agree(self, replies: Sequence[StartReply]) -> None:
+    def _agree(self, replies: Mapping[str, StartReply]) -> None:
         """Agree the grid from the pooled summaries, the margin from the prior."""
         assert self.info is not None
         schema = self.info.schema
         n_categories = np.array([len(c or ()) for c in schema.categories], np.int64)
         sketches = [
             GridSketch(r.points, r.weights, r.counts.astype(np.float64), r.complete)
-            for r in replies
+            for r in replies.values()
         ]
         agreed = (
             agree_grid(sketches, ~self._sketched, n_categories, self.config.max_bins)
@@ -286,8 +317,25 @@ class FedGBDTStrategy:
             }
         )
         self._set_margin(
-            np.sum([np.asarray(r.prior, np.float64) for r in replies], axis=0)
+            np.sum([np.asarray(r.prior, np.float64) for r in replies.values()], axis=0)
         )
+        priors = {
+            c: Prior.of(r.prior, r.held_prior, self._objective, self.margin)
+            for c, r in replies.items()
+        }
+        pooled = sum(priors.values(), Prior(0.0, 0.0))
+        self.known.started(tuple(sorted(replies)), pooled, priors)
+
+    @property
+    def _objective(self) -> str:
+        return str(self.config.objective)
+
+    @property
+    def _prior_width(self) -> int:
+        """Entries of one prior: 3 moments, or one count per class."""
+        assert self.info is not None
+        regression = self.config.objective == "squared_error"
+        return 3 if regression else len(self.info.schema.classes)
 
     def _set_grid(self, agreed: Mapping[int, FloatArray]) -> None:
         """Set the grid: declared edges, the agreed ones, categories as agreed."""
@@ -348,6 +396,7 @@ class FedGBDTStrategy:
             requests,
             self.config.on_dropout,
             resync=lambda c: self._request(c, plan, report, full=True),
+            check=None if masked is not None else self.known.level_check(report),
             masked=masked,
         )
 
@@ -401,7 +450,12 @@ class FedGBDTStrategy:
         assert self.grid is not None
         if self.config.secure_aggregation:
             layout = level_layout(level.plan.pairs, self.grid.n_bins)
-            total = self.masks.values(replies)
+            assert self.info is not None
+            check = level_sum_check(
+                level.plan.pairs, self.grid.n_bins, level.report,
+                self.info.weight_bounds, self.known,
+            )  # fmt: skip
+            total = self.masks.values(replies, check)
             stats, pooled_bins = layout.sparse(total)
             return (
                 stats,
@@ -456,8 +510,10 @@ class FedGBDTStrategy:
             self._finish_iteration(it)
 
     def _finish_iteration(self, it: Iteration) -> None:
-        self.decisions = self.decisions.then(it.finish(self.config))
+        leaves = it.finish(self.config)
+        self.decisions = self.decisions.then(leaves)
         self.iterations.append(it)
+        self.known.moved(leaf_reach(leaves.value))
         self.kept = Kept.none(3)
         more = len(self.iterations) < self.config.n_estimators
         self.current = (

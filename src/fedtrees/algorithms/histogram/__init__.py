@@ -24,7 +24,9 @@ boosting. Step by step:
    impurities (forests) or XGBoost's second-order gain (boosting).
 
 Under secure aggregation (:mod:`._dense`): dense histograms over the bins the
-server names, and the root grid from fine histograms over declared ranges.
+server names, and the root grid from fine histograms over declared ranges;
+the pooled sums are checked for what no honest sites can add up to
+(:mod:`._pooled`).
 
 On the wire (:mod:`._wire`): the grid round's reply and the grid a client
 keeps for the run, shared by the protocols on the engine.
@@ -74,6 +76,11 @@ from fedtrees.algorithms.histogram._level import (
     level_histograms,
     plan_level,
 )
+from fedtrees.algorithms.histogram._pooled import (
+    check_pooled_fine,
+    check_pooled_level,
+    check_pooled_moments,
+)
 from fedtrees.algorithms.histogram._rows import CodeSplits, NodeRows, partition
 from fedtrees.algorithms.histogram._search import CRITERION_CODES, Found, search
 from fedtrees.algorithms.histogram._wire import (
@@ -106,6 +113,9 @@ __all__ = [
     "check_declared_edges",
     "check_grid_reply",
     "check_max_bins",
+    "check_pooled_fine",
+    "check_pooled_level",
+    "check_pooled_moments",
     "client_histograms",
     "declared_grid",
     "derive_level",
