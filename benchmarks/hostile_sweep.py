@@ -63,6 +63,7 @@ FAMILIES = (
     "_sweep_wire",
     "_sweep_flower",
     "_sweep_fresh",
+    "_sweep_round4_fedga",
 )
 
 

@@ -132,7 +132,9 @@ class _FedGA(FederatedEstimator):
     outputs, features, depth, thresholds, counts) is left without one, with a
     :class:`ClientDropoutWarning` naming it.
     ``fit(..., join_at={client: g})`` lets clients join at generation g (steps
-    29–33).
+    29–33); **Decision:** a ``join_at`` that names every client is refused at
+    fit (the depth and the first population come from the clients present at
+    the start), rather than starting the run when the first clients join.
     """
 
     _default_population = 20
@@ -252,14 +254,7 @@ class _FedGA(FederatedEstimator):
             reason=f"a run has at most {MAX_ROUNDS} rounds: "
             f"{ROUNDS_BESIDE_GENERATIONS} besides the generations",
         )
-        joins = {str(k): int(v) for k, v in (join_at or {}).items()}
-        unknown = sorted(set(joins) - set(federation.clients))
-        if unknown or any(not 1 <= g <= generations for g in joins.values()):
-            raise ValidationError(
-                f"{owner}: join_at must map clients of the federation "
-                f"{list(federation.clients)} to generations 1..{generations}; "
-                f"got {dict(join_at or {})}."
-            )
+        joins = _joins(join_at, federation, generations, owner)
         return FedGASettings(
             task=self._task,
             population_size=check_size(
@@ -480,6 +475,42 @@ class FedGARegressor(RegressorMixin, _FedGA, BaseEstimator):  # type: ignore[mis
         """Mean of each row's leaf in its client's personal tree."""
         values: FloatArray = self._personal_values(X, client)[:, 0]
         return values
+
+
+def _joins(
+    join_at: Mapping[object, int] | None,
+    federation: Federation,
+    generations: int,
+    owner: str,
+) -> dict[str, int]:
+    """Return ``join_at`` by client id, checked against the federation.
+
+    Clients of the federation, generations in 1..G, and at least one client
+    left to start the run: the global depth and the first population come
+    from the clients present at the start (steps 5–21), so a run in which
+    everyone joins late would have no one to ask (**Decision:** refused, rather
+    than starting when the first clients join, which would be another run).
+    """
+    joins = {str(k): int(v) for k, v in (join_at or {}).items()}
+    unknown = sorted(set(joins) - set(federation.clients))
+    if unknown or any(not 1 <= g <= generations for g in joins.values()):
+        raise ValidationError(
+            f"{owner}: join_at must map clients of the federation "
+            f"{list(federation.clients)} to generations 1..{generations}; "
+            f"got {dict(join_at or {})}."
+        )
+    if federation.clients and set(federation.clients) <= set(joins):
+        raise invalid(
+            "join_at",
+            owner,
+            "a mapping that leaves at least one client of the federation to start "
+            "the run (the global depth and the first population come from the "
+            "clients present at generation 0; it maps every client to a later "
+            "generation: leave the earliest out of join_at, or lower every "
+            "generation by the earliest)",
+            dict(join_at or {}),
+        )
+    return joins
 
 
 def _depth_range(value: object, owner: str) -> tuple[int, int]:
