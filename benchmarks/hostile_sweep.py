@@ -70,6 +70,7 @@ FAMILIES = (
     "_sweep_round4_site",
     "_sweep_round4_jobs",
     "_sweep_round4_protocol",
+    "_sweep_round4_fedga",
 )
 
 

@@ -27,7 +27,14 @@ from fedtrees._random import keyed_rng
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.datasets import FEDGA_DATASETS, load, load_fedga
 
-__all__ = ["CLASSIFICATION", "REGRESSION", "Problem", "Split", "load_problem"]
+__all__ = [
+    "CLASSIFICATION",
+    "REGRESSION",
+    "Problem",
+    "Split",
+    "load_problem",
+    "subsample",
+]
 
 CLASSIFICATION: Final = (
     "nursery",
@@ -40,6 +47,7 @@ REGRESSION: Final = tuple(
 )
 """The 14 regression datasets of Table I."""
 SPLIT_STREAM: Final = 31
+SUBSAMPLE_STREAM: Final = 33
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,6 +86,20 @@ def load_problem(name: str, data: str | Path | None) -> Problem:
     y = dataset.y.to_numpy()
     y = y.astype(str) if task == "classification" else y.astype(np.float64)
     return Problem(name, task, dataset.X.reset_index(drop=True), y)
+
+
+def subsample(problem: Problem, max_rows: int | None, seed: int) -> Problem:
+    """Return ``problem`` with at most ``max_rows`` rows drawn at random (None: all).
+
+    The quick run's way to a dataset of a few thousand rows; the draw is keyed
+    by ``[seed, 33]``, and the rows keep their order.
+    """
+    n = problem.X.shape[0]
+    if max_rows is None or n <= max_rows:
+        return problem
+    keep = np.sort(keyed_rng(seed, SUBSAMPLE_STREAM).permutation(n)[:max_rows])
+    X = problem.X.iloc[keep].reset_index(drop=True)
+    return Problem(problem.name, problem.task, X, problem.y[keep])
 
 
 def make_split(

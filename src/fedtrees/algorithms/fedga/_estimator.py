@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
 from fedtrees._validation import (
+    check_choice,
     check_client_id,
     check_epsilon,
     check_float,
@@ -26,6 +27,7 @@ from fedtrees._validation import (
 )
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms._params import MAX_POPULATION, check_size
+from fedtrees.algorithms.fedga._evaluate import F1_AVERAGES
 from fedtrees.algorithms.fedga._strategy import (
     ROUNDS_BESIDE_GENERATIONS,
     FedGAResult,
@@ -69,8 +71,8 @@ class _FedGA(FederatedEstimator):
         below 1e-100 the noise would not be finite).
     train_ratio : float in (0, 1], default 0.8
         r: the share of a client's rows the thresholds are fitted on; the rest
-        scores the candidates (macro-F1 or MSE). Regression may switch to 1 by
-        vote (Eq. 1).
+        scores the candidates (F1, as ``f1_average`` of the classifier says, or
+        MSE). Regression may switch to 1 by vote (Eq. 1).
     nil_rate : float in [0, 1], default 0.01
         r_l: share of a random structure's positions set to nil.
     tournament_size : int, default 3
@@ -136,7 +138,9 @@ class _FedGA(FederatedEstimator):
     outputs, features, depth, thresholds, counts) is left without one, with a
     :class:`ClientDropoutWarning` naming it.
     ``fit(..., join_at={client: g})`` lets clients join at generation g (steps
-    29–33).
+    29–33); **Decision:** a ``join_at`` that names every client is refused at
+    fit (the depth and the first population come from the clients present at
+    the start), rather than starting the run when the first clients join.
     """
 
     _default_population = 20
@@ -300,7 +304,12 @@ class _FedGA(FederatedEstimator):
             depth_range=(low, high),
             seed=resolve_seed(self.random_state, owner),
             join_at=joins,
+            f1_average=self._f1_average(),
         )
+
+    def _f1_average(self) -> str:
+        """Return the validated F1 averaging ("macro" for regression)."""
+        return "macro"
 
     # -- fitted attributes -------------------------------------------------------------
     def _keep(self, result: FedGAResult, settings: FedGASettings) -> None:
@@ -359,10 +368,24 @@ class _FedGA(FederatedEstimator):
 
 
 class FedGAClassifier(ClassifierMixin, _FedGA, BaseEstimator):  # type: ignore[misc]
-    """FedGA-Tree classification (docs/fedga.md): macro-F1 fitness, P = 20.
+    """FedGA-Tree classification (docs/fedga.md): F1 fitness, P = 20.
 
-    See :class:`_FedGA` for the parameters. ``predict(X, client=k)`` uses client
-    k's personal tree (one id, or one per row).
+    See :class:`_FedGA` for the parameters; this one adds:
+
+    f1_average : {"macro", "binary"}, default "macro"
+        How the clients' F1 averages, in the GA fitness (every candidate's
+        score on a client's validation part) and in their depth CV. "macro"
+        (ours) averages the F1 of the classes present; "binary" (scikit-learn's
+        ``f1_score`` default) scores the positive class alone and needs a
+        two-class task (refused otherwise, naming ``f1_average``): the positive
+        class is ``classes_[1]``, the larger label, scikit-learn's
+        ``pos_label=1`` for labels 0/1. **Decision:** the paper writes "F1"
+        without saying how it is averaged; both readings are measured in
+        docs/fedga.md. It travels in the requests (a protocol setting, checked
+        at every site by name).
+
+    ``predict(X, client=k)`` uses client k's personal tree (one id, or one per
+    row).
 
     Examples
     --------
@@ -375,6 +398,57 @@ class FedGAClassifier(ClassifierMixin, _FedGA, BaseEstimator):  # type: ignore[m
     (['0', '1', '2'], True)
     """
 
+    _task = "classification"
+
+    def __init__(
+        self,
+        population_size: int | None = None,
+        n_generations: int = 100,
+        epsilon: float = 1.0,
+        train_ratio: float = 0.8,
+        nil_rate: float = 0.01,
+        tournament_size: int = 3,
+        flip_rate: float = 0.05,
+        swap_rate: float = 0.05,
+        phi_star: float = 0.25,
+        theta_star: float = 0.02,
+        mu_star: float = 80.0,
+        client_fraction: float = 1.0,
+        cv_folds: int = 5,
+        depth_range: tuple[int, int] = (2, 15),
+        random_state: RandomState = None,
+        *,
+        f1_average: str = "macro",
+        timeout: float = 120.0,
+        workers: int = 1,
+        verbose: bool = False,
+    ) -> None:
+        super().__init__(
+            population_size=population_size,
+            n_generations=n_generations,
+            epsilon=epsilon,
+            train_ratio=train_ratio,
+            nil_rate=nil_rate,
+            tournament_size=tournament_size,
+            flip_rate=flip_rate,
+            swap_rate=swap_rate,
+            phi_star=phi_star,
+            theta_star=theta_star,
+            mu_star=mu_star,
+            client_fraction=client_fraction,
+            cv_folds=cv_folds,
+            depth_range=depth_range,
+            random_state=random_state,
+            timeout=timeout,
+            workers=workers,
+            verbose=verbose,
+        )
+        self.f1_average = f1_average
+
+    def _f1_average(self) -> str:
+        owner = type(self).__name__
+        return check_choice(self.f1_average, "f1_average", owner, F1_AVERAGES)
+
     def score(
         self,
         X: object,
@@ -386,8 +460,6 @@ class FedGAClassifier(ClassifierMixin, _FedGA, BaseEstimator):  # type: ignore[m
         """Accuracy of the personal trees of ``client`` (as :meth:`predict`)."""
         predicted = self.predict(X, client)
         return float(accuracy_score(y, predicted, sample_weight=sample_weight))
-
-    _task = "classification"
 
     def predict_proba(self, X: object, client: object = None) -> FloatArray:
         """Class distribution of each row's leaf in its client's personal tree."""
@@ -433,7 +505,14 @@ def _rate(value: object, name: str, owner: str) -> float:
 def _join_at(
     join_at: object, clients: Sequence[str], generations: int, owner: str
 ) -> dict[str, int]:
-    """Check ``join_at``: client of the federation -> generation in 1..generations."""
+    """Check ``join_at``: client of the federation -> generation in 1..generations.
+
+    At least one client must be left to start the run: the global depth and the
+    first population come from the clients present at the start (steps 5–21), so
+    a run in which everyone joins late would have no one to ask (**Decision:**
+    refused, rather than starting when the first clients join, which would be
+    another run).
+    """
     expected = (
         f"None or a dict from clients of the federation {shown(list(clients))} to "
         f"generations (ints in 1..{generations})"
@@ -450,4 +529,15 @@ def _join_at(
         ):
             raise invalid("join_at", owner, expected, {client: generation})
         joins[name] = int(generation)
+    if clients and set(clients) <= set(joins):
+        raise invalid(
+            "join_at",
+            owner,
+            "a mapping that leaves at least one client of the federation to start "
+            "the run (the global depth and the first population come from the "
+            "clients present at generation 0; it maps every client to a later "
+            "generation: leave the earliest out of join_at, or lower every "
+            "generation by the earliest)",
+            dict(join_at),
+        )
     return joins

@@ -11,6 +11,13 @@ class on ties) or the mean. The fitted tree is then scored on the validation
 part: macro-F1 over the agreed classes present in truth or predictions
 (maximised) or MSE (minimised). Algorithm 1, steps 28, 31 and 47.
 
+**Decision (F1 averaging):** the paper scores classification by "F1" without
+saying how it is averaged. ``f1_average="macro"`` (ours, the default) averages
+the F1 of the classes present; ``"binary"`` (scikit-learn's default of
+``f1_score``) scores the positive class alone, and exists only for two classes:
+the positive class is the second agreed class (code 1, the larger label in
+sorted order), scikit-learn's ``pos_label=1`` for labels 0/1.
+
 The heavy lifting is in :mod:`._kernels`: each column of the client's training
 rows is sorted once per call and reused by every candidate structure.
 """
@@ -18,12 +25,13 @@ rows is sorted once per call and reused by every candidate structure.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees._validation import check_choice, invalid
 from fedtrees.algorithms.fedga import _kernels
 from fedtrees.algorithms.fedga._encoding import (
     as_structure,
@@ -34,15 +42,47 @@ from fedtrees.exceptions import ValidationError
 from fedtrees.tree import NodeStats, Tree, TreeBuilder
 
 __all__ = [
+    "F1_AVERAGES",
     "Task",
     "TrainingRows",
     "evaluate_population",
     "evaluate_structure",
     "fit_structure",
+    "positive_code",
     "score_structures",
 ]
 
 Task = Literal["classification", "regression"]
+F1_AVERAGES: Final = ("macro", "binary")
+"""How classification fitness averages F1 (see the Decision above)."""
+MACRO: Final = -1
+"""The kernel's ``positive`` code for macro-F1 (and for regression)."""
+
+
+def positive_code(f1_average: str, n_classes: int, owner: str) -> int:
+    """Return the class code the F1 scores (``"binary"``), or -1 for macro-F1.
+
+    ``n_classes`` is the number of agreed classes (0 for regression, where the
+    setting is ignored). ``"binary"`` needs exactly two classes and scores the
+    second (code 1); anything else is refused naming ``f1_average``.
+
+    Examples
+    --------
+    >>> positive_code("macro", 3, "demo"), positive_code("binary", 2, "demo")
+    (-1, 1)
+    """
+    check_choice(f1_average, "f1_average", owner, F1_AVERAGES)
+    if f1_average == "macro" or n_classes == 0:
+        return MACRO
+    if n_classes != 2:
+        raise invalid(
+            "f1_average",
+            owner,
+            f"'macro' for a task of {n_classes} classes ('binary' scores the "
+            "positive class of a two-class task)",
+            f1_average,
+        )
+    return 1
 
 
 @dataclass(frozen=True)
@@ -149,6 +189,8 @@ def evaluate_population(
     y_val: npt.ArrayLike,
     task: Task,
     n_classes: int = 0,
+    *,
+    f1_average: str = "macro",
 ) -> FloatArray:
     """Fitness of every structure on one client (Algorithm 1, steps 28 and 47).
 
@@ -168,11 +210,14 @@ def evaluate_population(
     n_classes : int
         Number of agreed classes; labels are their codes ``0..n_classes-1``.
         Ignored for regression.
+    f1_average : {"macro", "binary"}
+        Macro-F1, or the F1 of class code 1 of a two-class task (see the
+        module's Decision). Ignored for regression.
 
     Returns
     -------
     fitness : float64 array of shape (P,)
-        Macro-F1 (to maximise) or MSE (to minimise); NaN if ``n_val == 0``.
+        F1 (to maximise) or MSE (to minimise); NaN if ``n_val == 0``.
 
     Notes
     -----
@@ -185,9 +230,12 @@ def evaluate_population(
     >>> y = np.array([0, 0, 1, 1])
     >>> evaluate_population([[0], [1], [-1]], 1, X, y, X, y, "classification", 2)
     array([1.        , 1.        , 0.33333333])
+    >>> evaluate_population([[-1]], 1, X, y, X, y, "classification", 2,
+    ...                     f1_average="binary")  # a leaf predicting class 0
+    array([0.])
     """
     rows = TrainingRows.of(X_train, y_train, task, n_classes)
-    return score_structures(rows, structures, depth, X_val, y_val)
+    return score_structures(rows, structures, depth, X_val, y_val, f1_average)
 
 
 def score_structures(
@@ -196,6 +244,7 @@ def score_structures(
     depth: int,
     X_val: npt.ArrayLike,
     y_val: npt.ArrayLike,
+    f1_average: str = "macro",
 ) -> FloatArray:
     """Fitness of every structure on presorted training rows.
 
@@ -209,6 +258,7 @@ def score_structures(
     [0.0, 2.5]
     """
     task: Task = "classification" if rows.n_classes else "regression"
+    positive = positive_code(f1_average, rows.n_classes, "score_structures")
     X_v, y_v, _ = _check_rows(X_val, y_val, task, rows.n_classes, "validation")
     population = _check_structures(structures, depth, rows.X.shape[1])
     if X_v.shape[1] != rows.X.shape[1]:
@@ -228,6 +278,7 @@ def score_structures(
         X_v,
         y_v,
         rows.n_classes,
+        positive,
     )
     return scores
 
@@ -296,6 +347,8 @@ def evaluate_structure(
     y_val: npt.ArrayLike,
     task: Task,
     n_classes: int = 0,
+    *,
+    f1_average: str = "macro",
 ) -> tuple[Tree, float]:
     """Fit one structure and score it: the fitted tree and its fitness.
 
@@ -317,6 +370,7 @@ def evaluate_structure(
         y_val,
         task,
         n_classes,
+        f1_average=f1_average,
     )
     return tree, float(score[0])
 

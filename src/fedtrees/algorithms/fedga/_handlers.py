@@ -23,6 +23,7 @@ from fedtrees.algorithms.fedga._evaluate import (
     Task,
     TrainingRows,
     fit_structure,
+    positive_code,
     score_structures,
 )
 from fedtrees.algorithms.fedga._initialize import (
@@ -68,6 +69,23 @@ TREE_KEY: Final = "fedga.tree"
 # -- shared ------------------------------------------------------------------------
 def _task(request: Any) -> Task:
     return "classification" if request.task == "classification" else "regression"
+
+
+def _n_classes(request: Any) -> int:
+    """Return the number of agreed classes (0 for regression)."""
+    if _task(request) == "classification":
+        return int(request.classes.shape[0])
+    return 0
+
+
+def _f1_average(request: Any) -> str:
+    """Return the request's ``f1_average``, checked at the site by name.
+
+    "macro" or "binary", and "binary" only for two agreed classes
+    (:func:`._evaluate.positive_code`).
+    """
+    positive_code(request.f1_average, _n_classes(request), f"request {request.kind!r}")
+    return str(request.f1_average)
 
 
 def _labels(request: Any, data: ClientData) -> np.ndarray:
@@ -124,13 +142,11 @@ def _check_structures(request: Any, structures: np.ndarray) -> None:
 def _fitness(request: Any, data: ClientData, structures: np.ndarray) -> FloatArray:
     """Score ``structures`` on the client's validation part (step 28)."""
     _check_structures(request, structures)
+    f1_average = _f1_average(request)
     X, y = data.finite_matrix(), _labels(request, data)
     train, val = _split(data, request.seed, request.train_ratio)
-    n_classes = (
-        int(request.classes.shape[0]) if _task(request) == "classification" else 0
-    )
-    rows = TrainingRows.of(X[train], y[train], _task(request), n_classes)
-    return score_structures(rows, structures, request.depth, X[val], y[val])
+    rows = TrainingRows.of(X[train], y[train], _task(request), _n_classes(request))
+    return score_structures(rows, structures, request.depth, X[val], y[val], f1_average)
 
 
 def _size(request: Any, data: ClientData) -> tuple[float, float]:
@@ -154,7 +170,8 @@ def _size(request: Any, data: ClientData) -> tuple[float, float]:
 # -- 1. init -----------------------------------------------------------------------
 @handler("fedga.init")
 def propose_depth(request: InitRequest, data: ClientData) -> InitReply:
-    """Client: CV depth over the range; the noisy size."""
+    """Client: CV depth over the range (F1 as the request says); the noisy size."""
+    f1_average = _f1_average(request)
     search = cross_validate_depths(
         data.finite_matrix(),
         _labels(request, data),
@@ -162,6 +179,7 @@ def propose_depth(request: InitRequest, data: ClientData) -> InitReply:
         seed=request.seed,
         depth_range=(request.depth_low, request.depth_high),
         folds=request.folds,
+        f1_average=f1_average,
     )
     size, spent = _size(request, data)
     return InitReply(int(search.best_depth), size, spent)
@@ -173,9 +191,8 @@ def send_local_structure(request: LocalRequest, data: ClientData) -> LocalReply:
     """Client: the local structure; regression votes from the CV scores at d."""
     _check_depth(request)
     X, y, task = data.finite_matrix(), _labels(request, data), _task(request)
-    n_classes = int(request.classes.shape[0]) if task == "classification" else 0
     structure = local_structure(
-        X, y, task, request.depth, seed=request.seed, n_classes=n_classes
+        X, y, task, request.depth, seed=request.seed, n_classes=_n_classes(request)
     )
     if task == "classification":
         return LocalReply(structure, False, False)
@@ -210,9 +227,8 @@ def join(request: JoinRequest, data: ClientData) -> JoinReply:
     """Client: as evaluate, plus the local structure, its fitness, the size."""
     _check_structures(request, request.structures)
     X, y, task = data.finite_matrix(), _labels(request, data), _task(request)
-    n_classes = int(request.classes.shape[0]) if task == "classification" else 0
     structure = local_structure(
-        X, y, task, request.depth, seed=request.seed, n_classes=n_classes
+        X, y, task, request.depth, seed=request.seed, n_classes=_n_classes(request)
     )
     both = np.vstack([request.structures, structure[None, :]])
     fitness = _fitness(request, data, both)
@@ -303,8 +319,8 @@ def personal_tree(
     per-run state and sends it in the last round.
     """
     request = EvaluateRequest(
-        task, classes, structure[None, :], depth, train_ratio, seed
-    )
+        task, classes, structure[None, :], depth, train_ratio, seed, "macro"
+    )  # only to read the labels: no score is computed
     X, y = data.finite_matrix(), _labels(request, data)
     train, _ = _split(data, seed, train_ratio)
     n_classes = int(classes.shape[0]) if task == "classification" else 0

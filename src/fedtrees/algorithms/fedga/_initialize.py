@@ -38,9 +38,9 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from fedtrees._random import sklearn_seed
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees._validation import check_int, check_matrix, invalid
+from fedtrees._validation import check_choice, check_int, check_matrix, invalid
 from fedtrees.algorithms.fedga._encoding import MAX_DEPTH, encode
-from fedtrees.algorithms.fedga._evaluate import Task
+from fedtrees.algorithms.fedga._evaluate import F1_AVERAGES, Task
 from fedtrees.exceptions import ValidationError
 from fedtrees.learners import fit_cart, float32_scaled
 from fedtrees.privacy import Laplace, PrivacyAccountant, Sampler
@@ -67,7 +67,8 @@ class DepthSearch:
         The depths tried, ``d_min, d_min + 1, ..., d_max``.
     scores : float64 array of shape (K, J)
         ``scores[k, j]``: validation score of fold ``k`` at depth ``depths[j]``
-        (macro-F1, or R² for regression) — the paper's ``v_kj``.
+        (F1 as ``f1_average`` says, or R² for regression) — the paper's
+        ``v_kj``.
     best_depth : int
         The depth of highest mean score; ties go to the smaller depth.
     """
@@ -109,6 +110,7 @@ def cross_validate_depths(
     seed: int,
     depth_range: tuple[int, int] = (2, 15),
     folds: int = 5,
+    f1_average: str = "macro",
 ) -> DepthSearch:
     """K-fold CV of a CART per depth; propose the best depth (step 6, Sec. III-B).
 
@@ -119,7 +121,7 @@ def cross_validate_depths(
     y : array of shape (n,)
         Class labels (classification) or targets (regression).
     task : {"classification", "regression"}
-        Classification scores each fold by macro-F1 of a
+        Classification scores each fold by the F1 of a
         ``DecisionTreeClassifier(max_depth=j)``; regression by R² of a
         ``DecisionTreeRegressor`` ("We use the R² score as the
         cross-validation metric").
@@ -129,6 +131,10 @@ def cross_validate_depths(
         Inclusive range of depths, ``1 <= d_min <= d_max``; the paper's [2, 15].
     folds : int >= 2
         ``K``; the paper's 5.
+    f1_average : {"macro", "binary"}
+        Classification: macro-F1 (ours), or the F1 of label 1 alone for labels
+        in {0, 1} (class codes of a two-class task; scikit-learn's
+        ``average="binary"``, ``pos_label=1``). Ignored for regression.
 
     Raises
     ------
@@ -149,6 +155,12 @@ def cross_validate_depths(
     seed = check_int(seed, "seed", owner, min_value=0)
     depths = _check_depth_range(depth_range, owner)
     folds = check_int(folds, "folds", owner, min_value=2)
+    check_choice(f1_average, "f1_average", owner, F1_AVERAGES)
+    binary = task == "classification" and f1_average == "binary"
+    if binary and not np.isin(y_arr, (0, 1)).all():
+        raise invalid(
+            "y", owner, "class codes 0 and 1 with f1_average='binary'", "other labels"
+        )
     if X_arr.shape[0] < folds:
         raise ValidationError(  # travels to the server: no row count in it
             f"{owner} needs at least folds={folds} rows to make {folds} folds, and "
@@ -160,7 +172,7 @@ def cross_validate_depths(
     for k, (train, valid) in enumerate(splits):
         for j, depth in enumerate(depths):
             scores[k, j] = _fold_score(
-                X_arr, y_arr, train, valid, task, int(depth), seed
+                X_arr, y_arr, train, valid, task, int(depth), seed, binary
             )
     # argmax returns the first maximum: depths ascend, so ties go to the smaller.
     best = int(depths[int(np.argmax(scores.mean(axis=0)))])
@@ -187,10 +199,15 @@ def _fold_score(
     task: Task,
     depth: int,
     seed: int,
+    binary: bool,
 ) -> float:
     if task == "classification":
         clf = DecisionTreeClassifier(max_depth=depth, random_state=sklearn_seed(seed))
         pred = clf.fit(X[train], y[train]).predict(X[valid])
+        if binary:  # the F1 of label 1 (0 where it is neither true nor predicted)
+            return float(
+                f1_score(y[valid], pred, labels=[1], average="macro", zero_division=0.0)
+            )
         return float(f1_score(y[valid], pred, average="macro", zero_division=0.0))
     reg = DecisionTreeRegressor(max_depth=depth, random_state=sklearn_seed(seed))
     return float(r2_score(y[valid], reg.fit(X[train], y[train]).predict(X[valid])))

@@ -253,8 +253,14 @@ def _score(
     X_val: np.ndarray,
     y_val: np.ndarray,
     n_classes: int,
+    positive: int,
 ) -> float:  # pragma: no cover - compiled
-    """Macro-F1 over the classes present in truth ∪ predictions, or the MSE."""
+    """Macro-F1 over the classes present in truth ∪ predictions, or the MSE.
+
+    With ``positive >= 0`` (classification), the F1 of that class code alone
+    (scikit-learn's ``average="binary"``): ``2·tp / (2·tp + fp + fn)``, 0 when
+    the class is neither true nor predicted on any row (``zero_division=0``).
+    """
     m = X_val.shape[0]
     if m == 0:
         return np.nan
@@ -272,6 +278,9 @@ def _score(
             squared += diff * diff
     if n_classes == 0:
         return float(squared / m)
+    if positive >= 0:
+        both = confusion[positive, :].sum() + confusion[:, positive].sum()
+        return 2.0 * confusion[positive, positive] / both if both > 0 else 0.0
     total, present = 0.0, 0
     for c in range(n_classes):
         both = confusion[c, :].sum() + confusion[:, c].sum()
@@ -283,7 +292,7 @@ def _score(
 
 @kernel(
     (ro(i64, 2), ro(i64), ro(i64), ro(f64, 2), ro(i64, 2), ro(f64, 2), ro(f64),
-     ro(f64, 2), ro(f64), i64),
+     ro(f64, 2), ro(f64), i64, i64),
     parallel=True,
 )  # fmt: skip
 def score_population(
@@ -297,8 +306,12 @@ def score_population(
     X_val: np.ndarray,
     y_val: np.ndarray,
     n_classes: int,
+    positive: int,
 ) -> np.ndarray:  # pragma: no cover - compiled
-    """Fit and score every structure (rows of ``structures``), in parallel."""
+    """Fit and score every structure (rows of ``structures``), in parallel.
+
+    ``positive``: -1 scores macro-F1 (or the MSE), a class code its F1 alone.
+    """
     scores = np.empty(structures.shape[0])
     for j in nb.prange(structures.shape[0]):
         n_nodes, feature, threshold, left, right, stats, count = fit_nodes(
@@ -306,6 +319,6 @@ def score_population(
         )
         values = _leaf_values(n_nodes, stats, count, n_classes)
         scores[j] = _score(
-            feature, threshold, left, right, values, X_val, y_val, n_classes
+            feature, threshold, left, right, values, X_val, y_val, n_classes, positive
         )
     return scores

@@ -70,7 +70,7 @@ __all__ = [
 
 # -- shared ------------------------------------------------------------------------
 def _fitness_field(task: str, shape: tuple[int, ...] | None) -> Field:
-    """Return the check of fitness values: macro-F1 in [0, 1], or an MSE >= 0."""
+    """Return the check of fitness values: an F1 in [0, 1], or an MSE >= 0."""
     high = 1.0 if task == "classification" else None
     if shape is None:
         return Field.scalar(low=0.0, high=high)
@@ -113,6 +113,7 @@ class InitRequest(Payload):
     folds: int
     epsilon: float
     seed: int
+    f1_average: str
 
     def expected_reply(self) -> ReplySpec:
         """Expect a depth in range, a plausible noisy size, and ε spent equal to ε."""
@@ -167,14 +168,18 @@ class LocalRequest(Payload):
 # -- 3. evaluate / join ----------------------------------------------------------------
 @payload("fedga.fitness")
 class FitnessReply(Payload):
-    """One fitness per candidate structure (macro-F1 or MSE)."""
+    """One fitness per candidate structure (F1 or MSE)."""
 
     fitness: np.ndarray
 
 
 @payload("fedga.evaluate")
 class EvaluateRequest(Payload):
-    """Score every candidate structure on your validation part (step 28)."""
+    """Score every candidate structure on your validation part (step 28).
+
+    ``f1_average`` ("macro" or "binary") says how classification fitness
+    averages F1 (:mod:`._evaluate`); regression ignores it.
+    """
 
     task: str
     classes: np.ndarray
@@ -182,6 +187,7 @@ class EvaluateRequest(Payload):
     depth: int
     train_ratio: float
     seed: int
+    f1_average: str
 
     def expected_reply(self) -> ReplySpec:
         """One finite, non-negative fitness per candidate (F1 <= 1)."""
@@ -212,6 +218,7 @@ class JoinRequest(Payload):
     train_ratio: float
     epsilon: float
     seed: int
+    f1_average: str
 
     def expected_reply(self) -> ReplySpec:
         """Fitness per candidate; a structure of the depth; ε spent equal to ε."""

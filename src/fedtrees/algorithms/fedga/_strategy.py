@@ -31,7 +31,7 @@ from fedtrees._random import keyed_rng
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import invalid
 from fedtrees.algorithms.fedga._encoding import random_structure, structure_length
-from fedtrees.algorithms.fedga._evaluate import Task
+from fedtrees.algorithms.fedga._evaluate import Task, positive_code
 from fedtrees.algorithms.fedga._operators import (
     crossover,
     mutate_population,
@@ -85,6 +85,8 @@ class FedGASettings:
     depth_range: tuple[int, int]
     seed: int
     join_at: Mapping[str, int] = field(default_factory=dict)
+    f1_average: str = "macro"
+    """How classification fitness and the depth CV average F1 (``._evaluate``)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,6 +134,11 @@ class FedGAStrategy:
         self.n_features = schema.n_features
         self.starters = [c for c in self.clients if c not in self.s.join_at]
         self._check_folds(info)
+        positive_code(self.s.f1_average, self._n_classes(), "FedGAClassifier")
+
+    def _n_classes(self) -> int:
+        """Return the number of agreed classes (0 for regression)."""
+        return int(self.classes.shape[0]) if self.s.task == "classification" else 0
 
     def _check_folds(self, info: FederationInfo) -> None:
         """Refuse ``cv_folds`` above every client's declared row bound.
@@ -172,6 +179,7 @@ class FedGAStrategy:
                 self.depth,
                 self.train_ratio,
                 s.seed,
+                s.f1_average,
                 self.maximize,
             )
             return RoundPlan.broadcast(final, sorted(self.sizes), "continue")
@@ -247,6 +255,7 @@ class FedGAStrategy:
             self.s.cv_folds,
             self.s.epsilon,
             self.s.seed,
+            self.s.f1_average,
         )
 
     def _fold_init(self, replies: Mapping[str, Payload]) -> None:
@@ -316,6 +325,7 @@ class FedGAStrategy:
                 self.depth,
                 self.train_ratio,
                 self.s.seed,
+                self.s.f1_average,
             ),
         )
         new = JoinRequest(
@@ -327,6 +337,7 @@ class FedGAStrategy:
             self.train_ratio,
             s.epsilon,
             s.seed,
+            s.f1_average,
         )
         requests: dict[str, Payload] = {
             client: known if client in self.sizes else new for client in active

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import RandomState
-from fedtrees._validation import check_epsilon
+from fedtrees._validation import check_choice, check_epsilon, check_int, invalid
 from fedtrees.algorithms._discretize import Binning
 from fedtrees.algorithms._params import (
     MAX_GRID,
@@ -21,7 +23,10 @@ from fedtrees.algorithms.fedid3._strategy import (
     FedID3Strategy,
 )
 
-__all__ = ["FederatedID3Classifier"]
+__all__ = ["NOISES", "FederatedID3Classifier"]
+
+NOISES: Final = ("per_client", "honest_clients")
+"""The trust assumptions of Federated-ID3's noise (the ``noise`` parameter)."""
 
 
 class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # type: ignore[misc]
@@ -61,6 +66,21 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         quantiles).
     bin_edges : dict, optional
         Declared interior bin edges per numeric column (name or position).
+    noise : {"per_client", "honest_clients"}, default "per_client"
+        The trust assumption behind the noise (with ``epsilon``). "per_client"
+        (ours): every client adds the full noise, so each client's counts are
+        ε-DP against the server. "honest_clients": Truex et al.'s reduction,
+        the "IBM tree" of FedGA-Tree's experiment: each client's noise
+        *variance* is divided by t − 1, t honest clients, so that t − 1 honest
+        shares add up to the variance of one full draw. It assumes Truex et
+        al.'s secure multiparty computation, which fedtrees does **not**
+        implement here: the server sees each client's counts with the reduced
+        noise, so each client's releases are only ``ε·sqrt(t − 1)``-DP against
+        it, and that is what ``epsilon_spent_`` reports and a site's declared
+        budget is charged (docs/security.md).
+    honest_clients : int >= 2, optional
+        t for ``noise="honest_clients"``; None is every client of the run (the
+        paper's "all clients are honest and non-colluding").
     timeout : float, default 120.0
     workers : int, default 1
     verbose : bool, default False
@@ -74,7 +94,11 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         How columns became codes.
     epsilon_spent_ : dict
         ε every client is charged: ``epsilon`` (the whole plan, Decision
-        "charging the plan"), inf for exact counts.
+        "charging the plan"; ``epsilon·sqrt(t − 1)`` under
+        ``noise="honest_clients"``), inf for exact counts.
+    noise_reduction_ : float
+        r, the divisor of each client's noise variance: 1 with
+        ``noise="per_client"``, t − 1 with ``"honest_clients"``.
     epsilon_queried_ : dict
         ε the answered levels spent (cumulative, as each client reported it).
     n_queries_ : dict
@@ -96,6 +120,12 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
     >>> noisy = FederatedID3Classifier(epsilon=1.0, random_state=0)
     >>> set(noisy.fit(car.X, car.y, groups=sites).epsilon_spent_.values())
     {1.0}
+    >>> ibm = FederatedID3Classifier(epsilon=1.0, noise="honest_clients",
+    ...                              random_state=0).fit(car.X, car.y, groups=sites)
+    >>> ibm.noise_reduction_  # 4 clients, all honest: variance ÷ (t - 1)
+    3.0
+    >>> {round(e, 4) for e in ibm.epsilon_spent_.values()}  # ε·sqrt(3) each
+    {1.7321}
     """
 
     binning_: Binning  # every column has codes: categories or bins
@@ -109,6 +139,8 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         *,
         n_bins: int = 5,
         bin_edges: object = None,
+        noise: str = "per_client",
+        honest_clients: int | None = None,
         timeout: float = 120.0,
         workers: int = 1,
         verbose: bool = False,
@@ -119,6 +151,8 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         self.random_state = random_state
         self.n_bins = n_bins
         self.bin_edges = bin_edges
+        self.noise = noise
+        self.honest_clients = honest_clients
         self.timeout = timeout
         self.workers = workers
         self.verbose = verbose
@@ -128,6 +162,20 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         epsilon = None
         if self.epsilon is not None:
             epsilon = check_epsilon(self.epsilon, owner)
+        noise = check_choice(self.noise, "noise", owner, NOISES)
+        if noise != "per_client" and epsilon is None:
+            raise invalid(
+                "noise",
+                owner,
+                "'per_client' when epsilon is None (exact counts carry no noise "
+                "to reduce)",
+                noise,
+            )
+        honest = None
+        if self.honest_clients is not None:
+            honest = check_int(
+                self.honest_clients, "honest_clients", owner, min_value=2
+            )
         return FedID3Settings(
             epsilon=epsilon,
             max_depth=check_max_depth(self.max_depth, owner),
@@ -136,6 +184,8 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
             n_bins=check_size(self.n_bins, "n_bins", owner, 2, MAX_GRID),
             bin_edges=self.bin_edges,
             owner=owner,
+            noise=noise,
+            honest_clients=honest,
         )
 
     def _strategy(self) -> FedID3Strategy:
@@ -149,3 +199,4 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         self.epsilon_spent_ = result.epsilon_spent
         self.epsilon_queried_ = result.epsilon_queried
         self.n_queries_ = result.n_queries
+        self.noise_reduction_ = result.noise_reduction

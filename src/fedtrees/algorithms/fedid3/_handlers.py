@@ -77,8 +77,8 @@ def _noisy(request: LevelRequest, data: ClientData, counts: FloatArray) -> Level
     """
     check_epsilon(request.query_epsilon, f"request {request.kind!r} (per table)")
     accountant = PrivacyAccountant(
-        request.epsilon, owner=f"client {data.client_id!r}", strict=True
-    )
+        request.plan_epsilon, owner=f"client {data.client_id!r}", strict=True
+    )  # ε, or ε·sqrt(r) under a noise reduction r (honest accounting, _payloads)
     if request.level:  # the levels answered before (the handler keeps no state)
         accountant.spend(
             request.level_epsilon, label="earlier levels", queries=request.level

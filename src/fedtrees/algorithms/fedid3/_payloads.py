@@ -34,10 +34,27 @@ only the levels it answered).
 aggregation, which lets the noise shrink with the number of honest clients, is
 not implemented); the server clips pooled counts at 0 and treats a value or a
 node whose pooled noisy count is below the standard deviation of the pooled
-noise, ``sqrt(2·K·C)/ε'``, as absent — post-processing, at no privacy cost.
-The noise is each site's own (:class:`fedtrees.federation.SiteNoise`: fresh
-operating-system entropy, or keyed by the site's secret and the whole request),
-never by the request's seed, the site's id or the level alone.
+noise, ``sqrt(2·K·C)/(ε'·sqrt(r))``, as absent — post-processing, at no privacy
+cost. The noise is each site's own (:class:`fedtrees.federation.SiteNoise`:
+fresh operating-system entropy, or keyed by the site's secret and the whole
+request), never by the request's seed, the site's id or the level alone.
+
+**The honest-clients reading** (``noise="honest_clients"``, the "IBM tree" of
+FedGA-Tree's experiment). Truex et al. (2019) let each of K parties add only a
+share of the noise when at least t of them are honest: shares whose *variance*
+is the required variance divided by t − 1, so that the noise of any t − 1
+honest parties sums to the variance one central ε-DP release needs (FedGA-Tree,
+Sec. II-C: "the required noise can be reduced by a factor of t − 1"). The
+request carries that divisor, ``noise_reduction`` r = t − 1 (1 for the default
+full noise): a client's Laplace scale is ``1/(ε'·sqrt(r))``. Truex et al. hide
+each party's share inside threshold-encrypted sums; fedtrees does **not**
+implement that secure computation here, so the server sees every client's
+counts with the reduced noise, and one release of scale ``1/(ε'·sqrt(r))``
+is ``ε'·sqrt(r)``-DP against it. **Decision (honest accounting):** a client is
+charged what its releases cost against the server, ``ε·sqrt(r)`` for the plan
+(:func:`release_epsilon`): its accountant, its reply's ``epsilon_spent`` and a
+site's declared budget all count that, so a server that asks for a large r
+pays for it in the site's budget.
 
 Communication (K clients, S_l open nodes at level l, C classes): rounds
 ``1 + [1] + L`` for the L levels grown (L <= d). Per level and client, down: the
@@ -55,6 +72,7 @@ import numpy as np
 from fedtrees.algorithms._discretize import BinnedFields
 from fedtrees.algorithms._packed import PackedTrees, class_codes, rebuild_packed
 from fedtrees.algorithms._plausible import noisy_count_field
+from fedtrees.algorithms._requests import field_error
 from fedtrees.federation import (
     Field,
     InvalidField,
@@ -67,7 +85,23 @@ from fedtrees.learners import Layout
 from fedtrees.privacy import even_share
 from fedtrees.tree import Tree
 
-__all__ = ["LevelReply", "LevelRequest"]
+__all__ = ["LevelReply", "LevelRequest", "release_epsilon"]
+
+
+def release_epsilon(epsilon: float, noise_reduction: float) -> float:
+    """Return what a client's releases of a plan of ε cost against the server.
+
+    Each client's noise variance is divided by ``noise_reduction`` r, so its
+    Laplace scale by ``sqrt(r)``: every ε-share it spends costs ``sqrt(r)``
+    times as much against a server that sees its counts (module docstring).
+    r = 1 (full noise) gives ``epsilon`` itself, bit for bit.
+
+    Examples
+    --------
+    >>> release_epsilon(1.0, 1.0), release_epsilon(1.0, 4.0)
+    (1.0, 2.0)
+    """
+    return epsilon * math.sqrt(noise_reduction)
 
 
 @payload("fedid3.counts")
@@ -83,7 +117,10 @@ class LevelRequest(PackedTrees, BinnedFields):
     """Count your rows at the open nodes of this level (the structure so far).
 
     ``epsilon`` is the whole run's budget (inf: exact counts, no noise);
-    ``n_levels`` is d, the planned depth.
+    ``n_levels`` is d, the planned depth; ``noise_reduction`` r >= 1 divides
+    each client's noise variance (1: full noise; ``t - 1`` under the
+    honest-clients reading), and the client is charged accordingly
+    (:attr:`plan_epsilon`).
     """
 
     open_nodes: np.ndarray
@@ -93,6 +130,26 @@ class LevelRequest(PackedTrees, BinnedFields):
     n_levels: int
     epsilon: float
     seed: int
+    noise_reduction: float
+
+    @property
+    def plan_epsilon(self) -> float:
+        """ε the whole plan costs a client against the server: ``ε·sqrt(r)``.
+
+        Raises a :class:`~fedtrees.exceptions.ValidationError` naming
+        ``noise_reduction`` unless it is a finite number >= 1 (the client checks
+        it before it draws any noise or charges any budget).
+        """
+        r = self.noise_reduction
+        if not (isinstance(r, float) and math.isfinite(r) and r >= 1.0):
+            raise field_error(
+                self.kind,
+                "noise_reduction",
+                "a finite number >= 1 (the factor dividing each client's noise "
+                "variance)",
+                repr(r),
+            )
+        return release_epsilon(self.epsilon, r)
 
     @property
     def layout(self) -> Layout:
@@ -113,8 +170,8 @@ class LevelRequest(PackedTrees, BinnedFields):
 
     @property
     def level_epsilon(self) -> float:
-        """A level's budget: the largest float share with d shares within ε."""
-        return even_share(self.epsilon, self.n_levels)
+        """A level's cost: the largest float share with d shares within the plan."""
+        return even_share(self.plan_epsilon, self.n_levels)
 
     @property
     def query_epsilon(self) -> float:
@@ -123,9 +180,9 @@ class LevelRequest(PackedTrees, BinnedFields):
 
     def spent_after(self) -> float:
         """Return the cumulative ε a client has spent after answering this level."""
-        return (
-            math.inf if self.exact else self.epsilon * (self.level + 1) / self.n_levels
-        )
+        if self.exact:
+            return math.inf
+        return self.plan_epsilon * (self.level + 1) / self.n_levels
 
     def structure(self) -> Tree:
         """Rebuild the partial tree the rows are routed through."""

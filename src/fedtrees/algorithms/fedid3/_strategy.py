@@ -11,9 +11,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fedtrees._validation import MIN_EPSILON
+from fedtrees._validation import MIN_EPSILON, invalid
 from fedtrees.algorithms._discretize import Binning, BinningRound
-from fedtrees.algorithms.fedid3._payloads import LevelReply, LevelRequest
+from fedtrees.algorithms.fedid3._payloads import (
+    LevelReply,
+    LevelRequest,
+    release_epsilon,
+)
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
     FederationInfo,
@@ -55,6 +59,28 @@ class FedID3Settings:
     n_bins: int
     bin_edges: object
     owner: str
+    noise: str = "per_client"
+    honest_clients: int | None = None
+
+
+def _noise_reduction(settings: FedID3Settings, n_clients: int) -> float:
+    """Return r, the divisor of each client's noise variance (1: full noise).
+
+    ``noise="honest_clients"``: r = t − 1 for t honest clients (Truex et al.;
+    :mod:`._payloads`), t = ``honest_clients`` or every client of the run.
+    """
+    if settings.noise == "per_client":
+        return 1.0
+    t = n_clients if settings.honest_clients is None else settings.honest_clients
+    if not 2 <= t <= n_clients:
+        raise invalid(
+            "honest_clients",
+            settings.owner,
+            f"an int in [2, {n_clients}]: at most the clients of the federation, "
+            "and at least 2 (each client's noise variance is divided by t - 1)",
+            t,
+        )
+    return float(t - 1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,6 +94,7 @@ class FedID3Result:
     epsilon_spent: dict[str, float]
     epsilon_queried: dict[str, float]
     n_queries: dict[str, int]
+    noise_reduction: float = 1.0
 
 
 @dataclass
@@ -91,6 +118,7 @@ class FedID3Strategy:
         self.rounds = 1
         self.spent = _Spent()
         self.pending: LevelRequest | None = None  # the level's request, planned
+        self.noise_reduction = 1.0  # r: each client's noise variance ÷ r
 
     def start(self, info: FederationInfo) -> None:
         """Resolve the depth and the binning (declared edges or a sketch round)."""
@@ -100,6 +128,7 @@ class FedID3Strategy:
         self.max_depth = default_max_depth(f) if s.max_depth is None else s.max_depth
         if s.epsilon is not None:
             _check_plan(s.epsilon, self.max_depth, f, s.owner)
+        self.noise_reduction = _noise_reduction(s, len(info.clients))
         exact = s.epsilon is None
         self.binning = BinningRound(s.bin_edges, s.n_bins, exact, s.owner)
         self.binning.start(info.schema)
@@ -157,6 +186,7 @@ class FedID3Strategy:
             self._charged(),
             dict(self.spent.epsilon),
             dict(self.spent.queries),
+            self.noise_reduction,
         )
 
     # -- steps ----------------------------------------------------------------------
@@ -196,6 +226,7 @@ class FedID3Strategy:
             n_levels=self.max_depth,
             epsilon=math.inf if s.epsilon is None else s.epsilon,
             seed=s.seed,
+            noise_reduction=self.noise_reduction,
         )
 
     def _absorb_level(self, replies: Mapping[str, LevelReply]) -> None:
@@ -219,8 +250,9 @@ class FedID3Strategy:
         """Return the plan's cost per client (the Decision in :mod:`._payloads`).
 
         The levels answered (each reply's spend was checked) plus the levels
-        never reached: ε, or inf for exact counts.
+        never reached: ε (``ε·sqrt(r)`` under a noise reduction r, what the
+        releases cost against the server), or inf for exact counts.
         """
         eps = self.settings.epsilon
-        total = math.inf if eps is None else float(eps)
+        total = math.inf if eps is None else release_epsilon(eps, self.noise_reduction)
         return dict.fromkeys(self.spent.epsilon, total)
