@@ -331,6 +331,15 @@ def _notes(
     return tuple(notes)
 
 
+def _gains(row: pd.Series) -> str:
+    """Δ of the reading's metric, then Δ macro-F1 (unless it is that) and Δ accuracy."""
+    parts = [f"Δ {row['metric']} {row['Δ (%)']:+.2f} %"]
+    if row["metric"] != "macro-F1":
+        parts.append(f"Δ macro-F1 {row['Δ macro-F1 (%)']:+.2f} %")
+    parts.append(f"Δ accuracy {row['Δ accuracy (%)']:+.2f} %")
+    return ", ".join(parts)
+
+
 def _sequence(value: object) -> tuple[object, ...]:
     return tuple(value) if isinstance(value, list | tuple) else (value,)
 
@@ -346,10 +355,9 @@ def _trade_off(main: pd.DataFrame) -> list[str]:
     head.index = [str(i).rsplit(" / ", 1)[-1] for i in head.index]
     lines = [
         f"FedGA under the {reading} reading, over {int(row['datasets'])} two-class "
-        f"dataset(s): Δ {row['metric']} {row['Δ (%)']:+.2f} %, Δ macro-F1 "
-        f"{row['Δ macro-F1 (%)']:+.2f} %, Δ accuracy {row['Δ accuracy (%)']:+.2f} % "
-        "against the clients' local trees (tuned for the same F1); mean macro-F1 "
-        f"{row['macro-F1']:.4f}, accuracy {row['accuracy']:.4f}."
+        f"dataset(s): {_gains(row)} against the clients' local trees (tuned for the "
+        f"same F1); mean macro-F1 {row['macro-F1']:.4f}, accuracy "
+        f"{row['accuracy']:.4f}."
         for reading, row in head.iterrows()
     ]
     if {"paper", "ours"} <= set(head.index):
