@@ -68,12 +68,19 @@ def test_every_site_gets_its_own_key(tmp_path: Path) -> None:
     assert a.read_bytes().split()[1] != b.read_bytes().split()[1]
 
 
-@pytest.mark.parametrize("client_id", ["", "../escape", "a/b"])
+@pytest.mark.parametrize(
+    ("client_id", "rule"),
+    [
+        ("", "this site's client id: text of 1 to"),  # the node config's rule first
+        ("../escape", "a non-empty file name"),
+        ("a/b", "a non-empty file name"),
+    ],
+)
 @pytest.mark.hostile("clear_error")
 def test_a_key_name_that_is_not_a_file_name_is_refused(
-    tmp_path: Path, client_id: str
+    tmp_path: Path, client_id: str, rule: str
 ) -> None:
-    with pytest.raises(ValidationError, match=r"'client_id' must be a non-empty file"):
+    with pytest.raises(ValidationError, match=rf"'client_id' must be {rule}"):
         make_supernode_keys(tmp_path, client_id)
 
 
