@@ -6,7 +6,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import RandomState
-from fedtrees._validation import check_epsilon
+from fedtrees._validation import check_epsilon, check_float
 from fedtrees.algorithms._discretize import Binning
 from fedtrees.algorithms._params import (
     MAX_GRID,
@@ -49,6 +49,15 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         CART-style binary splits on the discretized features (Gini; thresholds
         between bin codes, Fisher groupings of categories; features reusable):
         the "IBM tree" of FedGA-Tree (use ``epsilon=1.0, max_depth=6``).
+    significance : float in (0, 1] or None, default 0.01
+        ID3 splits only: a node splits only if the chosen split's G-test of
+        independence of value and class, on the pooled (noisy) counts, has a
+        p-value below it (:func:`fedtrees.learners.split_p_value`; no extra
+        query, no privacy spent). **Decision** (beyond the paper): without
+        it, the exact tree grown to |F|/2 fits label noise; on credit_default
+        (23 features, depth 11) dealt to 50 clients it scored 74.1 % against a
+        majority rate of 77.5 %, and 81.4 % with it (docs/icdta.md). None
+        splits on any positive gain, as the paper (and :func:`fit_id3`).
     random_state : int, Generator or None
         Client k's noise at level l is keyed by ``[seed, 8, crc32(k), l]``.
     n_bins : int, default 5
@@ -105,6 +114,7 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         *,
         n_bins: int = 5,
         bin_edges: object = None,
+        significance: float | None = 0.01,
         timeout: float = 120.0,
         workers: int = 1,
         verbose: bool = False,
@@ -115,6 +125,7 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         self.random_state = random_state
         self.n_bins = n_bins
         self.bin_edges = bin_edges
+        self.significance = significance
         self.timeout = timeout
         self.workers = workers
         self.verbose = verbose
@@ -132,6 +143,7 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
             n_bins=check_size(self.n_bins, "n_bins", owner, 2, MAX_GRID),
             bin_edges=self.bin_edges,
             owner=owner,
+            significance=_significance(self.significance, owner),
         )
 
     def _strategy(self) -> FedID3Strategy:
@@ -145,3 +157,12 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         self.epsilon_spent_ = result.epsilon_spent
         self.epsilon_queried_ = result.epsilon_queried
         self.n_queries_ = result.n_queries
+
+
+def _significance(value: object, owner: str) -> float | None:
+    """``significance``: None, or a level in (0, 1]."""
+    if value is None:
+        return None
+    return check_float(
+        value, "significance", owner, min_value=0.0, min_inclusive=False, max_value=1.0
+    )

@@ -55,6 +55,7 @@ class FedID3Settings:
     n_bins: int
     bin_edges: object
     owner: str
+    significance: float | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -181,6 +182,7 @@ class FedID3Strategy:
             max_depth=self.max_depth,
             binary=self.settings.binary,
             categorical=binning.categorical,
+            significance=self.settings.significance,
         )
 
     def _level_request(self) -> LevelRequest:
