@@ -56,9 +56,11 @@ def methods(X: pd.DataFrame) -> dict[str, Callable[[], Any]]:
         "ICDTA4FL-CART (percentile:90)": lambda: ICDTAClassifier(
             base="cart", filter="percentile:90", random_state=0
         ),
-        "Federated-ID3 exact, depth 7": lambda: FederatedID3Classifier(),
+        "Federated-ID3 exact, depth 7": lambda: FederatedID3Classifier(
+            significance=None
+        ),
         "Federated-ID3 eps=1, depth 7": lambda: FederatedID3Classifier(
-            epsilon=1.0, bin_edges=edges, random_state=0
+            epsilon=1.0, significance=None, bin_edges=edges, random_state=0
         ),
         "IBM tree (binary, eps=1, depth 6)": lambda: FederatedID3Classifier(
             epsilon=1.0, max_depth=6, binary=True, bin_edges=edges, random_state=0

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import chi2_contingency
 
 from fedtrees import FederatedID3Classifier, datasets
 from fedtrees.algorithms.fedid3 import LevelReply, LevelRequest
@@ -20,7 +21,7 @@ from fedtrees.exceptions import (
     ValidationError,
 )
 from fedtrees.federation import Fault, Federation
-from fedtrees.learners import fit_id3
+from fedtrees.learners import fit_id3, split_p_value
 from fedtrees.tree import Tree
 from tests.algorithms.ledger_helpers import (
     array_bytes,
@@ -67,22 +68,108 @@ def federations(draw: st.DrawFn) -> dict[str, Any]:
     else:
         groups = rng.integers(0, k, size=n)
     depth = draw(st.one_of(st.none(), st.integers(1, 5)))
-    return {"X": X, "y": y, "arity": arity, "groups": groups, "depth": depth}
+    significance = draw(st.sampled_from([None, 0.01, 0.5]))
+    return {
+        "X": X,
+        "y": y,
+        "arity": arity,
+        "groups": groups,
+        "depth": depth,
+        "significance": significance,
+    }
 
 
 @settings(max_examples=40)
 @given(federations())
 def test_exact_mode_equals_fit_id3_on_the_pooled_rows(case: dict[str, Any]) -> None:
     X, y, arity = case["X"], case["y"], case["arity"]
-    model = FederatedID3Classifier(max_depth=case["depth"])
+    model = FederatedID3Classifier(
+        max_depth=case["depth"], significance=case["significance"]
+    )
     model.fit(_frame(X, arity), y, groups=case["groups"])
 
     classes, codes = np.unique(y, return_inverse=True)
-    pooled = fit_id3(X, codes, classes.shape[0], arity=arity, max_depth=case["depth"])
+    pooled = fit_id3(
+        X,
+        codes,
+        classes.shape[0],
+        arity=arity,
+        max_depth=case["depth"],
+        significance=case["significance"],
+    )
 
     _same_tree(model.tree_, pooled)
     assert (model.predict(_frame(X, arity)) == classes[pooled.predict(X)]).all()
     assert set(model.epsilon_spent_.values()) == {math.inf}  # exact: no guarantee
+
+
+@settings(max_examples=60)
+@given(
+    st.lists(
+        st.lists(st.integers(0, 40), min_size=2, max_size=4), min_size=2, max_size=5
+    )
+)
+def test_split_p_value_is_the_log_likelihood_chi_square_test(
+    rows: list[list[int]],
+) -> None:
+    # Reference: scipy's G-test on the table without its empty rows and columns.
+    table = np.array([r + [0] * (4 - len(r)) for r in rows], dtype=float)
+    kept = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
+    got = split_p_value(table)
+    if min(kept.shape) < 2:
+        assert got == 1.0
+        return
+    reference = chi2_contingency(kept, correction=False, lambda_="log-likelihood")
+    assert got == pytest.approx(reference.pvalue, rel=1e-9, abs=1e-12)
+
+
+def _noisy_id3_federation(seed: int, n: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """Twelve 5-valued features; the label is feature 0's parity, flipped 25 % of the time."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 5, size=(n, 12))
+    y = np.where(rng.random(n) < 0.25, 1 - X[:, 0] % 2, X[:, 0] % 2)
+    return _frame(X, np.full(12, 5)), y
+
+
+def _reaching(tree: Tree, stops: np.ndarray) -> np.ndarray:
+    """(rows, nodes): whether a row passes through a node, from where it stops."""
+    parent = np.full(tree.n_nodes, -1)
+    for node in range(tree.n_nodes):
+        branches = tree.branch_child[tree.branch_ptr[node] : tree.branch_ptr[node + 1]]
+        for child in [*branches.tolist(), tree.left[node], tree.right[node]]:
+            if child >= 0:
+                parent[child] = node
+    out = np.zeros((stops.shape[0], tree.n_nodes), dtype=bool)
+    for row, node in enumerate(stops.tolist()):
+        while node >= 0:
+            out[row, node], node = True, parent[node]
+    return out
+
+
+def test_the_default_tree_learns_the_signal_and_not_the_label_noise() -> None:
+    # The paper's rule (every positive gain splits, to depth |F|/2 = 6) fits the
+    # flipped labels: on fresh rows it scores well below the 75 % the signal
+    # allows. The default splits only where a G-test rejects independence.
+    X, y = _noisy_id3_federation(0, 3000)
+    X_test, y_test = _noisy_id3_federation(1, 3000)
+    groups = np.arange(3000) % 20
+    default = FederatedID3Classifier().fit(X, y, groups=groups)
+    paper = FederatedID3Classifier(significance=None).fit(X, y, groups=groups)
+    assert default.tree_.feature[0] == 0  # the signal
+    assert default.score(X_test, y_test) >= 0.74, default.score(X_test, y_test)
+    assert paper.score(X_test, y_test) < 0.70, paper.score(X_test, y_test)
+    assert default.tree_.n_nodes < paper.tree_.n_nodes / 10
+    # Brute force: every split of the default tree rejects independence at 1 %
+    # on the rows that reach it.
+    codes = default.binning_.transform(X)
+    path = _reaching(default.tree_, default.tree_.apply(codes))
+    classes = np.searchsorted(default.classes_, y)
+    for node in np.flatnonzero(default.tree_.feature >= 0):
+        here = path[:, node]
+        f = default.tree_.feature[node]
+        table = np.zeros((5, 2))
+        np.add.at(table, (codes[here, f].astype(int), classes[here]), 1.0)
+        assert split_p_value(table) < 0.01, node
 
 
 def test_numeric_columns_are_binned_by_declared_edges_as_pooled_codes() -> None:
@@ -240,6 +327,9 @@ def test_dp_refuses_the_sketch_round_naming_the_column() -> None:
         ({"epsilon": 0.0}, "'epsilon'"),
         ({"max_depth": 0}, "'max_depth'"),
         ({"binary": "yes"}, "'binary'"),
+        ({"significance": 0.0}, "'significance'"),
+        ({"significance": 1.5}, "'significance'"),
+        ({"significance": "5%"}, "'significance'"),
         ({"n_bins": 1}, "'n_bins'"),
         ({"bin_edges": {"nope": [1.0]}}, "bin_edges"),
         ({"bin_edges": {"age": [2.0, 1.0]}}, r"bin_edges\['age'\]"),

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedtrees import SyntheticDataClassifier, Tree, datasets
+from fedtrees._random import keyed_rng
 from fedtrees.algorithms.synthetic import (
     FillSpec,
     GenerationSpec,
@@ -220,11 +221,85 @@ def adult_200() -> dict[str, Any]:
 def test_adult_with_200_clients_beats_the_majority_rate_by_3_points(
     adult_200: dict[str, Any],
 ) -> None:
-    model = SyntheticDataClassifier(
-        fill="uniform", global_max_depth=7, samples_per_path=30, random_state=0
-    ).fit(adult_200["X"], adult_200["y"], groups=adult_200["groups"])
+    # With the default global depth. The former default (global_max_depth=None)
+    # grew the global tree until its leaves were pure, fitted the flipped labels
+    # and scored 56 % here, against a majority rate of 75 %.
+    model = SyntheticDataClassifier(samples_per_path=30, random_state=0).fit(
+        adult_200["X"], adult_200["y"], groups=adult_200["groups"]
+    )
     accuracy = model.score(adult_200["X_test"], adult_200["y_test"])
     assert accuracy >= adult_200["majority"] + 0.03, (accuracy, adult_200["majority"])
+    assert model.tree_.max_depth <= 10
+
+
+def _global_reference(model: SyntheticDataClassifier, depth: Any, leaf: int) -> Tree:
+    """The global tree refitted on the model's synthetic set: CART, given limits."""
+    return fit_cart(
+        model.synthetic_X_.to_numpy(),
+        np.searchsorted(model.classes_, model.synthetic_y_),
+        n_classes=len(model.classes_),
+        max_depth=depth,
+        seed=int(keyed_rng(model.random_state, 11).integers(2**31 - 1)),
+        criterion="entropy",
+        min_samples_split=2,
+        min_samples_leaf=leaf,
+        class_weight=None,
+    )
+
+
+def _noisy_federation() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """20 clients of noisy two-class rows: a full global tree fits the flips."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(RANGES[:, 0], RANGES[:, 1], size=(2000, 3))
+    y = (X[:, 0] + X[:, 1] + rng.normal(0, 2, 2000) > 5).astype(int)
+    return X, y, np.arange(2000) % 20
+
+
+@pytest.mark.parametrize("m", [20, 50])
+def test_the_default_global_tree_is_bounded_and_every_leaf_holds_a_sub_path(
+    m: int,
+) -> None:
+    X, y, groups = _noisy_federation()
+    model = SyntheticDataClassifier(samples_per_path=m, random_state=1)
+    model.fit(X, y, groups=groups)
+    tree = model.tree_
+    # Brute force: route every synthetic row, count the rows of every leaf.
+    rows = np.bincount(
+        tree.apply(model.synthetic_X_.to_numpy()), minlength=tree.n_nodes
+    )
+    leaves = tree.kind == NodeKind.LEAF
+    assert rows[leaves].min() >= m
+    assert tree.max_depth <= 10
+    assert tree.n_leaves > 1
+    reference = _global_reference(model, 10, m)
+    np.testing.assert_array_equal(tree.feature, reference.feature)
+    np.testing.assert_array_equal(tree.threshold, reference.threshold)
+    # What the former default grows on the same rows: leaves of one row.
+    full = _global_reference(model, None, 1)
+    assert full.max_depth > 10
+    assert (
+        np.bincount(full.apply(model.synthetic_X_.to_numpy()))[
+            full.kind == NodeKind.LEAF
+        ].min()
+        < m
+    )
+
+
+@pytest.mark.parametrize(("depth", "leaf"), [(None, 1), (7, 1), (4, 3)])
+def test_a_given_global_depth_keeps_the_given_leaf_size(depth: Any, leaf: int) -> None:
+    # The paper's behaviour (a fixed depth, leaves of min_samples_leaf) and the
+    # former default (None: grown until pure) stay one parameter value away.
+    X, y, groups = _noisy_federation()
+    model = SyntheticDataClassifier(
+        samples_per_path=20,
+        global_max_depth=depth,
+        min_samples_leaf=leaf,
+        random_state=1,
+    ).fit(X, y, groups=groups)
+    reference = _global_reference(model, depth, leaf)
+    np.testing.assert_array_equal(model.tree_.threshold, reference.threshold)
+    if depth is not None:
+        assert model.tree_.max_depth == depth
 
 
 def test_the_papers_out_of_range_fill_collapses_the_vote_to_the_majority(
@@ -367,6 +442,8 @@ def test_a_hostile_tree_is_refused_before_it_is_used() -> None:
         ({"fill": [1.0, np.nan]}, "fill"),
         ({"flip_schedule": [0.5, 2.0]}, "flip_schedule"),
         ({"global_max_depth": 0}, "global_max_depth"),
+        ({"global_max_depth": "deep"}, "global_max_depth"),
+        ({"global_max_depth": 2.5}, "global_max_depth"),
         ({"class_weight": {"purple": 2.0}}, "purple"),
         ({"class_weight": "heavy"}, "class_weight"),
         ({"feature_ranges": {"size": (5.0, 1.0)}}, "size"),

@@ -86,6 +86,25 @@ def test_flat_forest_is_exact_without_client_mixing(n_rows: int) -> None:
     )
 
 
+@pytest.mark.parametrize("n_rows", [700, 2600])  # 2600: the parallel pass
+def test_rows_in_many_tiles_are_routed_like_every_tree(n_rows: int) -> None:
+    # The kernel routes rows in tiles (every tree routes a tile, then the next
+    # tile): rows on both sides of every tile edge, per-row clients, a tree of
+    # weight zero, every node kind.
+    trees = _forest(13, 7, 3, clients=True)
+    rng = np.random.default_rng(13)
+    X = random_X(13, trees[0], n_rows, nan_fraction=0.2)
+    weights = rng.integers(1, 4, len(trees)).astype(float)
+    weights[3] = 0.0
+    client = rng.choice(np.array(CLIENTS, dtype=object), n_rows)
+    np.testing.assert_allclose(
+        FlatForest.of(trees).mean_value(X, owner="t", weights=weights, client=client),
+        _one_by_one(trees, X, weights, client),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+
+
 def test_parallel_pass_mixes_unknown_clients_like_every_tree() -> None:
     trees = _forest(11, 5, 2, clients=True)
     X = random_X(11, trees[0], 2500, nan_fraction=0.1)

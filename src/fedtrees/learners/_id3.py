@@ -65,6 +65,7 @@ def fit_id3(
     *,
     arity: npt.ArrayLike | None = None,
     max_depth: int | None = None,
+    significance: float | None = None,
     sample_weight: npt.ArrayLike | None = None,
     classes: npt.ArrayLike | None = None,
     feature_names: Sequence[str] | None = None,
@@ -84,6 +85,10 @@ def fit_id3(
         Codes of every feature; defaults to ``max(X[:, f]) + 1``.
     max_depth : int, optional
         Defaults to |F|/2 (:func:`default_max_depth`), the paper's setting.
+    significance : float in (0, 1], optional
+        Split a node only if its split's G-test rejects independence of value
+        and class at this level (:func:`split_p_value`, on the weighted
+        counts); None (default) splits on any positive gain, as the paper.
     sample_weight : array of shape (n_rows,), optional
         Non-negative row weights (counts become weighted).
     classes, feature_names, categories
@@ -99,7 +104,9 @@ def fit_id3(
     codes, labels, size, weights, c = _inputs(X, y, n_classes, arity, sample_weight)
     depth = default_max_depth(codes.shape[1]) if max_depth is None else max_depth
     depth = check_int(depth, "max_depth", "fit_id3", min_value=1)
-    growth = Id3Growth(arity=size, n_classes=c, max_depth=depth)
+    growth = Id3Growth(
+        arity=size, n_classes=c, max_depth=depth, significance=significance
+    )
     nodes = np.zeros(codes.shape[0], dtype=np.int64)  # every row's node so far
     while not growth.done:
         layout = growth.layout()

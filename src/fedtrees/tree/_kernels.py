@@ -54,6 +54,9 @@ _LEAF = 0
 _NUMERIC = 1
 _CATEGORICAL = 2
 _MAX_CODE = 2.0**40  # codes beyond this cannot be in any branch table
+_TILE_ROWS = 256
+"""Rows every tree routes before the next rows (:func:`_block_values`): 256
+rows of 100 float64 columns take 200 kB, which stay in a core's cache."""
 
 
 @kernel(inline=True)
@@ -194,9 +197,45 @@ def _block_values(
     max_nodes: int,
     out: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """Add the weighted leaf values of rows ``start:stop`` to ``out``, tree by tree."""
+    """Add the weighted leaf values of rows ``start:stop`` to ``out``, tree by tree.
+
+    The rows go in tiles of :data:`_TILE_ROWS`: every tree routes one tile
+    before the next tile, so a tile's rows stay in cache while all the trees
+    read them (tree by tree over all the rows read the whole X once per tree,
+    from memory when X is large). Each row still sums its trees in order.
+    """
     stack_node = np.empty(max_nodes + 1, dtype=np.int64)
     stack_weight = np.empty(max_nodes + 1)
+    for tile in range(start, stop, _TILE_ROWS):
+        _tile_values(
+            tile, min(tile + _TILE_ROWS, stop), X, client, roots, tree_weight,
+            nodes, nan_code, branch_ptr, branch_code, branch_child, child_ptr,
+            children, count, value, stack_node, stack_weight, out,
+        )  # fmt: skip
+
+
+@kernel(inline=True)
+def _tile_values(
+    start: int,
+    stop: int,
+    X: np.ndarray,
+    client: np.ndarray,
+    roots: np.ndarray,
+    tree_weight: np.ndarray,
+    nodes: np.ndarray,
+    nan_code: np.ndarray,
+    branch_ptr: np.ndarray,
+    branch_code: np.ndarray,
+    branch_child: np.ndarray,
+    child_ptr: np.ndarray,
+    children: np.ndarray,
+    count: np.ndarray,
+    value: np.ndarray,
+    stack_node: np.ndarray,
+    stack_weight: np.ndarray,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Add the weighted leaf values of rows ``start:stop`` to ``out``, tree by tree."""
     for t in range(roots.shape[0]):
         if tree_weight[t] == 0.0:
             continue

@@ -8,7 +8,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import RandomState
-from fedtrees._validation import check_choice, check_epsilon, check_int, invalid
+from fedtrees._validation import (
+    check_choice,
+    check_epsilon,
+    check_float,
+    check_int,
+    invalid,
+)
 from fedtrees.algorithms._discretize import Binning
 from fedtrees.algorithms._params import (
     MAX_GRID,
@@ -54,6 +60,15 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         CART-style binary splits on the discretized features (Gini; thresholds
         between bin codes, Fisher groupings of categories; features reusable):
         the "IBM tree" of FedGA-Tree (use ``epsilon=1.0, max_depth=6``).
+    significance : float in (0, 1] or None, default 0.01
+        ID3 splits only: a node splits only if the chosen split's G-test of
+        independence of value and class, on the pooled (noisy) counts, has a
+        p-value below it (:func:`fedtrees.learners.split_p_value`; no extra
+        query, no privacy spent). **Decision** (beyond the paper): without
+        it, the exact tree grown to |F|/2 fits label noise; on credit_default
+        (23 features, depth 11) dealt to 50 clients it scored 74.1 % against a
+        majority rate of 77.5 %, and 81.4 % with it (docs/icdta.md). None
+        splits on any positive gain, as the paper (and :func:`fit_id3`).
     random_state : int, Generator or None
         Not the noise's: each site draws its noise from its own source
         (:class:`fedtrees.federation.SiteNoise`: fresh entropy by default), never
@@ -141,6 +156,7 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         bin_edges: object = None,
         noise: str = "per_client",
         honest_clients: int | None = None,
+        significance: float | None = 0.01,
         timeout: float = 120.0,
         workers: int = 1,
         verbose: bool = False,
@@ -153,6 +169,7 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         self.bin_edges = bin_edges
         self.noise = noise
         self.honest_clients = honest_clients
+        self.significance = significance
         self.timeout = timeout
         self.workers = workers
         self.verbose = verbose
@@ -186,6 +203,7 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
             owner=owner,
             noise=noise,
             honest_clients=honest,
+            significance=_significance(self.significance, owner),
         )
 
     def _strategy(self) -> FedID3Strategy:
@@ -200,3 +218,12 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         self.epsilon_queried_ = result.epsilon_queried
         self.n_queries_ = result.n_queries
         self.noise_reduction_ = result.noise_reduction
+
+
+def _significance(value: object, owner: str) -> float | None:
+    """``significance``: None, or a level in (0, 1]."""
+    if value is None:
+        return None
+    return check_float(
+        value, "significance", owner, min_value=0.0, min_inclusive=False, max_value=1.0
+    )

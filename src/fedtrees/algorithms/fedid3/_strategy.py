@@ -61,6 +61,7 @@ class FedID3Settings:
     owner: str
     noise: str = "per_client"
     honest_clients: int | None = None
+    significance: float | None = None
 
 
 def _noise_reduction(settings: FedID3Settings, n_clients: int) -> float:
@@ -211,6 +212,7 @@ class FedID3Strategy:
             max_depth=self.max_depth,
             binary=self.settings.binary,
             categorical=binning.categorical,
+            significance=self.settings.significance,
         )
 
     def _level_request(self) -> LevelRequest:
