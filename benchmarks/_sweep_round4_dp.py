@@ -18,11 +18,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 from _sweep_core import LEAK, Verdict, blobs, case, correct, documented, make, wrong
+
+from fedtrees.audit import answered
 
 SITES_SIZES = (60, 70, 80)
 EDGES3 = {f"x{j}": [-5.0, 0.0, 5.0] for j in range(3)}
@@ -37,21 +38,6 @@ def _recorded(model: Any, data: Any = None, **fit: Any) -> Any:
         with recording() as ledgers:
             model.fit(X, y, groups, **fit)
     return ledgers[-1]
-
-
-def _exchanges(ledger: Any, request_type: type) -> Iterator[tuple[str, Any, Any]]:
-    from fedtrees.federation import decode
-
-    requests, replies = {}, {}
-    for message in ledger.captured:
-        payload = decode(message.data).payload
-        key = (message.round, message.client)
-        if message.direction == "down" and isinstance(payload, request_type):
-            requests[key] = payload
-        elif message.direction == "up" and payload is not None:
-            replies[key] = payload
-    for key, request in sorted(requests.items()):
-        yield key[1], request, replies[key]
 
 
 def _site(client: str) -> Any:
@@ -84,7 +70,7 @@ def replay_fedga() -> Verdict:
 
     ledger = _recorded(make("FedGAClassifier", epsilon=1.0))
     recovered, truth = [], []
-    for client, request, reply in _exchanges(ledger, InitRequest):
+    for client, request, reply in answered(ledger, InitRequest):
         noise = _server_stream(request.seed, 13, client).laplace(0, 1 / request.epsilon)
         recovered.append(reply.noisy_size - noise)
         truth.append(float(_site(client).n_rows))
@@ -98,7 +84,7 @@ def replay_fedid3() -> Verdict:
 
     model = make("FederatedID3Classifier", epsilon=2.0, max_depth=2, bin_edges=EDGES3)
     recovered, truth = [], []
-    for client, request, reply in _exchanges(_recorded(model), LevelRequest):
+    for client, request, reply in answered(_recorded(model), LevelRequest):
         stream = _server_stream(request.seed, 8, client, request.level)
         noise = stream.laplace(0, 1 / request.query_epsilon, reply.counts.shape)
         recovered.append((reply.counts - noise).ravel())
@@ -119,7 +105,7 @@ def replay_dp_forest() -> Verdict:
 
     ledger = _recorded(make("DPForestClassifier", epsilon=1.0, max_depth=2))
     recovered, truth = [], []
-    for client, request, reply in _exchanges(ledger, DPTreeRequest):
+    for client, request, reply in answered(ledger, DPTreeRequest):
         noisy = _root(request, reply)
         eps = query_epsilon(request.epsilon, request.max_depth, 3, request.budget)
         noise = _server_stream(request.seed, 6, client).laplace(0, 1 / eps, noisy.shape)
@@ -139,7 +125,7 @@ def same_id_other_rows() -> Verdict:
         X, y, _ = blobs((120,), seed=seed)
         model = make("DPForestClassifier", epsilon=10.0, max_depth=1)
         ledger = _recorded(model, (X, y, np.full(120, "a")))
-        ((_, request, reply),) = _exchanges(ledger, DPTreeRequest)
+        ((_, request, reply),) = answered(ledger, DPTreeRequest)
         noise.append(_root(request, reply) - np.bincount(y, minlength=2))
     if np.allclose(noise[0], noise[1], rtol=0.0, atol=1e-9):
         return Verdict(LEAK, "two sites 'a' with other rows drew the same noise")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -38,8 +37,8 @@ from fedtrees.algorithms.dpforest._payloads import DPTreeReply, DPTreeRequest
 from fedtrees.algorithms.fedga._payloads import InitReply, InitRequest
 from fedtrees.algorithms.fedid3._handlers import count_level
 from fedtrees.algorithms.fedid3._payloads import LevelReply, LevelRequest
-from fedtrees.audit import recording
-from fedtrees.federation import ClientData, Federation, Ledger, Payload, decode
+from fedtrees.audit import answered, recording
+from fedtrees.federation import ClientData, Federation, Ledger, decode
 from fedtrees.learners import query_epsilon
 
 SITES = ("a", "b", "c")
@@ -62,20 +61,6 @@ def _site(client: str) -> ClientData:
     X, y, groups = _data()
     rows = groups == client
     return ClientData.build(client, X[rows], y[rows])
-
-
-def _exchanges(ledger: Ledger, request_type: type[Payload]) -> Iterator[Any]:
-    """Yield (client, request, reply) of every answered request of a type."""
-    requests, replies = {}, {}
-    for message in ledger.captured:
-        payload = decode(message.data).payload
-        key = (message.round, message.client)
-        if message.direction == "down" and isinstance(payload, request_type):
-            requests[key] = payload
-        elif message.direction == "up" and payload is not None:
-            replies[key] = payload
-    for key, request in sorted(requests.items()):
-        yield key[1], request, replies[key]
 
 
 def _fit(model: Any, noise_seed: int | None = None) -> Ledger:
@@ -103,7 +88,7 @@ def _fedga() -> FedGAClassifier:
 
 def _fedga_replay(ledger: Ledger) -> tuple[np.ndarray, np.ndarray]:
     recovered, truth = [], []
-    for client, request, reply in _exchanges(ledger, InitRequest):
+    for client, request, reply in answered(ledger, InitRequest):
         assert isinstance(reply, InitReply)
         stream = keyed_rng(request.seed, FEDGA_SIZE_STREAM, client_key(client))
         recovered.append(reply.noisy_size - stream.laplace(0.0, 1.0 / request.epsilon))
@@ -132,7 +117,7 @@ def _fedid3() -> FederatedID3Classifier:
 
 def _fedid3_replay(ledger: Ledger) -> tuple[np.ndarray, np.ndarray]:
     recovered, truth = [], []
-    for client, request, reply in _exchanges(ledger, LevelRequest):
+    for client, request, reply in answered(ledger, LevelRequest):
         assert isinstance(reply, LevelReply)
         stream = keyed_rng(
             request.seed, FEDID3_STREAM, client_key(client), request.level
@@ -171,7 +156,7 @@ def _root_counts(request: DPTreeRequest, reply: DPTreeReply) -> np.ndarray:
 
 def _dp_forest_replay(ledger: Ledger) -> tuple[np.ndarray, np.ndarray]:
     recovered, truth = [], []
-    for client, request, reply in _exchanges(ledger, DPTreeRequest):
+    for client, request, reply in answered(ledger, DPTreeRequest):
         assert isinstance(reply, DPTreeReply)
         noisy = _root_counts(request, reply)
         eps = query_epsilon(request.epsilon, request.max_depth, 2, request.budget)  # type: ignore[arg-type]
@@ -206,7 +191,7 @@ def test_two_sites_with_the_same_id_and_other_rows_draw_other_noise() -> None:
         y = (X[:, 0] > 0.5).astype(int)
         with recording() as ledgers:
             _dp_forest(10.0).fit_federation(Federation.from_groups(X, y, ["a"] * 120))
-        ((_, request, reply),) = _exchanges(ledgers[-1], DPTreeRequest)
+        ((_, request, reply),) = answered(ledgers[-1], DPTreeRequest)
         noise.append(_root_counts(request, reply) - np.bincount(y, minlength=2))
 
     assert not np.allclose(noise[0], noise[1], rtol=0.0, atol=1e-9), noise
@@ -214,7 +199,7 @@ def test_two_sites_with_the_same_id_and_other_rows_draw_other_noise() -> None:
 
 # -- A site's secret: reproducible by it, and bound to its rows and the request ----
 def _noisy_sizes(ledger: Ledger) -> dict[str, float]:
-    return {c: reply.noisy_size for c, _, reply in _exchanges(ledger, InitRequest)}
+    return {c: reply.noisy_size for c, _, reply in answered(ledger, InitRequest)}
 
 
 @pytest.mark.hostile("correct")
@@ -242,7 +227,7 @@ def test_a_request_replayed_on_changed_rows_draws_new_noise() -> None:
             _dp_forest(10.0).fit_federation(
                 Federation.from_groups(X[:n], y[:n], ["a"] * n, noise_seed=99)
             )
-        ((_, request, reply),) = _exchanges(ledgers[-1], DPTreeRequest)
+        ((_, request, reply),) = answered(ledgers[-1], DPTreeRequest)
         roots.append(_root_counts(request, reply))
     added = np.bincount(y[100:101], minlength=2)
 
@@ -256,7 +241,7 @@ def test_a_request_replayed_at_another_epsilon_draws_independent_noise() -> None
     roots, truth = [], None
     for epsilon in (10.0, 5.0):
         ledger = _fit(_dp_forest(epsilon), noise_seed=99)
-        exchanges = list(_exchanges(ledger, DPTreeRequest))
+        exchanges = list(answered(ledger, DPTreeRequest))
         roots.append(np.stack([_root_counts(q, r) for _, q, r in exchanges]))
         truth = np.stack(
             [np.bincount(_site(c).label_codes(q.classes), minlength=2)

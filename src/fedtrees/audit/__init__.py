@@ -60,6 +60,7 @@ returns an :class:`AuditReport` saying what was checked.
 from __future__ import annotations
 
 from fedtrees.audit._harness import audit_row_scaling, row_scaled_pair
+from fedtrees.audit._messages import answered
 from fedtrees.audit._report import AuditReport, Finding
 from fedtrees.audit._search import MIN_RUN
 from fedtrees.audit._sizes import compare_message_sizes
@@ -78,6 +79,7 @@ __all__ = [
     "REPLY_DISCLOSURES",
     "AuditReport",
     "Finding",
+    "answered",
     "audit_row_scaling",
     "compare_message_sizes",
     "find_client_values",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import fields
-from typing import Final
+from typing import Final, TypeVar
 
 from fedtrees.audit._report import Finding, PerRow
 from fedtrees.exceptions import CodecError, LocalProtocolError
@@ -19,6 +19,7 @@ from fedtrees.federation import (
 )
 
 __all__ = [
+    "answered",
     "check_recorded",
     "client_data",
     "declared_fields",
@@ -29,6 +30,31 @@ __all__ = [
 ]
 
 _DECODE_ERRORS: Final = (CodecError, ValueError, TypeError, RecursionError)
+_Request = TypeVar("_Request", bound=Payload)
+
+
+def answered(
+    ledger: Ledger, request_type: type[_Request]
+) -> Iterator[tuple[str, _Request, Payload]]:
+    """Yield ``(client, request, reply)`` for every answered request of a type.
+
+    What a server holds of a recorded run (``Ledger(keep_messages=True)``, or
+    :func:`recording`): each request of ``request_type`` it sent, paired by
+    round and client with the payload that came back, in round then client
+    order. A request without a reply (an error, a dropout) is left out.
+    """
+    requests: dict[tuple[int, str], _Request] = {}
+    replies: dict[tuple[int, str], Payload] = {}
+    for message in ledger.captured:
+        payload = decode(message.data).payload
+        key = (message.round, message.client)
+        if message.direction == "down" and isinstance(payload, request_type):
+            requests[key] = payload
+        elif message.direction == "up" and payload is not None:
+            replies[key] = payload
+    for key, request in sorted(requests.items()):
+        if key in replies:
+            yield key[1], request, replies[key]
 
 
 def check_recorded(ledger: Ledger, owner: str) -> None:

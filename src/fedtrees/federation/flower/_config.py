@@ -136,7 +136,9 @@ def _as_given(value: object) -> object:
     return value
 
 
-def _checked_alone(key: str, check: Callable[[Mapping[str, Any]], object]) -> Any:
+def _checked_alone(
+    key: str, check: Callable[[Mapping[str, Any]], object]
+) -> Callable[[object], object]:
     """Check one entry with its own reader (it names the key itself)."""
 
     def check_entry(value: object) -> object:
