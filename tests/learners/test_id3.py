@@ -189,3 +189,10 @@ def test_weights_count_like_repeated_rows() -> None:
 def test_bad_input_is_refused_by_name(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValidationError, match=match):
         fit_id3(**kwargs)
+
+
+@pytest.mark.parametrize("significance", ["0.05", 0.0, -0.1, 1.5, float("nan")])
+def test_a_bad_significance_is_refused_by_name(significance: Any) -> None:
+    X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
+    with pytest.raises(ValidationError, match="'significance' parameter of fit_id3"):
+        fit_id3(X, [0, 0, 1, 1], significance=significance)

@@ -43,7 +43,6 @@ import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
-from zipfile import BadZipFile
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +50,7 @@ import pandas as pd
 
 from fedtrees.datasets._client_csv import as_tokens
 from fedtrees.datasets._client_files import (
+    _UNREADABLE,
     client_arrays,
     client_frames,
     client_meta,
@@ -250,7 +250,7 @@ def _read_entry(folder: _Folder, key: str) -> tuple[pd.DataFrame, pd.Series] | N
             with np.load(handle, allow_pickle=False) as archive:
                 arrays = {name: archive[name] for name in archive.files}
                 meta = client_meta(arrays, entry)
-        except (OSError, ValueError, EOFError, BadZipFile, ValidationError):
+        except (*_UNREADABLE, ValidationError):
             return None  # truncated or not an npz: built again
     arrays.pop("__meta__")
     if meta.get("key") != key or meta.get("digest") != _digest(arrays, meta):

@@ -110,7 +110,7 @@ def read_site_file(path: str | os.PathLike[str], bounds: FileBounds) -> SiteFile
     except OSError as exc:
         raise _unreadable(source.name, exc) from exc
     try:
-        _check_regular(source.name, os.fstat(descriptor), bounds)
+        size = _check_regular(source.name, os.fstat(descriptor), bounds)
     except ValidationError:
         os.close(descriptor)
         raise
@@ -119,7 +119,6 @@ def read_site_file(path: str | os.PathLike[str], bounds: FileBounds) -> SiteFile
             head = handle.read(bounds.max_header_bytes + 1) if suffix == ".csv" else b""
             if head:
                 check_header_line(head, source.name, bounds)
-            size = os.fstat(handle.fileno()).st_size
             data = head + _read_rest(handle, bounds.max_bytes - len(head), size)
         except OSError as exc:
             raise _unreadable(source.name, exc) from exc
@@ -128,7 +127,8 @@ def read_site_file(path: str | os.PathLike[str], bounds: FileBounds) -> SiteFile
     return SiteFile(source.name, suffix, data, bounds)
 
 
-def _check_regular(name: str, status: os.stat_result, bounds: FileBounds) -> None:
+def _check_regular(name: str, status: os.stat_result, bounds: FileBounds) -> int:
+    """Refuse anything but a regular file within the bounds; return its size."""
     if not stat.S_ISREG(status.st_mode):
         what = "a directory" if stat.S_ISDIR(status.st_mode) else "not a regular file"
         raise ValidationError(
@@ -137,6 +137,7 @@ def _check_regular(name: str, status: os.stat_result, bounds: FileBounds) -> Non
         )
     if status.st_size > bounds.max_bytes:
         raise _too_large(name, bounds)
+    return status.st_size
 
 
 def _read_rest(handle: BinaryIO, limit: int, size: int) -> bytes:

@@ -94,11 +94,6 @@ class Scorer:
         return cls(problem.task)
 
     @property
-    def fedga_average(self) -> str:
-        """FedGA's ``f1_average`` for this dataset."""
-        return self.average
-
-    @property
     def label(self) -> str:
         """The metric's name in the tables: "binary F1", "macro-F1" or "MSE"."""
         if self.task != "classification":
@@ -222,7 +217,7 @@ def _rows(
 
 def _fedga(scorer: Scorer, s: RunSettings) -> FedGAClassifier | FedGARegressor:
     model = (
-        FedGAClassifier(f1_average=scorer.fedga_average)
+        FedGAClassifier(f1_average=scorer.average)
         if scorer.task == "classification"
         else FedGARegressor()
     )

@@ -144,7 +144,8 @@ class MaskedRound:
 
     def dropped(self, answered: Sequence[str]) -> list[str]:
         """Return the cohort's sites that did not answer."""
-        return [c for c in self.cohort if c not in set(answered)]
+        present = set(answered)
+        return [c for c in self.cohort if c not in present]
 
     def reveal_request(self, dropped: Sequence[str]) -> RevealRequest:
         """Ask a survivor for its round keys with the ``dropped`` sites."""
@@ -245,11 +246,12 @@ class MaskedRound:
     def next_commitments(self, replies: Mapping[str, MaskedReply]) -> dict[Pair, bytes]:
         """Return every answering pair's agreed commitment to its next round's key."""
         sites = [c for c in self.cohort if c in replies]
+        at = {c: k for k, c in enumerate(self.cohort)}
         out: dict[Pair, bytes] = {}
         for a, i in enumerate(sites):
             row = np.asarray(replies[i].commitments)[1]
             for j in sites[a + 1 :]:
-                out[(i, j)] = row[self.cohort.index(j)].tobytes()
+                out[(i, j)] = row[at[j]].tobytes()
         return out
 
     def refused(self, exc: InvalidField) -> MaskedSumError:
@@ -291,8 +293,9 @@ class MaskedRound:
         total = np.zeros(self.length, dtype=np.uint64)
         for client in answered:
             total += np.asarray(replies[client].masked, dtype=np.uint64)
+        dropped = self.dropped(answered)
         for survivor in answered:
-            for d in self.dropped(answered):
+            for d in dropped:
                 key = self.revealed.get((survivor, d))
                 if key is None:
                     raise ValidationError(

@@ -213,7 +213,7 @@ class InProcessTransport:
             return Delivery(
                 message.client, "unreachable", None, 0.0, "client dropped out"
             )
-        start, compiled = time.perf_counter(), _compiled_here()
+        start, began = time.perf_counter(), _Start.now()
         data = self._clients[message.client]
         if fault is not None and fault.action == "forget":
             state.clear()
@@ -224,7 +224,7 @@ class InProcessTransport:
         if fault is not None:
             reply = _corrupt(fault, reply)
         seconds = time.perf_counter() - start
-        work = seconds - (_compiled_here() - compiled)  # compiling is not counted
+        work = began.work(time.monotonic())  # compiling is not counted
         if (fault is not None and fault.action == "late") or work > timeout:
             return Delivery(
                 message.client, "timeout", None, seconds, "reply after the timeout"
@@ -344,11 +344,6 @@ class _Start:
     def work(self, now: float) -> float:
         """Seconds of the handler's work by ``now``: compiling kernels not counted."""
         return now - self.at - (compile_seconds(self.thread, now) - self.compiled)
-
-
-def _compiled_here() -> float:
-    """Seconds the current thread has spent compiling kernels (differences count)."""
-    return compile_seconds(threading.get_ident())
 
 
 def _raising(request: Payload, data: ClientData, state: ClientState) -> Payload:

@@ -26,7 +26,12 @@ from fedtrees.learners._forest import (
 )
 from fedtrees.learners._id3 import default_max_depth, fit_id3
 from fedtrees.learners._id3_counts import Layout, value_class_counts
-from fedtrees.learners._id3_growth import TIE_TOLERANCE, Id3Growth, split_p_value
+from fedtrees.learners._id3_growth import (
+    TIE_TOLERANCE,
+    Id3Growth,
+    check_significance,
+    split_p_value,
+)
 
 __all__ = [
     "BUDGETS",
@@ -37,6 +42,7 @@ __all__ = [
     "DPTree",
     "Id3Growth",
     "Layout",
+    "check_significance",
     "default_max_depth",
     "fit_cart",
     "fit_dp_tree",

@@ -41,7 +41,7 @@ import numpy.typing as npt
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import check_int, invalid
 from fedtrees.learners._id3_counts import value_class_counts
-from fedtrees.learners._id3_growth import Id3Growth
+from fedtrees.learners._id3_growth import Id3Growth, check_significance
 from fedtrees.tree import Tree
 
 __all__ = ["default_max_depth", "fit_id3"]
@@ -105,7 +105,10 @@ def fit_id3(
     depth = default_max_depth(codes.shape[1]) if max_depth is None else max_depth
     depth = check_int(depth, "max_depth", "fit_id3", min_value=1)
     growth = Id3Growth(
-        arity=size, n_classes=c, max_depth=depth, significance=significance
+        arity=size,
+        n_classes=c,
+        max_depth=depth,
+        significance=check_significance(significance, "fit_id3"),
     )
     nodes = np.zeros(codes.shape[0], dtype=np.int64)  # every row's node so far
     while not growth.done:

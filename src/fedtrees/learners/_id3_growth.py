@@ -20,6 +20,7 @@ from scipy.special import xlogy
 from scipy.stats import chi2
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
+from fedtrees._validation import check_float
 from fedtrees.learners._id3_counts import Layout
 from fedtrees.stats import Best, best_categorical, best_numeric, combine, entropy, gini
 from fedtrees.tree import NodeStats, Tree, TreeBuilder
@@ -284,6 +285,21 @@ class Id3Growth:
                     node, split.feature, split.threshold, stats(kids[0]), stats(kids[1])
                 )
         return builder.build()
+
+
+def check_significance(value: object, owner: str) -> float | None:
+    """Return ``significance`` checked: None, or a level in (0, 1].
+
+    Examples
+    --------
+    >>> check_significance(0.01, "fit_id3"), check_significance(None, "fit_id3")
+    (0.01, None)
+    """
+    if value is None:
+        return None
+    return check_float(
+        value, "significance", owner, min_value=0.0, min_inclusive=False, max_value=1.0
+    )
 
 
 def split_p_value(table: npt.ArrayLike) -> float:

@@ -323,5 +323,6 @@ def personal_tree(
     )  # only to read the labels: no score is computed
     X, y = data.finite_matrix(), _labels(request, data)
     train, _ = _split(data, seed, train_ratio)
-    n_classes = int(classes.shape[0]) if task == "classification" else 0
-    return fit_structure(structure, depth, X[train], y[train], task, n_classes)
+    return fit_structure(
+        structure, depth, X[train], y[train], task, _n_classes(request)
+    )

@@ -64,6 +64,7 @@ __all__ = [
     "StartReply",
     "StartRequest",
     "level_layout",
+    "prior_width",
     "wide_statistics",
 ]
 
@@ -84,6 +85,11 @@ class StartReply(Payload):
     complete: np.ndarray
     prior: np.ndarray
     held_prior: np.ndarray
+
+
+def prior_width(objective: str, n_classes: int) -> int:
+    """Entries of one prior: 3 moments (squared error), or one count per class."""
+    return 3 if objective == "squared_error" else n_classes
 
 
 @payload("fedgbdt.start")
@@ -114,8 +120,8 @@ class StartRequest(Payload):
 
     @property
     def prior_width(self) -> int:
-        """Entries of one prior: 3 moments, or one count per class."""
-        return 3 if self.objective == "squared_error" else int(self.classes.shape[0])
+        """Entries of one prior (:func:`prior_width`)."""
+        return prior_width(self.objective, int(self.classes.shape[0]))
 
     def expected_reply(self) -> ReplySpec:
         """Expect the engine's grid summary; class counts or regression moments.

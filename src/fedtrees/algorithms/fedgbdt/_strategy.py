@@ -53,6 +53,7 @@ from fedtrees.algorithms.fedgbdt._payloads import (
     StartReply,
     StartRequest,
     level_layout,
+    prior_width,
     wide_statistics,
 )
 from fedtrees.algorithms.fedgbdt._pooled import (
@@ -332,10 +333,9 @@ class FedGBDTStrategy:
 
     @property
     def _prior_width(self) -> int:
-        """Entries of one prior: 3 moments, or one count per class."""
+        """Entries of one prior (:func:`._payloads.prior_width`)."""
         assert self.info is not None
-        regression = self.config.objective == "squared_error"
-        return 3 if regression else len(self.info.schema.classes)
+        return prior_width(self._objective, len(self.info.schema.classes))
 
     def _set_grid(self, agreed: Mapping[int, FloatArray]) -> None:
         """Set the grid: declared edges, the agreed ones, categories as agreed."""

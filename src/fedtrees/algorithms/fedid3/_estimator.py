@@ -11,7 +11,6 @@ from fedtrees._typing import RandomState
 from fedtrees._validation import (
     check_choice,
     check_epsilon,
-    check_float,
     check_int,
     invalid,
 )
@@ -28,6 +27,7 @@ from fedtrees.algorithms.fedid3._strategy import (
     FedID3Settings,
     FedID3Strategy,
 )
+from fedtrees.learners import check_significance
 
 __all__ = ["NOISES", "FederatedID3Classifier"]
 
@@ -203,7 +203,7 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
             owner=owner,
             noise=noise,
             honest_clients=honest,
-            significance=_significance(self.significance, owner),
+            significance=check_significance(self.significance, owner),
         )
 
     def _strategy(self) -> FedID3Strategy:
@@ -218,12 +218,3 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         self.epsilon_queried_ = result.epsilon_queried
         self.n_queries_ = result.n_queries
         self.noise_reduction_ = result.noise_reduction
-
-
-def _significance(value: object, owner: str) -> float | None:
-    """``significance``: None, or a level in (0, 1]."""
-    if value is None:
-        return None
-    return check_float(
-        value, "significance", owner, min_value=0.0, min_inclusive=False, max_value=1.0
-    )
