@@ -51,6 +51,7 @@ __all__ = [
     "i8",
     "i64",
     "kernel",
+    "kernel_threads",
     "ro",
     "rw",
     "u8",
@@ -246,6 +247,31 @@ class _FirstPass(event.Listener):
 
     def on_end(self, event: event.Event) -> None:
         pass
+
+
+@contextmanager
+def kernel_threads(n: int | None) -> Iterator[None]:
+    """Run the kernels called from this thread on at most ``n`` threads.
+
+    numba's thread count belongs to the calling thread; it is restored on exit.
+    None changes nothing (numba's default: every core).
+
+    Examples
+    --------
+    >>> with kernel_threads(1):
+    ...     nb.get_num_threads()
+    1
+    """
+    if n is None:
+        yield
+        return
+    before = nb.get_num_threads()
+    most: int = nb.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
+    nb.set_num_threads(max(1, min(n, most)))
+    try:
+        yield
+    finally:
+        nb.set_num_threads(before)
 
 
 @contextmanager

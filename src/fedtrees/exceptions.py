@@ -25,6 +25,7 @@ __all__ = [
     "RuleLimitExceeded",
     "SchemaMismatchError",
     "SerializationError",
+    "UnknownParameterError",
     "ValidationError",
 ]
 
@@ -46,6 +47,14 @@ class UnsupportedInputError(ValidationError, TypeError):
 
     A :class:`ValidationError` that is also a ``TypeError``, as scikit-learn raises
     for such input.
+    """
+
+
+class UnknownParameterError(FedTreesError, TypeError):
+    """An estimator was given a keyword (or positional) argument it does not take.
+
+    The message names the public class, the closest parameter name and the
+    parameters it takes; a ``TypeError``, as Python's own.
     """
 
 

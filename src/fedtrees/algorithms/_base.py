@@ -39,6 +39,16 @@ category of its own in a categorical one; every other estimator refuses NaN
 naming the column and the estimators that accept it (:data:`ACCEPTS_MISSING`).
 Infinite values are refused everywhere.
 
+**Decision (a wrong argument names the public class):** Python's own
+``TypeError`` for an unknown keyword names the function that defines
+``__init__`` — often a private base (``_FedGBDT.__init__()``). Every
+estimator's ``__init__`` is wrapped once, where it is defined
+(:meth:`FederatedEstimator.__init_subclass__`), to bind its arguments first and
+raise :class:`~fedtrees.exceptions.UnknownParameterError` (a ``TypeError``)
+naming ``type(self)``, the closest parameter name and every parameter. The
+wrapper keeps the signature (``__wrapped__``), so scikit-learn's
+``get_params``, ``set_params`` and ``clone`` see the parameters as before.
+
 **Decision (which columns are categorical):** a column is categorical
 exactly when its pandas dtype is ``category`` (its categories, in order, are
 then declared public metadata of the fit); every other column must hold
@@ -64,10 +74,13 @@ the missing category's code: an unseen category follows the missing ones.
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import os
 import sys
 import warnings
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -77,6 +90,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from fedtrees._compiling import kernel_threads
 from fedtrees._typing import FloatArray
 from fedtrees._validation import (
     check_class_labels,
@@ -89,8 +103,13 @@ from fedtrees._validation import (
     is_integral,
     label_array,
 )
+from fedtrees.algorithms._params import check_n_jobs
 from fedtrees.algorithms._progress import round_progress
-from fedtrees.exceptions import CentralizedFitWarning, ValidationError
+from fedtrees.exceptions import (
+    CentralizedFitWarning,
+    UnknownParameterError,
+    ValidationError,
+)
 from fedtrees.federation import (
     Federation,
     FederationInfo,
@@ -105,7 +124,13 @@ from fedtrees.federation import (
 )
 from fedtrees.tree import FlatForest, Tree
 
-__all__ = ["ACCEPTS_MISSING", "FederatedEstimator", "estimator_frame"]
+__all__ = [
+    "ACCEPTS_MISSING",
+    "FederatedEstimator",
+    "checked_init",
+    "estimator_frame",
+    "first_frame_outside",
+]
 
 Task = Literal["classification", "regression"]
 ACCEPTS_MISSING: Final = (
@@ -130,6 +155,18 @@ class FederatedEstimator:
     """A bound on |x| of numeric features the method's math needs (None: none)."""
     _input_names: list[str] | None = None
     _names_agreed: bool = False  # fit_federation: the agreed schema names the columns
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Wrap the class's own ``__init__`` to name the public class on a bad call.
+
+        See the module's Decision: a wrong argument raises
+        :class:`~fedtrees.exceptions.UnknownParameterError` naming
+        ``type(self)``, before the wrapped ``__init__`` runs.
+        """
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            cls.__init__ = checked_init(init)  # type: ignore[method-assign]
 
     # -- fit ---------------------------------------------------------------------
     def fit(
@@ -161,7 +198,7 @@ class FederatedEstimator:
             operating-system entropy; an int reproduces a DP fit.
         """
         federation, classes = self._federation(
-            X, y, groups, sample_weight, getattr(self, "workers", 1), noise_seed
+            X, y, groups, sample_weight, self._site_threads(), noise_seed
         )
         self._empty_forest_cache()
         return self._fit(federation, classes, ())
@@ -181,6 +218,28 @@ class FederatedEstimator:
         self._use_agreed_names()
         self._empty_forest_cache()
         return self._fit(federation, None, callbacks)
+
+    def _site_threads(self) -> int:
+        """Return the sites served at once: ``n_jobs`` where set, else ``workers``.
+
+        **Decision (n_jobs):** scikit-learn's name for this machine's threads:
+        ``fit``'s simulated sites served at once and the server's compiled
+        kernels (:func:`fedtrees._compiling.kernel_threads`); None keeps the
+        defaults (``workers`` sites, kernels on every core). It changes no
+        model. ``workers`` (the older name of the first) and ``n_jobs`` may
+        not both be set.
+        """
+        owner = type(self).__name__
+        workers = check_int(getattr(self, "workers", 1), "workers", owner, min_value=1)
+        n_jobs = check_n_jobs(getattr(self, "n_jobs", None), owner)
+        if n_jobs is None:
+            return workers
+        if workers != 1:
+            raise ValidationError(
+                f"{owner}: workers={workers!r} and n_jobs={n_jobs!r} both set the "
+                "threads of the simulated sites; pass n_jobs only."
+            )
+        return n_jobs
 
     def _use_agreed_names(self) -> None:
         """Name the features after the agreed schema (``fit_federation``)."""
@@ -270,15 +329,17 @@ class FederatedEstimator:
     ) -> RunResult:
         """Run ``strategy`` with a fresh ledger, the progress bar and ``callbacks``.
 
-        ``verbose``, ``workers`` and ``timeout`` are checked here, for every
-        estimator and both entry points (``fit_federation`` uses no workers, but a
-        bad value is still refused by name).
+        ``verbose``, ``workers``, ``n_jobs`` and ``timeout`` are checked here,
+        for every estimator and both entry points (``fit_federation`` uses no
+        workers, but a bad value is still refused by name); the server's
+        kernels run on ``n_jobs`` threads (:meth:`_site_threads`).
         """
         owner = type(self).__name__
         verbose = _check_verbose(getattr(self, "verbose", False), owner)
-        check_int(getattr(self, "workers", 1), "workers", owner, min_value=1)
+        self._site_threads()
+        threads = check_n_jobs(getattr(self, "n_jobs", None), owner)
         timeout = check_timeout(getattr(self, "timeout", 60.0), owner)
-        with round_progress(owner, verbose) as progress:
+        with round_progress(owner, verbose) as progress, kernel_threads(threads):
             return federation.run(
                 strategy,
                 task=self._task,
@@ -422,6 +483,66 @@ class FederatedEstimator:
         return known if self._accepts_missing() else np.where(missing, np.nan, known)
 
 
+def checked_init(init: Callable[..., None]) -> Callable[..., None]:
+    """Return ``init`` checking its arguments first (module docstring, Decision).
+
+    Examples
+    --------
+    >>> class Model:
+    ...     def __init__(self, n_jobs=None):
+    ...         self.n_jobs = n_jobs
+    >>> Model.__init__ = checked_init(Model.__init__)
+    >>> try:
+    ...     Model(n_job=2)
+    ... except TypeError as error:
+    ...     print(error)  # doctest: +NORMALIZE_WHITESPACE
+    Model got an unexpected keyword argument 'n_job'; did you mean 'n_jobs'?
+    Its parameters are: n_jobs.
+    """
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            signature.bind(self, *args, **kwargs)
+        except TypeError:
+            owner = type(self).__name__
+            raise UnknownParameterError(
+                _bad_call(owner, signature, len(args), kwargs)
+            ) from None
+        init(self, *args, **kwargs)
+
+    return __init__
+
+
+def _bad_call(
+    owner: str, signature: inspect.Signature, n_args: int, kwargs: dict[str, Any]
+) -> str:
+    """Say what is wrong with a call to ``owner(...)``, and list its parameters."""
+    params = list(signature.parameters.values())[1:]  # without self
+    names = [p.name for p in params]
+    listing = f"Its parameters are: {', '.join(names)}."
+    unknown = [k for k in kwargs if k not in names]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else "."
+        return (
+            f"{owner} got an unexpected keyword argument {unknown[0]!r}{hint} "
+            + listing
+        )
+    positional = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    if n_args > len(positional):
+        return (
+            f"{owner} takes at most {len(positional)} positional argument(s) "
+            f"({', '.join(positional) or 'none'}); got {n_args}. Pass the others "
+            "by keyword. " + listing
+        )
+    twice = [name for name in positional[:n_args] if name in kwargs]
+    if twice:
+        return f"{owner} got the argument {twice[0]!r} twice. " + listing
+    return f"{owner} got arguments it cannot take. " + listing
+
+
 def _check_verbose(value: object, owner: str) -> bool:
     """Return ``verbose`` as a bool: a bool, or an int >= 0 as in scikit-learn."""
     if isinstance(value, bool | np.bool_) or (is_integral(value) and int(value) >= 0):
@@ -451,11 +572,11 @@ def _warn_centralized(owner: str) -> None:
         "cross_validate(..., params={'groups': site}); without routing, pass "
         "<step>__groups=site to a Pipeline's fit.",
         CentralizedFitWarning,
-        stacklevel=_first_frame_outside_fedtrees(),
+        stacklevel=first_frame_outside(),
     )
 
 
-def _first_frame_outside_fedtrees() -> int:
+def first_frame_outside() -> int:
     """Return the ``stacklevel`` of the caller's line (skipping fedtrees frames)."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     level, frame = 1, sys._getframe(1)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from dataclasses import dataclass
 from typing import Final
 
@@ -45,6 +46,7 @@ __all__ = [
     "check_hidden_sizes",
     "check_max_depth",
     "check_max_features",
+    "check_n_jobs",
     "check_size",
     "count_or_fraction",
     "resolve_max_features",
@@ -117,6 +119,29 @@ def check_bool(value: object, name: str, owner: str) -> bool:
     if not isinstance(value, bool):
         raise invalid(name, owner, "a bool", value)
     return value
+
+
+def check_n_jobs(value: object, owner: str) -> int | None:
+    """Return the threads ``n_jobs`` asks for (None: the defaults), as joblib counts.
+
+    A positive int is that many threads; ``-1`` every core, ``-k`` all but
+    ``k - 1`` of them (at least one), as scikit-learn and joblib count; 0 is
+    refused. The model never depends on it.
+
+    Examples
+    --------
+    >>> check_n_jobs(2, "f"), check_n_jobs(None, "f")
+    (2, None)
+    >>> check_n_jobs(-1, "f") == (os.cpu_count() or 1)
+    True
+    """
+    if value is None:
+        return None
+    if not is_integral(value) or int(value) == 0:
+        raise invalid("n_jobs", owner, "None or a nonzero int (-1: every core)", value)
+    n = int(value)
+    cores = os.cpu_count() or 1
+    return n if n > 0 else max(1, cores + 1 + n)
 
 
 def check_max_depth(

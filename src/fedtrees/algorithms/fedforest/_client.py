@@ -49,6 +49,7 @@ from fedtrees.federation import ClientData, ClientState, Payload, Resync, handle
 __all__ = [
     "STATE_KEY",
     "ClientFit",
+    "bootstrap_counts",
     "bootstrap_weights",
     "check_open",
     "check_sizes",
@@ -321,19 +322,35 @@ def _targets(
 def bootstrap_weights(
     forest: ForestState, data: ClientData, n: int, held_out: BoolArray
 ) -> FloatArray:
-    """Client-stratified bootstrap counts (x weights) per tree (docs/fedforest.md)."""
-    trees = forest.participation.shape[0]
+    """Client-stratified bootstrap counts x sample weights x class weights per tree.
+
+    docs/fedforest.md: row i of tree b weighs its bootstrap count (1 without
+    the bootstrap; 0 held out or where the client sits the tree out) times its
+    sample weight times its class's weight in tree b (``class_weight``), as
+    scikit-learn's forests weigh rows.
+    """
     base = np.where(held_out, 0.0, 1.0)
     if data.weights is not None:
         base = base * data.weights
-    weight = np.empty((trees, n))
-    key = client_key(data.client_id)
+    weight = bootstrap_counts(forest, data.client_id, n) * base
+    classes = forest.class_weights
+    if classes.size:
+        weight *= classes[:, data.label_codes(forest.classes)]
+    return weight
+
+
+def bootstrap_counts(forest: ForestState, client_id: str, n: int) -> FloatArray:
+    """How often tree b drew row i: ``(trees, n)``, keyed by (seed, b, client).
+
+    All ones without the bootstrap; zeros for the trees the client sits out.
+    """
+    trees = forest.participation.shape[0]
+    counts = np.ones((trees, n))
+    key = client_key(client_id)
     for b in range(trees):
         if forest.bootstrap:
             draws = keyed_rng(forest.seed, BOOTSTRAP, b, key).integers(0, n, n)
-            weight[b] = np.bincount(draws, minlength=n) * base
-        else:
-            weight[b] = base
+            counts[b] = np.bincount(draws, minlength=n)
         if not forest.participation[b]:
-            weight[b] = 0.0
-    return weight
+            counts[b] = 0.0
+    return counts

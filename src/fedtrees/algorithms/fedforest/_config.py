@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 
 from fedtrees._typing import FloatArray
 from fedtrees._validation import check_choice, check_float, check_int
+from fedtrees.algorithms._class_weight import check_class_weight
 from fedtrees.algorithms._params import (
     MAX_GRID,
     MAX_N_ESTIMATORS,
@@ -84,6 +85,11 @@ class ForestConfig:
     """``candidates="hist"``: the server learns only sums (docs/security.md)."""
     feature_ranges: object = None
     """Declared (low, high) per numeric column: the secure root grid."""
+    class_weight: object = None
+    """Classification: None, "balanced", "balanced_subsample" or a dict by label
+    (:mod:`fedtrees.algorithms._class_weight`; resolved on the agreed classes)."""
+    oob_score: bool = False
+    """One more round after the last level: the sites' out-of-bag sums."""
 
 
 def make_config(
@@ -118,6 +124,8 @@ def make_config(
             f"{owner}: split_on_client=True needs each site's statistics, which "
             "secure_aggregation=True hides; pass split_on_client=False."
         )
+    bootstrap = check_bool(params["bootstrap"], "bootstrap", owner)
+    class_weight, oob = _weights_and_oob(params, owner, bootstrap, secure)
     return ForestConfig(
         task=task,  # type: ignore[arg-type]
         n_estimators=check_size(
@@ -139,7 +147,7 @@ def make_config(
             min_value=0.0,
         ),
         max_features=check_max_features(params["max_features"], owner),
-        bootstrap=check_bool(params["bootstrap"], "bootstrap", owner),
+        bootstrap=bootstrap,
         criterion=check_choice(params["criterion"], "criterion", owner, criteria),  # type: ignore[arg-type]
         candidates=candidates,  # type: ignore[arg-type]
         n_quantiles=check_size(
@@ -164,4 +172,47 @@ def make_config(
         bin_edges=check_declared_edges(params["bin_edges"], max_bins, owner),
         secure_aggregation=secure,
         feature_ranges=check_ranges_form(params["feature_ranges"], owner),
+        class_weight=class_weight,
+        oob_score=oob,
     )
+
+
+def _weights_and_oob(
+    params: dict[str, Any], owner: str, bootstrap: bool, secure: bool
+) -> tuple[object, bool]:
+    """Check ``class_weight`` (classifiers) and ``oob_score`` (docs/fedforest.md).
+
+    **Decision:** both need the plain protocol: ``"balanced"`` sums the sites'
+    class counts and ``oob_score`` their out-of-bag sums, which
+    ``secure_aggregation`` hides, and class-weighted counts are not whole
+    numbers, which its sums keep exact. ``oob_score`` needs the bootstrap (as in
+    scikit-learn) and is a bool: a callable metric would need every row's
+    prediction, which stays at its site.
+    """
+    class_weight = check_class_weight(
+        params.get("class_weight"), owner, ("balanced", "balanced_subsample")
+    )
+    oob = params.get("oob_score", False)
+    if callable(oob):
+        raise ValidationError(
+            f"The 'oob_score' parameter of {owner} must be a bool. Got a callable "
+            "instead: a metric of (y_true, y_pred) needs every row's out-of-bag "
+            "prediction, which stays at its site; the sites send only sums, for "
+            "accuracy (classifiers) or R^2 (regressors)."
+        )
+    oob = check_bool(oob, "oob_score", owner)
+    if oob and not bootstrap:
+        raise ValidationError(
+            f"{owner}: oob_score=True needs bootstrap=True (out-of-bag rows are "
+            "those a tree's bootstrap did not draw), as in scikit-learn."
+        )
+    for name, used in (("class_weight", class_weight is not None), ("oob_score", oob)):
+        if used and secure:
+            raise ValidationError(
+                f"{owner}: {name} needs the plain protocol: pass "
+                f"secure_aggregation=False, or {name}="
+                f"{'None' if name == 'class_weight' else 'False'} (secure sums "
+                "keep whole counts exact and hide each site's sums, which "
+                "class weights and out-of-bag scores need)."
+            )
+    return class_weight, oob

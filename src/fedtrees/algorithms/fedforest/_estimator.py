@@ -9,6 +9,7 @@ scikit-learn's tree on the pooled rows.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,10 +20,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
-from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms._base import FederatedEstimator, first_frame_outside
 from fedtrees.algorithms.fedforest._config import ForestConfig, make_config
 from fedtrees.algorithms.fedforest._diagnose import diagnose
 from fedtrees.algorithms.fedforest._hist_mode import HistMode
+from fedtrees.algorithms.fedforest._oob import NO_OOB_WARNING, oob_score
 from fedtrees.algorithms.fedforest._strategy import FedForestStrategy, ForestResult
 from fedtrees.federation import Federation, RoundCallback
 
@@ -81,7 +83,7 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
                 timeout=self.timeout,
             )
             config = dataclasses.replace(config, gain=self.diagnosis_.recommended_gain)
-        strategy = FedForestStrategy(config)
+        strategy = FedForestStrategy(config, type(self).__name__)
         outcome = self._run(federation, strategy, callbacks)
         self._remember(outcome.info, classes)
         self.bin_edges_ = _bin_edges(strategy)
@@ -90,6 +92,14 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         self.communication_ = outcome.ledger
         self.config_ = config
         self._importances = result.growth.feature_importances()
+        if result.oob is not None:
+            self.oob_score_ = oob_score(result.oob, self._task)
+            if result.oob[2] > 0:  # rows no tree left out, as scikit-learn warns
+                warnings.warn(
+                    NO_OOB_WARNING, UserWarning, stacklevel=first_frame_outside()
+                )
+        elif hasattr(self, "oob_score_"):
+            del self.oob_score_
         return self
 
     @property
@@ -295,6 +305,9 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
         split_on_client: bool = False,
         client_fraction: float = 1.0,
         on_dropout: str = "fail",
+        class_weight: object = None,
+        oob_score: bool = False,
+        n_jobs: int | None = None,
         timeout: float = 60.0,
         workers: int = 1,
         verbose: bool = False,
@@ -319,6 +332,9 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
         self.split_on_client = split_on_client
         self.client_fraction = client_fraction
         self.on_dropout = on_dropout
+        self.class_weight = class_weight
+        self.oob_score = oob_score
+        self.n_jobs = n_jobs
         self.timeout = timeout
         self.workers = workers
         self.verbose = verbose
@@ -381,6 +397,8 @@ class FedForestRegressor(RegressorMixin, _FedForest):  # type: ignore[misc]
         split_on_client: bool = False,
         client_fraction: float = 1.0,
         on_dropout: str = "fail",
+        oob_score: bool = False,
+        n_jobs: int | None = None,
         timeout: float = 60.0,
         workers: int = 1,
         verbose: bool = False,
@@ -405,6 +423,8 @@ class FedForestRegressor(RegressorMixin, _FedForest):  # type: ignore[misc]
         self.split_on_client = split_on_client
         self.client_fraction = client_fraction
         self.on_dropout = on_dropout
+        self.oob_score = oob_score
+        self.n_jobs = n_jobs
         self.timeout = timeout
         self.workers = workers
         self.verbose = verbose

@@ -104,6 +104,14 @@ class ForestDeltas:
         # the ledger's byte counts) never depends on the draw.
         self.fit_id = (1 << 61) | secrets.randbits(61)
         self._sent_splits, self._sent_digest = 0, ""
+        self.class_weights: FloatArray = np.zeros((0, 0))
+        """Each class's weight (one row, or one per tree); (0, 0): none. Set
+        by the strategy before the first level (a preamble may learn it)."""
+
+    @property
+    def weight_scale(self) -> float:
+        """The largest class weight, at least 1 (the replies' bound scale)."""
+        return float(np.max(self.class_weights, initial=1.0))
 
     def delta_fields(self) -> dict[str, Any]:
         """Fields every client's next request shares: the splits since the last one.
@@ -124,6 +132,7 @@ class ForestDeltas:
             "full": False,
             **self._batch_fields(batch),
             **self._neutral_setup(),
+            "weight_scale": self.weight_scale,
         }
 
     def full_fields(self, client: str) -> dict[str, Any]:
@@ -146,6 +155,8 @@ class ForestDeltas:
             "holdout": c.holdout,
             "client_code": code,
             "participation": g.participation[:, code].copy(),
+            "class_weights": self.class_weights,
+            "weight_scale": self.weight_scale,
         }
 
     def _neutral_setup(self) -> dict[str, Any]:
@@ -160,6 +171,7 @@ class ForestDeltas:
             "holdout": 0.0,
             "client_code": -1,
             "participation": np.zeros(0, bool),
+            "class_weights": np.zeros((0, 0)),
         }
 
     def _classes_field(self) -> np.ndarray:
@@ -228,7 +240,29 @@ def start_state(request: LevelFields) -> ForestState:
         set_ptr=np.zeros(trees + 1, np.int64),
         set_codes=empty,
         node_missing=np.zeros(trees, bool),
+        class_weights=_checked_class_weights(request, trees),
     )
+
+
+def _checked_class_weights(request: LevelFields, trees: int) -> FloatArray:
+    """Return the request's class weights: (0, 0), or (1 or trees, classes) >= 0."""
+    weights = np.asarray(request.class_weights, dtype=np.float64)
+    classes = int(np.asarray(request.classes).shape[0])
+    if weights.size == 0:
+        return np.zeros((0, 0))
+    if (
+        weights.ndim != 2
+        or weights.shape[0] not in (1, trees)
+        or weights.shape[1] != classes
+        or request.task == "regression"
+        or not np.all(np.isfinite(weights))
+        or np.any(weights < 0)
+    ):
+        raise ValidationError(
+            "FedForest request: class_weights must be finite weights >= 0 of shape "
+            f"(1 or {trees} trees, {classes} classes); got shape {weights.shape}."
+        )
+    return weights
 
 
 def apply_batch(

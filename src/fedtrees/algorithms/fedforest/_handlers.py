@@ -31,8 +31,10 @@ from fedtrees.algorithms.fedforest._answers import (
     sketch_points,
     sparse_bins,
 )
+from fedtrees.algorithms.fedforest._class_counts import class_counts
 from fedtrees.algorithms.fedforest._client import ClientFit, forest_handler
 from fedtrees.algorithms.fedforest._layout import compact
+from fedtrees.algorithms.fedforest._oob import oob
 from fedtrees.algorithms.fedforest._payloads import (
     SCORE_BINS,
     AvgImpReply,
@@ -223,6 +225,7 @@ def _check_node_values(request: ScoreRequest, forest: ForestState) -> None:
 
 
 HANDLERS: Final[Mapping[str, Callable[..., Payload]]] = {
+    "fedforest.class_counts": class_counts,
     "fedforest.grid": hist_handlers.grid,
     "fedforest.histogram": hist_handlers.histogram,
     "fedforest.sketch": sketch,
@@ -231,5 +234,6 @@ HANDLERS: Final[Mapping[str, Callable[..., Payload]]] = {
     "fedforest.leaf_stats": leaf_stats,
     "fedforest.top_k": top_k,
     "fedforest.score": score,
+    "fedforest.oob": oob,
 }
 """The client handler of every FedForest request kind (registered on import)."""

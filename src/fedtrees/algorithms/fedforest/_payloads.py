@@ -30,7 +30,7 @@ defence (consistent lies within the declared bounds pass).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
@@ -89,7 +89,12 @@ class LevelFields(Payload):
     for this client are filled in (``client_code``, its ``participation`` column
     per tree, labels...); otherwise they are neutral. ``open_nodes`` (sorted by
     tree) are this request's nodes, ``pair_feature[s]`` the features open node s
-    considers (-1 padding).
+    considers (-1 padding). ``class_weights`` (full form): each class's weight,
+    one row for every tree or one per tree (``"balanced_subsample"``), shape
+    ``(0, 0)`` for none (and in a delta); every row's weight is its bootstrap
+    count times its sample weight times its class's weight. ``weight_scale``
+    (every request): the largest class weight (>= 1), by which the weighted
+    counts of a reply may pass the weight the client declared at the agreement.
     """
 
     fit_id: int
@@ -113,6 +118,8 @@ class LevelFields(Payload):
     split_missing: np.ndarray
     open_nodes: np.ndarray
     pair_feature: np.ndarray
+    class_weights: np.ndarray
+    weight_scale: float
 
     @property
     def width(self) -> int:
@@ -130,7 +137,19 @@ class LevelFields(Payload):
         # counts x sample weights).
         if self.task == "regression":
             return Field.array("f", (*shape, 3), moments=True, weights=True)
-        return Field.array(COUNTS, (*shape, width), nonnegative=True, weights=True)
+        return Field.array(
+            COUNTS,
+            (*shape, width),
+            nonnegative=True,
+            weights=True,
+            bound_scale=self.weight_scale,
+        )
+
+    def _counts(self, shape: tuple[int | None, ...]) -> Field:
+        """Node weights (bootstrap counts x sample and class weights)."""
+        return Field.array(
+            COUNTS, shape, nonnegative=True, weights=True, bound_scale=self.weight_scale
+        )
 
     def _check_node_counts(self, counts: np.ndarray, node_stats: np.ndarray) -> None:
         """Node weights must be the sum of the class counts (or the moment Σw)."""
@@ -163,6 +182,8 @@ class ForestState(Payload):
     set_ptr: np.ndarray
     set_codes: np.ndarray
     node_missing: np.ndarray
+    class_weights: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    """Each class's weight, for every tree or per tree; (0, 0): none."""
 
 
 @payload("fedforest.sketch_reply")
@@ -201,9 +222,7 @@ class SketchRequest(LevelFields):
         return ReplySpec(
             SketchReply,
             {
-                "counts": Field.array(
-                    COUNTS, (self.n_open,), nonnegative=True, weights=True
-                ),
+                "counts": self._counts((self.n_open,)),
                 "node_stats": self._stats((self.n_open,), self.width),
                 "n_points": Field.array("iu", (self.n_open, fp), low=0, high=high),
                 "points": Field.array("f", (None,)),

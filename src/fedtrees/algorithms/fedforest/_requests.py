@@ -100,7 +100,7 @@ class RequestBuilder:
             return build(client, full=True)
 
         first = not self.started
-        self.started = True
+        self.started = not ask.preamble  # after a preamble, full again
         requests = {c: build(c, full=first) for c in state.active}
         plan = RoundPlan(
             requests, state.config.on_dropout, full, reply_check(state), masked

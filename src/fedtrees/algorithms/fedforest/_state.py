@@ -83,6 +83,8 @@ class LevelState:
     pending: Pending | None = None
     splits_made: int = 0
     scores: tuple[ScoreReply, ...] = ()
+    oob: FloatArray | None = None
+    """The pooled out-of-bag sums (``oob_score``, :mod:`._oob`)."""
     masks: MaskedRounds = field(default_factory=lambda: MaskedRounds({}))
     """The run's masked rounds (secure aggregation, docs/security.md)."""
 
@@ -248,7 +250,11 @@ class LevelState:
         return self.final_phase()
 
     def final_phase(self) -> Phase:
-        """Score the forest on held-out rows if asked, else done."""
+        """Return the out-of-bag round if asked, else :meth:`score_phase`."""
+        return Phase.OOB if self.config.oob_score else self.score_phase()
+
+    def score_phase(self) -> Phase:
+        """Return the held-out score round if asked, else done."""
         return Phase.SCORE if self.config.holdout > 0 else Phase.DONE
 
     def forget_open_stats(self) -> None:

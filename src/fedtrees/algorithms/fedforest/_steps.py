@@ -50,6 +50,8 @@ __all__ = [
 class Phase(enum.Enum):
     """The kind of a round (its request); :attr:`DONE` ends the fit."""
 
+    CLASS_COUNTS = "class_counts"
+    """Once, first: the pooled class counts of ``class_weight="balanced"``."""
     GRID = "grid"
     """Once: the pooled grid of the numeric columns (``"hist"``, ``"uniform"``)."""
     TOP_K = "top_k"
@@ -64,6 +66,8 @@ class Phase(enum.Enum):
     """Reserved for the histogram engine's level round (no step yet)."""
     LEAF_STATS = "leaf_stats"
     """Statistics of the leaves still without them (after AvgImp splits)."""
+    OOB = "oob"
+    """The sites' out-of-bag sums of the finished forest (``oob_score``)."""
     SCORE = "score"
     """Held-out scores of the finished forest (diagnostics)."""
     DONE = "done"
@@ -100,7 +104,9 @@ class Ask:
     where every asked node has one client (:mod:`._fold`). ``masked``: the
     length of the round's masked vector under secure aggregation (None: plain),
     ``masked_wide`` whether its values take two words each; the request
-    builder starts the masked round and adds its fields.
+    builder starts the masked round and adds its fields. ``preamble``: the
+    round comes before the forest's first (the class counts): its requests are
+    in full form and so is the forest's next request.
     """
 
     request: type[LevelFields]
@@ -111,6 +117,7 @@ class Ask:
     fold: Fold | None = None
     masked: int | None = None
     masked_wide: bool = False
+    preamble: bool = False
 
 
 class Got(NamedTuple):

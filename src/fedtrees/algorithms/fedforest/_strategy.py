@@ -29,10 +29,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fedtrees._typing import FloatArray
+from fedtrees.algorithms._class_weight import class_weight_codes
+from fedtrees.algorithms.fedforest._class_counts import ClassCountStep
 from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.algorithms.fedforest._fold import FoldPolicy
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._modes import candidate_mode
+from fedtrees.algorithms.fedforest._oob import OobStep
 from fedtrees.algorithms.fedforest._payloads import ScoreReply
 from fedtrees.algorithms.fedforest._requests import RequestBuilder
 from fedtrees.algorithms.fedforest._state import LevelState
@@ -49,8 +53,10 @@ from fedtrees.federation import FederationInfo, Payload, RoundPlan, check_cohort
 
 __all__ = ["FedForestStrategy", "ForestResult"]
 
-_NO_LEVEL = frozenset({Phase.LEAF_STATS, Phase.SCORE})
-"""Phases after the last level: no level is under way."""
+_NO_LEVEL = frozenset({Phase.CLASS_COUNTS, Phase.LEAF_STATS, Phase.OOB, Phase.SCORE})
+"""Phases before the first level or after the last: no level is under way."""
+_COUNTED = ("balanced", "balanced_subsample")
+"""The ``class_weight`` presets whose counts take a round (:mod:`._class_counts`)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,17 +66,22 @@ class ForestResult:
     growth: ForestGrowth
     info: FederationInfo
     scores: tuple[ScoreReply, ...] = ()
+    oob: FloatArray | None = None
+    """Pooled out-of-bag sums (``oob_score``; :func:`._oob.oob_score`)."""
 
 
 class FedForestStrategy:
     """Server side of FedForest; see the module docstring for the protocol."""
 
-    def __init__(self, config: ForestConfig) -> None:
+    def __init__(self, config: ForestConfig, owner: str = "FedForest") -> None:
         self.config = config
+        self.owner = owner  # the estimator's class, named by its errors
         self.mode: CandidateMode = candidate_mode(config)
         self.steps: Mapping[Phase, Step] = {
             **self.mode.steps(),
+            Phase.CLASS_COUNTS: ClassCountStep(self._forest_start),
             Phase.LEAF_STATS: LeafStatsStep(),
+            Phase.OOB: OobStep(),
             Phase.SCORE: ScoreStep(),
         }
         self.builder = RequestBuilder(FoldPolicy(config.fold))
@@ -98,11 +109,22 @@ class FedForestStrategy:
             check_cohort(info.clients, "FedForest")
         self._state = LevelState.start(self.config, info, self.mode.first)
         self.mode.begin(self._state)
-        self.phase = (*self.mode.setup, self.mode.first)[0]
+        mode, weights = class_weight_codes(
+            self.config.class_weight, info.schema.classes, self.owner, _COUNTED
+        )
+        if mode == "given":
+            self._state.deltas.class_weights = weights[None, :]
+        self.phase = Phase.CLASS_COUNTS if mode in _COUNTED else self._forest_start()
+
+    def _forest_start(self) -> Phase:
+        """Return the forest's first phase: the mode's setup, or its first level."""
+        return (*self.mode.setup, self.mode.first)[0]
 
     def expected_rounds(self) -> int:
         """Upper bound of the rounds after the agreement (for progress bars)."""
-        return self.mode.expected_rounds(len(self.state.clients))
+        c = self.config
+        extra = int(c.oob_score) + int(c.class_weight in _COUNTED)
+        return self.mode.expected_rounds(len(self.state.clients)) + extra
 
     def round_metrics(self, round: int) -> dict[str, float]:
         """Depth level (not after a setup round), open nodes and splits so far."""
@@ -131,7 +153,7 @@ class FedForestStrategy:
         (:meth:`_after_dropout`) before anything is folded.
         """
         s = self.state
-        self.setup_round = self.phase in self.mode.setup
+        self.setup_round = self.phase in (Phase.CLASS_COUNTS, *self.mode.setup)
         dropped = [c for c in s.active if c not in replies]
         s.active = [c for c in s.active if c in replies]
         if dropped and self._after_dropout():
@@ -142,7 +164,7 @@ class FedForestStrategy:
     def finish(self) -> ForestResult:
         """Return the grown forest."""
         s = self.state
-        return ForestResult(s.growth, s.info, s.scores)
+        return ForestResult(s.growth, s.info, s.scores, s.oob)
 
     # -- dropouts ------------------------------------------------------------------
     def _after_dropout(self) -> bool:

@@ -11,11 +11,11 @@ to the larger child.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Final
 
+import numba
 import numpy as np
 import numpy.typing as npt
 
@@ -27,7 +27,8 @@ __all__ = ["CRITERION_CODES", "Found", "search"]
 
 PARALLEL_PAIRS: Final = 1024
 """Levels with fewer (node, feature) pairs are searched on one thread; larger ones
-in chunks of nodes on one thread per core (the kernel releases the GIL).
+in chunks of nodes on one thread per kernel thread of the caller (numba's count: every
+core unless ``n_jobs`` set fewer; the kernel releases the GIL).
 
 **Decision (threads, not a parallel kernel):** a numba ``parallel=True`` kernel
 cost 8 s more to compile on the first run, and starting its parallel region
@@ -116,7 +117,7 @@ def search(
         np.ascontiguousarray(min_leaf, np.float64),
         CRITERION_CODES[criterion], float(reg_lambda),
     )  # fmt: skip
-    n_nodes, cores = pair_feature.shape[0], os.cpu_count() or 1
+    n_nodes, cores = pair_feature.shape[0], numba.get_num_threads()
     found = Found.none_yet(n_nodes, parent.shape[1], bool(np.any(is_categorical)))
     out = found.arrays()
     if pair_feature.size < PARALLEL_PAIRS or cores == 1:

@@ -21,7 +21,7 @@ import numpy as np
 
 from fedtrees._random import keyed_rng
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees._validation import MAX_TOTAL_WEIGHT, is_real
+from fedtrees.algorithms._class_weight import class_weight_codes
 from fedtrees.algorithms._one_round import OneRoundStrategy
 from fedtrees.algorithms._onehot import category_counts, expanded_names
 from fedtrees.algorithms._ranges import resolve_ranges
@@ -49,8 +49,6 @@ __all__ = [
 GLOBAL_STREAM: Final = 11
 AUTO_DEPTH: Final = 10
 """Depth of the global tree with ``global_max_depth="auto"`` (:func:`global_limits`)."""
-MAX_CLASS_WEIGHT: Final = MAX_TOTAL_WEIGHT
-"""Largest weight of a class in ``class_weight`` (see the error's reason)."""
 
 
 @dataclass(frozen=True)
@@ -148,37 +146,6 @@ def column_ranges(
     ]
     out: FloatArray = np.vstack(rows)
     return out
-
-
-def class_weight_codes(
-    class_weight: object, classes: tuple[str, ...], owner: str
-) -> tuple[str, FloatArray]:
-    """``(mode, weights)``: None, "balanced", or a dict by label as per-code weights."""
-    if class_weight is None:
-        return "none", np.ones(len(classes))
-    if class_weight == "balanced":
-        return "balanced", np.ones(len(classes))
-    if not isinstance(class_weight, Mapping):
-        raise ValidationError(
-            f"{owner}: class_weight must be None, 'balanced' or a dict "
-            f"{{label: weight}}; got {class_weight!r}."
-        )
-    weights = np.ones(len(classes))
-    for label, weight in class_weight.items():
-        if str(label) not in classes:
-            raise ValidationError(
-                f"{owner}: class_weight names the label {label!r}; the agreed "
-                f"classes are {list(classes)}."
-            )
-        if not (is_real(weight) and 0 < float(weight) <= MAX_CLASS_WEIGHT):
-            raise ValidationError(
-                f"{owner}: class_weight[{label!r}] is {weight!r}; expected a "
-                f"positive number <= {MAX_CLASS_WEIGHT:g} (a client's weighted "
-                "counts, up to its total weight times the class weight, and "
-                "their squares must stay finite float64)."
-            )
-        weights[classes.index(str(label))] = float(weight)
-    return "given", weights
 
 
 class SyntheticStrategy(OneRoundStrategy):
