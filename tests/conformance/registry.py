@@ -117,6 +117,13 @@ ENTRIES: tuple[Entry, ...] = (
         _forest(FedForestClassifier, "quantile"),
         keeps_state=True,
     ),
+    Entry(  # the class-count preamble and the out-of-bag round (issue 42)
+        "FedForestClassifier-params",
+        lambda seed: _forest(FedForestClassifier, "hist")(seed).set_params(
+            class_weight="balanced_subsample", oob_score=True
+        ),
+        keeps_state=True,
+    ),
     Entry(
         "FedForestRegressor-hist",
         _forest(FedForestRegressor, "hist"),

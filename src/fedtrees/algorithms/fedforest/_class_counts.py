@@ -13,10 +13,12 @@ balanced_weights`), which every later request carries in its full form.
 statistic is computed, so the counts take one round of their own before the
 forest's first round (grid or first level); it is a preamble (:class:`Ask`
 ``preamble``): the forest's next request goes out in full form again, carrying
-the weights. Row counts are unweighted, as scikit-learn's (its ``"balanced"``
-ignores ``sample_weight``). What it reveals: each site's row count per class,
-which the first level's root statistics reveal anyway (exactly without the
-bootstrap and sample weights; as a bootstrap draw of them otherwise).
+the weights. ``"balanced"`` counts rows weighted by their sample weights, as
+scikit-learn's forests do (``compute_class_weight(..., sample_weight=...)``;
+row counts without weights); ``"balanced_subsample"`` counts each tree's draws,
+unweighted, as scikit-learn does. What it reveals: each site's (weighted) row
+count per class, which the first level's root statistics reveal anyway
+(exactly without the bootstrap; as a bootstrap draw of them otherwise).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ __all__ = ["ClassCountReply", "ClassCountRequest", "ClassCountStep", "class_coun
 
 @payload("fedforest.class_counts_reply")
 class ClassCountReply(Payload):
-    """Rows per agreed class ``(C,)``; per tree, bootstrap draws ``(B, C)``.
+    """Rows (weighted) per agreed class ``(C,)``; per tree, draws ``(B, C)``.
 
     ``tree_counts`` is ``(0, C)`` when not asked (``per_tree`` False).
     """
@@ -78,7 +80,7 @@ class ClassCountRequest(LevelFields):
             ClassCountReply,
             {
                 "counts": Field.array(
-                    COUNTS, (self.width,), nonnegative=True, rows=True
+                    COUNTS, (self.width,), nonnegative=True, weights=True
                 ),
                 "tree_counts": Field.array(
                     COUNTS, (trees, self.width), nonnegative=True, rows=True
@@ -91,14 +93,14 @@ class ClassCountRequest(LevelFields):
         """Refuse draws that do not add up to the rows in each tree the client is in."""
         if not self.per_tree:
             return
-        rows = float(np.sum(reply.counts))
         drawn = np.asarray(reply.tree_counts, dtype=np.float64).sum(axis=1)
-        want = np.where(np.asarray(self.participation, dtype=bool), rows, 0.0)
-        if not np.array_equal(drawn, want):
+        inside = np.asarray(self.participation, dtype=bool)
+        rows = drawn[inside]
+        if np.any(drawn[~inside] != 0) or np.any(rows != rows.max(initial=0)):
             raise InvalidField(
                 "tree_counts",
-                "must draw, in each tree the client takes part in, as many rows "
-                "as its class counts hold (none in the others)",
+                "must draw as many rows (the client's) in each tree the client "
+                "takes part in, and none in the others",
             )
 
 
@@ -117,7 +119,7 @@ def class_counts(request: ClassCountRequest, data: ClientData) -> ClassCountRepl
     forest = start_state(request)
     codes = data.label_codes(forest.classes)
     width = int(np.asarray(forest.classes).shape[0])
-    counts = np.bincount(codes, minlength=width)
+    counts = np.bincount(codes, weights=data.weights, minlength=width)
     trees = np.zeros((0, width), dtype=np.int64)
     if request.per_tree:
         drawn = bootstrap_counts(forest, data.client_id, data.n_rows)
