@@ -234,12 +234,18 @@ def test_non_finite_candidates_are_refused_by_field() -> None:
 def test_every_request_kind_has_its_handler_registered() -> None:
     """Registration is explicit: the package's HANDLERS, one per request kind,
     are the handlers the client dispatches to."""
-    from fedtrees.algorithms.fedforest import HANDLERS, _hist_payloads, _payloads
+    from fedtrees.algorithms.fedforest import (
+        HANDLERS,
+        _class_counts,
+        _hist_payloads,
+        _oob,
+        _payloads,
+    )
     from fedtrees.federation._client import _HANDLERS
 
     requests = {
         cls.kind
-        for module in (_payloads, _hist_payloads)
+        for module in (_payloads, _hist_payloads, _class_counts, _oob)
         for cls in vars(module).values()
         if isinstance(cls, type)
         and issubclass(cls, _payloads.LevelFields)
