@@ -43,6 +43,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from fedtrees._validation import shown
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation.flower._config import check_site_id, node_config_text
+from fedtrees.federation.flower._sites import flower_home, record_site
 
 __all__ = [
     "app_dir",
@@ -239,7 +240,8 @@ def register_supernode_command(
     """Return the ``flwr supernode register`` command line (JSON output).
 
     ``connection`` is a SuperLink connection of ``$FLWR_HOME/config.toml``
-    (:func:`write_connection`); ``name`` is shown by ``flwr supernode list``.
+    (:func:`write_connection`); Flower keeps ``name`` but ``flwr supernode
+    list`` does not show it (``fedtrees flower sites`` does).
     """
     if not connection:
         raise ValidationError(
@@ -265,7 +267,9 @@ def register_supernode(
 
     Run by the server operator (it uses the Control API of ``connection``). Only
     SuperNodes whose key is registered may join a SuperLink started with
-    ``supernode_auth=True``.
+    ``supernode_auth=True``. The registration (node id, ``name``, key digest)
+    is also recorded in ``$FLWR_HOME`` for :func:`list_sites`, since Flower's
+    own listing does not show the name.
 
     **Decision**: while Flower reports the SuperLink unreachable, the
     registration is tried again (once a second) for up to ``wait`` seconds, so a
@@ -289,6 +293,7 @@ def register_supernode(
         reply, detail = _register_once(path, connection, name, flwr_home, timeout)
         node_id = reply.get("node-id")
         if reply.get("success") and isinstance(node_id, int):
+            record_site(connection, node_id, name, path, flwr_home)
             return node_id
         if _UNREACHABLE not in detail or time.monotonic() >= give_up:
             raise ValidationError(
@@ -470,7 +475,7 @@ def write_connection(
 ) -> Path:
     """Add (or replace) ``[superlink.<name>]`` in ``$FLWR_HOME/config.toml``."""
     _tls_choice(root_certificates, insecure, "write_connection")
-    home = Path(flwr_home or os.environ.get("FLWR_HOME") or Path.home() / ".flwr")
+    home = flower_home(flwr_home)
     home.mkdir(parents=True, exist_ok=True)
     path = home / "config.toml"
     config = tomllib.loads(path.read_text()) if path.exists() else {}
