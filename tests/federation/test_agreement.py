@@ -260,19 +260,3 @@ def test_a_kind_mismatch_advises_for_frames_or_for_site_files() -> None:
         SchemaMismatchError, match=r'categorical="age".*--categorical age.*na-values'
     ):
         agree(replies, "classification", site_files=True)
-
-
-@pytest.mark.hostile("clear_error")
-def test_a_malformed_categories_request_is_refused_naming_the_client() -> None:
-    X = pd.DataFrame({"c": pd.Categorical(["x", "y"])})
-    data = ClientData.build("a", X, [0, 1])
-    bad = CategoriesRequest(
-        np.asarray(["c"]),
-        np.asarray([3], dtype=np.int64),
-        np.asarray([2], dtype=np.int64),
-        np.asarray([0, 0], dtype=np.int64),  # two categories at one position
-    )
-    from fedtrees.federation._agreement import apply_agreed_categories
-
-    with pytest.raises(ValueError, match=r"Client 'a'.*column 'c'.*distinct position"):
-        apply_agreed_categories(bad, data, ClientState())

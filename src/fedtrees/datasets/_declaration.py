@@ -1,7 +1,7 @@
 """A declaration of categories written from data files the user may read.
 
-``fedtrees flower categories FILE.csv ...`` (docs/flower.md, "Declaring the
-categories") reads files by the very rules a site reads its data file
+``fedtrees flower categories FILE.csv ...`` (docs/flower.md, "Sites whose
+categories differ") reads files by the very rules a site reads its data file
 (:func:`~fedtrees.datasets.load_client_file`) and returns, per categorical
 column, the union of the names found, sorted by text: the order the agreement
 gives the same sites' lists (docs/runtime.md), so a run declaring it grows the

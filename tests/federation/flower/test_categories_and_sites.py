@@ -9,6 +9,10 @@ the names ``register`` recorded with Flower's own listing, which shows none.
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -135,3 +139,24 @@ def test_sites_says_when_flower_cannot_list(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match=r"flwr supernode list trial.*no such conn"):
         list_sites("trial", tmp_path, run=failing)
+
+
+def test_the_docs_categories_command_runs_as_written(tmp_path: Path) -> None:
+    page = (Path(__file__).parents[3] / "docs" / "flower.md").read_text()
+    section = page.split("## Sites whose categories differ", 1)[1].split("\n## ", 1)[0]
+    (command,) = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
+    public = tmp_path / "public"
+    public.mkdir()
+    (public / "a.csv").write_text("workclass,age,y\nPrivate,50,no\n?,61,yes\n")
+    (public / "b.csv").write_text("workclass,age,y\nNever-worked,40,no\n")
+    (tmp_path / "job.toml").write_text('job = "fedgbdt"\n')
+    env = dict(
+        os.environ,
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    job = tomllib.loads((tmp_path / "job.toml").read_text())
+    assert json.loads(job["categories"]) == {"workclass": ["Never-worked", "Private"]}
