@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import json
 import os
 import socket
 import subprocess
@@ -43,7 +42,11 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from fedtrees._validation import shown
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation.flower._config import check_site_id, node_config_text
-from fedtrees.federation.flower._sites import flower_home, record_site
+from fedtrees.federation.flower._sites import (
+    first_json_object,
+    flower_home,
+    record_site,
+)
 
 __all__ = [
     "app_dir",
@@ -322,23 +325,11 @@ def _register_once(
         timeout=timeout,
         check=False,
     )
-    reply = _json_object(done.stdout)
+    reply = first_json_object(done.stdout)
     if done.returncode != 0:
         reply = {**reply, "success": False}
     detail = str(reply.get("error-message") or (done.stdout + done.stderr).strip())
     return reply, detail
-
-
-def _json_object(text: str) -> dict[str, object]:
-    """Return the first JSON object printed in ``text`` ({} when there is none)."""
-    start = text.find("{")
-    if start < 0:
-        return {}
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text, start)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _tls_choice(certs: object, insecure: bool, owner: str) -> None:

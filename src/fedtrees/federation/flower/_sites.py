@@ -29,6 +29,7 @@ from fedtrees.exceptions import ValidationError
 __all__ = [
     "SITES_FILE",
     "SiteStatus",
+    "first_json_object",
     "flower_home",
     "list_sites",
     "record_site",
@@ -115,7 +116,7 @@ def list_sites(
     command = ["flwr", "supernode", "list", connection, "--format", "json"]
     env = flower_env(flwr_home)
     output = (run or _run)(command, env)
-    listing = _json(output)
+    listing = first_json_object(output)
     if listing.get("success") is not True or not isinstance(listing.get("nodes"), list):
         raise ValidationError(
             f"list_sites: 'flwr supernode list {connection}' failed: "
@@ -132,10 +133,21 @@ def _run(command: list[str], env: Mapping[str, str]) -> str:
     return done.stdout + ("" if done.returncode == 0 else done.stderr)
 
 
-def _json(text: str) -> dict[str, Any]:
+def first_json_object(text: str) -> dict[str, Any]:
+    r"""Return the first JSON object printed in ``text`` ({} when there is none).
+
+    ``flwr ... --format json`` may print log lines before its JSON.
+
+    Examples
+    --------
+    >>> first_json_object('INFO: x\n{"success": true}')
+    {'success': True}
+    """
     start = text.find("{")
+    if start < 0:
+        return {}
     try:
-        value, _ = json.JSONDecoder().raw_decode(text, max(start, 0))
+        value, _ = json.JSONDecoder().raw_decode(text, start)
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
