@@ -175,9 +175,8 @@ def categories(
     order the sites' agreement takes, so declaring it changes no model. Use
     public metadata (a codebook, a public sample): a declaration is public.
     """
-    from fedtrees.datasets import categories_of_files
-    from fedtrees.datasets._declaration import declaration_text
-    from fedtrees.federation.flower._site_files import csv_declarations
+    from fedtrees.datasets import categories_of_files, declaration_text
+    from fedtrees.federation.flower import csv_declarations
 
     declared = csv_declarations(_csv_config(na_values, categorical))
     wanted = None if columns is None else [c.strip() for c in columns.split(",")]

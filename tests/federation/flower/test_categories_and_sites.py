@@ -29,7 +29,7 @@ from fedtrees.cli import app
 from fedtrees.federation import Federation
 from fedtrees.federation.flower import list_sites, sites_table
 from fedtrees.federation.flower._config import declared_categories
-from fedtrees.federation.flower._sites import SITES_FILE, record_site
+from fedtrees.federation.flower._deploy import SITES_FILE, record_site
 from tests.federation.test_agreement import (
     RARE_COLOUR,
     RARE_WORKCLASS,

@@ -21,7 +21,9 @@ SuperLink then refuses every SuperNode whose key was not registered.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import ipaddress
+import json
 import os
 import socket
 import subprocess
@@ -31,7 +33,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import tomli_w
 from cryptography import x509
@@ -42,18 +44,18 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from fedtrees._validation import shown
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation.flower._config import check_site_id, node_config_text
-from fedtrees.federation.flower._sites import (
-    first_json_object,
-    flower_home,
-    record_site,
-)
 
 __all__ = [
+    "SITES_FILE",
     "app_dir",
+    "first_json_object",
     "flower_env",
+    "flower_home",
     "free_local_port",
     "make_certificates",
     "make_supernode_keys",
+    "read_sites_record",
+    "record_site",
     "register_supernode",
     "register_supernode_command",
     "superlink_command",
@@ -481,3 +483,69 @@ def write_connection(
         superlink["default"] = name
     path.write_text(tomli_w.dumps(config))
     return path
+
+
+# -- which registered site is which (fedtrees.federation.flower._sites) ----------
+SITES_FILE: Final = "fedtrees-sites.json"
+"""The file in ``$FLWR_HOME`` recording every registration's name."""
+
+
+def flower_home(flwr_home: str | Path | None = None) -> Path:
+    """Return Flower's home: ``flwr_home``, else ``$FLWR_HOME``, else ``~/.flwr``."""
+    return Path(flwr_home or os.environ.get("FLWR_HOME") or Path.home() / ".flwr")
+
+
+def record_site(
+    connection: str,
+    node_id: int,
+    name: str | None,
+    public_key: Path,
+    flwr_home: str | Path | None = None,
+) -> Path:
+    """Record a registration (node id -> name and key); return the record's path."""
+    path = flower_home(flwr_home) / SITES_FILE
+    record = read_sites_record(path)
+    record.setdefault(connection, {})[str(node_id)] = {
+        "name": name,
+        "key-file": public_key.name,
+        "key-sha256": hashlib.sha256(public_key.read_bytes()).hexdigest(),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1))
+    return path
+
+
+def read_sites_record(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Return the sites record (connection -> node id -> entry), {} if none."""
+    if not path.is_file():
+        return {}
+    try:
+        record = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ValidationError(
+            f"The sites record {str(path)!r} is not JSON ({exc}); remove it and "
+            "register the sites again."
+        ) from exc
+    if not isinstance(record, dict):
+        raise ValidationError(f"The sites record {str(path)!r} is not a JSON object.")
+    return record
+
+
+def first_json_object(text: str) -> dict[str, Any]:
+    r"""Return the first JSON object printed in ``text`` ({} when there is none).
+
+    ``flwr ... --format json`` may print log lines before its JSON.
+
+    Examples
+    --------
+    >>> first_json_object('INFO: x\n{"success": true}')
+    {'success': True}
+    """
+    start = text.find("{")
+    if start < 0:
+        return {}
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -5,7 +5,8 @@
 operator cannot tell which hospital is offline. So
 :func:`~fedtrees.federation.flower.register_supernode` also records every
 registration in ``$FLWR_HOME/fedtrees-sites.json`` (connection -> node id ->
-name, key file and the SHA-256 of the public key), and :func:`list_sites` joins
+name, key file and the SHA-256 of the public key;
+:func:`~fedtrees.federation.flower._deploy.record_site`), and :func:`list_sites` joins
 that record with ``flwr supernode list --format json``: each site's name, node
 id, status (``online``, ``offline``, ``registered``, ``unregistered``) and key
 digest (``fedtrees flower sites CONNECTION``). A node registered some other way
@@ -15,29 +16,26 @@ is listed with no name. The record lives with the connection, in the operator's
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from fedtrees.exceptions import ValidationError
+from fedtrees.federation.flower._deploy import (
+    SITES_FILE,
+    first_json_object,
+    flower_env,
+    flower_home,
+    read_sites_record,
+)
 
 __all__ = [
-    "SITES_FILE",
     "SiteStatus",
-    "first_json_object",
-    "flower_home",
     "list_sites",
-    "record_site",
     "sites_table",
 ]
-
-SITES_FILE: Final = "fedtrees-sites.json"
-"""The file in ``$FLWR_HOME`` recording every registration's name."""
 
 Runner = Callable[[list[str], Mapping[str, str]], str]
 """(command, environment) -> its standard output (``flwr`` commands)."""
@@ -52,46 +50,6 @@ class SiteStatus:
     status: str
     since: str
     key_sha256: str | None
-
-
-def flower_home(flwr_home: str | Path | None = None) -> Path:
-    """Return Flower's home: ``flwr_home``, else ``$FLWR_HOME``, else ``~/.flwr``."""
-    return Path(flwr_home or os.environ.get("FLWR_HOME") or Path.home() / ".flwr")
-
-
-def record_site(
-    connection: str,
-    node_id: int,
-    name: str | None,
-    public_key: Path,
-    flwr_home: str | Path | None = None,
-) -> Path:
-    """Record a registration (node id -> name and key); return the record's path."""
-    path = flower_home(flwr_home) / SITES_FILE
-    record = _read(path)
-    record.setdefault(connection, {})[str(node_id)] = {
-        "name": name,
-        "key-file": public_key.name,
-        "key-sha256": hashlib.sha256(public_key.read_bytes()).hexdigest(),
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1))
-    return path
-
-
-def _read(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    if not path.is_file():
-        return {}
-    try:
-        record = json.loads(path.read_text())
-    except ValueError as exc:
-        raise ValidationError(
-            f"The sites record {str(path)!r} is not JSON ({exc}); remove it and "
-            "register the sites again."
-        ) from exc
-    if not isinstance(record, dict):
-        raise ValidationError(f"The sites record {str(path)!r} is not a JSON object.")
-    return record
 
 
 def list_sites(
@@ -111,8 +69,6 @@ def list_sites(
     ValidationError
         Flower's listing failed (its message is included).
     """
-    from fedtrees.federation.flower._deploy import flower_env
-
     command = ["flwr", "supernode", "list", connection, "--format", "json"]
     env = flower_env(flwr_home)
     output = (run or _run)(command, env)
@@ -122,7 +78,7 @@ def list_sites(
             f"list_sites: 'flwr supernode list {connection}' failed: "
             f"{str(listing.get('error-message') or output)[-1000:]}"
         )
-    known = _read(flower_home(flwr_home) / SITES_FILE).get(connection, {})
+    known = read_sites_record(flower_home(flwr_home) / SITES_FILE).get(connection, {})
     return [_status(node, known) for node in listing["nodes"]]
 
 
@@ -131,26 +87,6 @@ def _run(command: list[str], env: Mapping[str, str]) -> str:
         command, env=dict(env), capture_output=True, text=True, timeout=120, check=False
     )
     return done.stdout + ("" if done.returncode == 0 else done.stderr)
-
-
-def first_json_object(text: str) -> dict[str, Any]:
-    r"""Return the first JSON object printed in ``text`` ({} when there is none).
-
-    ``flwr ... --format json`` may print log lines before its JSON.
-
-    Examples
-    --------
-    >>> first_json_object('INFO: x\n{"success": true}')
-    {'success': True}
-    """
-    start = text.find("{")
-    if start < 0:
-        return {}
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text, start)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _status(node: Mapping[str, Any], known: Mapping[str, Any]) -> SiteStatus:
