@@ -71,6 +71,7 @@ FAMILIES = (
     "_sweep_round4_jobs",
     "_sweep_round4_protocol",
     "_sweep_round4_fedga",
+    "_sweep_category_union",
 )
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "MAX_TOTAL_WEIGHT",
     "MIN_EPSILON",
     "SHOWN_CHARS",
+    "check_bool",
     "check_choice",
     "check_class_labels",
     "check_client_id",
@@ -403,6 +404,21 @@ def check_choice(value: object, name: str, owner: str, choices: Sequence[str]) -
     if not isinstance(value, str) or value not in choices:
         options = ", ".join(repr(c) for c in choices)
         raise invalid(name, owner, f"one of {options}", value)
+    return value
+
+
+def check_bool(value: object, name: str, owner: str) -> bool:
+    """Return ``value`` if it is a bool (numpy bools included).
+
+    Examples
+    --------
+    >>> check_bool(1, "secure", "f")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedtrees.exceptions.ValidationError: The 'secure' parameter of f must be a bool...
+    """
+    if not isinstance(value, bool):
+        raise invalid(name, owner, "a bool", value)
     return value
 
 

@@ -69,17 +69,17 @@ def test_schema_mismatch_names_client_and_column(
         fed.run(NullStrategy(), task="classification")
 
 
-def test_category_lists_must_match() -> None:
-    low = pd.Categorical(["x"], categories=["x", "y"])
+def test_differing_category_lists_agree_on_their_sorted_union() -> None:
+    # Once refused ("declare the same categories everywhere"): now the union, as
+    # fit on the pooled rows (tests/federation/test_agreement.py).
+    low = pd.Categorical(["x"], categories=["y", "x"])
     high = pd.Categorical(["x"], categories=["x", "z"])
     fed = Federation.from_clients(
         {"a": (_frame(c=low), [0]), "b": (_frame(c=high), [1])}
     )
-    with pytest.raises(
-        SchemaMismatchError,
-        match=r"Column 'c' has categories \['x', 'z'\] at client 'b'",
-    ):
-        fed.run(NullStrategy(), task="classification")
+    schema = fed.run(NullStrategy(), task="classification").info.schema
+    assert schema.categories == (("x", "y", "z"),)
+    assert schema.agreed_columns == ("c",)
 
 
 def test_label_types_must_match() -> None:

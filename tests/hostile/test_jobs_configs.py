@@ -185,6 +185,7 @@ RUN_CONFIG_OK: dict[str, Any] = {
     "max-message-bytes": 2**20,
     "categories": '{"ward": ["a", "b"]}',
     "classes": '["no", "yes"]',
+    "require-declared-categories": False,
 }
 BAD_RUN_CONFIG: dict[str, list[object]] = {
     "job": ["", 5],
@@ -197,6 +198,7 @@ BAD_RUN_CONFIG: dict[str, list[object]] = {
     "max-message-bytes": [True, 0, 2.5, "1"],
     "categories": ["[" * 100_000, "[1]", '{"ward": "a"}', 5],
     "classes": ["[" * 100_000, "{}", "[[1]]", 5],
+    "require-declared-categories": ["true", 1, 0.0],
 }
 """Bad values for every run config key (a new key needs some here)."""
 
@@ -298,6 +300,7 @@ BAD_NODE_CONFIG: dict[str, object] = {
     "noise-sampler": "gaussian",
     "na-values": 5,
     "categorical": "a,,b",
+    "report-categories": "no",
 }
 """A bad value for every node config key (a new key needs one here)."""
 

@@ -25,6 +25,7 @@ from typing import Final
 
 from fedtrees._validation import (
     MAX_GRID,
+    check_bool,
     check_float,
     check_int,
     check_size,
@@ -112,13 +113,6 @@ class Amount:
     def as_sklearn(self) -> int | float:
         """Return the value as scikit-learn takes it (int rows or float fraction)."""
         return self.value if self.fraction else int(self.value)
-
-
-def check_bool(value: object, name: str, owner: str) -> bool:
-    """Return ``value`` if it is a bool (numpy bools included)."""
-    if not isinstance(value, bool):
-        raise invalid(name, owner, "a bool", value)
-    return value
 
 
 def check_n_jobs(value: object, owner: str) -> int | None:

@@ -96,7 +96,8 @@ def register(
         str, typer.Argument(help="The SuperLink connection (see 'connection').")
     ],
     name: Annotated[
-        str | None, typer.Option(help="Name shown by 'flwr supernode list'.")
+        str | None,
+        typer.Option(help="The site's name, shown by 'fedtrees flower sites'."),
     ] = None,
     flwr_home: Annotated[
         Path | None, typer.Option(help="Flower's home (default $FLWR_HOME, ~/.flwr).")
@@ -114,6 +115,82 @@ def register(
     except ValueError as exc:
         raise typer.BadParameter(cli_words(str(exc))) from exc
     Console().print(f"Registered {public_key.name} as SuperNode {node_id}.")
+
+
+@flower_app.command()
+def sites(
+    connection: Annotated[
+        str, typer.Argument(help="The SuperLink connection (see 'connection').")
+    ],
+    flwr_home: Annotated[
+        Path | None, typer.Option(help="Flower's home (default $FLWR_HOME, ~/.flwr).")
+    ] = None,
+) -> None:
+    """List the registered sites: name, node id, online or not (server side).
+
+    Names come from 'fedtrees flower register --name' (recorded in Flower's
+    home), statuses from 'flwr supernode list', which does not show names.
+    """
+    flower = _flower()
+    try:
+        found = flower.list_sites(connection, flwr_home)
+    except ValueError as exc:
+        raise typer.BadParameter(cli_words(str(exc))) from exc
+    typer.echo(flower.sites_table(found))
+
+
+@flower_app.command()
+def categories(
+    files: Annotated[
+        list[Path], typer.Argument(help="Data files read as a site reads its own.")
+    ],
+    columns: Annotated[
+        str | None,
+        typer.Option(
+            help="Only these columns, comma-separated (default: every "
+            "categorical column)."
+        ),
+    ] = None,
+    target: Annotated[
+        str | None, typer.Option(help="Target column of the CSV files.")
+    ] = None,
+    na_values: Annotated[
+        str | None,
+        typer.Option(
+            help="The files' missing tokens besides the empty cell, "
+            "comma-separated (e.g. '?')."
+        ),
+    ] = None,
+    categorical: Annotated[
+        str | None,
+        typer.Option(help="Columns to read as categories, comma-separated."),
+    ] = None,
+    toml: Annotated[
+        bool, typer.Option("--toml", help="Print a job.toml line: categories = ...")
+    ] = False,
+) -> None:
+    """Print the declaration of categories of public files (JSON: column -> names).
+
+    Each column's names are the union found in the files, sorted by text: the
+    order the sites' agreement takes, so declaring it changes no model. Use
+    public metadata (a codebook, a public sample): a declaration is public.
+    """
+    from fedtrees.datasets import categories_of_files, declaration_text
+    from fedtrees.federation.flower import csv_declarations
+
+    declared = csv_declarations(_csv_config(na_values, categorical))
+    wanted = None if columns is None else [c.strip() for c in columns.split(",")]
+    try:
+        found = categories_of_files(
+            files,
+            target,
+            na_values=declared.na_values,
+            categorical=declared.categorical,
+            columns=[c for c in wanted if c] if wanted is not None else None,
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(cli_words(str(exc))) from exc
+    typer.echo(declaration_text(found, toml=toml))
 
 
 @flower_app.command()

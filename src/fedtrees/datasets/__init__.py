@@ -15,6 +15,7 @@ from fedtrees.datasets import partition, synthetic
 from fedtrees.datasets._bundled import verify_bundled
 from fedtrees.datasets._client_files import load_client_file, save_client_file
 from fedtrees.datasets._dataset import Dataset, FeatureKind
+from fedtrees.datasets._declaration import categories_of_files, declaration_text
 from fedtrees.datasets._fedga import FEDGA_DATASETS, load_fedga
 from fedtrees.datasets._hugadb import ACTIVITIES, load_hugadb
 from fedtrees.datasets._registry import BUNDLED, available, load
@@ -31,6 +32,8 @@ __all__ = [
     "Dataset",
     "FeatureKind",
     "available",
+    "categories_of_files",
+    "declaration_text",
     "load",
     "load_client_file",
     "load_fedga",

@@ -16,6 +16,15 @@ client for the whole federation, and round 0 of every run replaces it), not in
 the per-run :class:`~fedtrees.federation.ClientState`, which is a cache that may
 be lost; on Flower a new ClientData is loaded for every message, so the ClientApp
 applies the run config's declaration to each one.
+
+**Agreed categories** (docs/runtime.md, "Sites whose categories differ"). When
+the sites' category lists of an undeclared column differ, the server agrees on
+their sorted union and tells each site whose list differs only *where its own
+categories sit* in it (:meth:`ClientData.agree_categories`: the union's size and
+one position per own category), never the other sites' names. From then on the
+site's codes of that column index the union, exactly as a declaration's would.
+It is kept like a declaration (on the ClientData in process; on Flower the site
+keeps it with its run state, :mod:`fedtrees.federation._agreement`).
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from fedtrees.federation._values import (
 )
 
 __all__ = [
+    "AgreedCoding",
     "ClientData",
     "DeclaredCategories",
     "FeatureKind",
@@ -127,6 +137,18 @@ def _check_cell_types(series: pd.Series, column: str, owner: str) -> None:
             )
 
 
+@dataclass(frozen=True, eq=False)
+class AgreedCoding:
+    """Where a site's own categories of a column sit in the agreed union.
+
+    ``size``: the union's number of categories; ``positions[i]``: the union
+    position of the site's i-th own category (its dtype's order).
+    """
+
+    size: int
+    positions: IntArray
+
+
 def _declared_codes(series: pd.Series, names: tuple[str, ...]) -> IntArray:
     """Each row's index in ``names`` (:func:`category_positions`); -1 if absent."""
     position = category_positions(list(series.cat.categories), names)
@@ -151,7 +173,17 @@ class ClientData:
     weights: FloatArray | None = None
     budget: SiteBudget | None = None
     noise: SiteNoise = field(default_factory=SiteNoise)
+    reports_categories: bool = True
+    """False: the site never sends a category name (its own setting; on Flower
+    the node config's ``report-categories``): an undeclared categorical column
+    fails the agreement, naming the site and the column."""
+    from_file: bool = False
+    """The rows come from a site data file (a Flower site): errors advise the
+    run config and node config keys rather than pandas dtypes."""
     _declared: DeclaredCategories = field(default_factory=dict, init=False, repr=False)
+    _agreed: dict[str, AgreedCoding] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     @classmethod
     def build(
@@ -163,11 +195,14 @@ class ClientData:
         *,
         budget: SiteBudget | None = None,
         noise: SiteNoise | None = None,
+        reports_categories: bool = True,
+        from_file: bool = False,
     ) -> ClientData:
         """Validate and normalise one client's data (``weights``: per-row, >= 0).
 
         ``budget``: the site's privacy budget (:meth:`charge_privacy`);
-        ``noise``: its noise source (default: fresh OS entropy, numpy sampler).
+        ``noise``: its noise source (default: fresh OS entropy, numpy sampler);
+        ``reports_categories`` and ``from_file``: see the attributes.
         """
         name = str(client_id)
         frame = as_frame(X, f"client {name!r}")
@@ -200,6 +235,8 @@ class ClientData:
             else check_sample_weight(weights, frame.shape[0], f"client {name!r}"),
             budget,
             SiteNoise() if noise is None else noise,
+            reports_categories,
+            from_file,
         )
 
     def charge_privacy(self, epsilon: float, request: str) -> None:
@@ -230,8 +267,16 @@ class ClientData:
         """
         if self.noise.seed is None:  # fresh entropy: no key to derive
             return self.noise.generator(b"")
-        key = release_key(self.client_id, self._rows_digest, self._declared, request)
+        key = release_key(self.client_id, self._rows_digest, self._coding(), request)
         return self.noise.generator(key)
+
+    def _coding(self) -> DeclaredCategories:
+        """Return the declared names and agreed positions that set the codes."""
+        agreed = {
+            column: (f"agreed:{coding.size}", *map(str, coding.positions.tolist()))
+            for column, coding in self._agreed.items()
+        }
+        return {**self._declared, **agreed}
 
     @cached_property
     def _rows_digest(self) -> bytes:
@@ -257,20 +302,74 @@ class ClientData:
     def categories(self) -> tuple[tuple[str, ...] | None, ...]:
         """Category names of every categorical column (None for numeric ones).
 
-        A declared column has the declared names; the others, the names of the
+        A declared column has the declared names; an agreed one as many names
+        as the agreed union, this site's own at their positions and ``""`` for
+        the others (the site does not know them); the others, the names of the
         local dtype's categories.
         """
         return tuple(
-            self._declared.get(str(c), tuple(str(v) for v in self.X[c].cat.categories))
-            if kind == "categorical"
-            else None
+            self._column_categories(str(c)) if kind == "categorical" else None
             for c, kind in zip(self.X.columns, self.feature_kinds, strict=True)
         )
+
+    def _column_categories(self, column: str) -> tuple[str, ...]:
+        own = tuple(str(v) for v in self.X[column].cat.categories)
+        coding = self._agreed.get(column)
+        if coding is not None:
+            names = [""] * coding.size
+            for name, position in zip(own, coding.positions.tolist(), strict=True):
+                names[position] = name
+            return tuple(names)
+        return self._declared.get(column, own)
 
     @property
     def declared_columns(self) -> tuple[str, ...]:
         """The columns whose categories the current run declared."""
         return tuple(self._declared)
+
+    def agree_categories(self, agreed: Mapping[str, AgreedCoding]) -> None:
+        """Code the ``agreed`` columns by their agreed union from now on.
+
+        ``agreed[column]`` gives the size of the union and, for each of this
+        site's own categories of the column (in its dtype's order), its
+        position in the union (module docstring). It adds to the run's
+        declaration; :meth:`declare_categories` (round 0 of every run) forgets
+        it.
+
+        Raises
+        ------
+        ValidationError
+            Naming this client and the column: not a categorical column here,
+            a declared one, or positions that are not one distinct position in
+            ``[0, size)`` per own category (a malformed request).
+        """
+        checked = {
+            column: self._checked_coding(str(column), coding)
+            for column, coding in agreed.items()
+        }
+        self._agreed.update(checked)
+        self.__dict__.pop("matrix", None)  # recompute the codes in the new order
+
+    def _checked_coding(self, column: str, coding: AgreedCoding) -> AgreedCoding:
+        where = f"Client {self.client_id!r}: the agreed categories of column {column!r}"
+        if column not in self.X.columns or not isinstance(
+            self.X[column].dtype, pd.CategoricalDtype
+        ):
+            raise ValidationError(f"{where} name a column not categorical here.")
+        if column in self._declared:
+            raise ValidationError(f"{where} name a declared column.")
+        own = len(self.X[column].cat.categories)
+        positions = coding.positions
+        if (
+            positions.shape != (own,)
+            or np.unique(positions).shape[0] != own
+            or (own and (positions.min() < 0 or positions.max() >= coding.size))
+        ):
+            raise ValidationError(
+                f"{where} must give one distinct position in [0, {coding.size}) per "
+                "category of this client (a malformed request)."
+            )
+        return coding
 
     def declare_categories(self, categories: Mapping[str, Sequence[str]]) -> None:
         """Compute on the declared categories from now on (replacing any earlier).
@@ -297,6 +396,7 @@ class ClientData:
         }
         self._declared.clear()
         self._declared.update(checked)
+        self._agreed.clear()
         self.__dict__.pop("matrix", None)  # recompute the codes in the new order
 
     def _checked_declaration(
@@ -333,18 +433,25 @@ class ClientData:
         for column, kind in zip(self.X.columns, self.feature_kinds, strict=True):
             series = self.X[column]
             if kind == "categorical":
-                names = self._declared.get(str(column))
-                codes = (
-                    series.cat.codes.to_numpy()
-                    if names is None
-                    else _declared_codes(series, names)
-                ).astype(np.float64)
+                codes = self._codes(str(column), series).astype(np.float64)
                 columns.append(np.where(codes < 0, np.nan, codes))
             else:
                 columns.append(
                     pd.to_numeric(series, errors="coerce").to_numpy(np.float64)
                 )
         return np.column_stack(columns) if columns else np.zeros((self.n_rows, 0))
+
+    def _codes(self, column: str, series: pd.Series) -> IntArray:
+        """Return a categorical column's codes: declared, agreed or local (-1: NaN)."""
+        names = self._declared.get(column)
+        if names is not None:
+            return _declared_codes(series, names)
+        local: IntArray = series.cat.codes.to_numpy().astype(np.int64)
+        coding = self._agreed.get(column)
+        if coding is None:
+            return local
+        table: IntArray = np.append(coding.positions, -1).astype(np.int64)
+        return table[local]  # code -1 (missing) -> -1
 
     def finite_matrix(self) -> FloatArray:
         """Return the matrix, or raise naming the first column with NaN or inf."""

@@ -27,6 +27,7 @@ from fedtrees.exceptions import (
     RemoteProtocolError,
     ValidationError,
 )
+from fedtrees.federation._agreement import coding_requests
 from fedtrees.federation._checks import InvalidField, as_reply, check_reply
 from fedtrees.federation._codec import MAX_MESSAGE_BYTES, decode, encode_broadcast
 from fedtrees.federation._ledger import Ledger, MeteredTransport, join_recordings
@@ -217,6 +218,7 @@ def run(
     categories: Mapping[str, Sequence[str]] | None = None,
     classes: Sequence[object] | None = None,
     secure: bool = False,
+    require_declared_categories: bool = False,
 ) -> RunResult:
     """Run ``strategy`` over ``transport``: the opening agreement, then its rounds.
 
@@ -256,6 +258,12 @@ def run(
         invalid key, or two clients with the same key, is refused naming the
         client. A strategy whose ``secure_aggregation`` attribute is true
         turns it on.
+    require_declared_categories : bool
+        Every categorical column must be declared in ``categories``: no client
+        sends a category name, and one holding an undeclared categorical column
+        fails the agreement, naming itself and the column (never a value).
+        Without it, clients whose category lists of a column differ agree on
+        their union (:mod:`fedtrees.federation._agreement`).
 
     Raises
     ------
@@ -283,6 +291,7 @@ def run(
         return _run(
             strategy, transport, task, timeout, min_clients, tuple(callbacks), ledger,
             max_rounds, max_message_bytes, categories, classes, secure,
+            bool(require_declared_categories),
         )  # fmt: skip
 
 
@@ -299,6 +308,7 @@ def _run(
     categories: Mapping[str, Sequence[str]] | None,
     classes: Sequence[object] | None,
     secure: bool,
+    require_declared: bool = False,
 ) -> RunResult:
     """Run the body of :func:`run`: its arguments checked, its transport held."""
     ledger = join_recordings(ledger if ledger is not None else Ledger())
@@ -313,24 +323,36 @@ def _run(
         )
     report = _Reporter(callbacks, strategy, ledger)
     secure = secure or bool(getattr(strategy, "secure_aggregation", False))
-    request = SchemaRequest.declaring(task, categories, classes, secure=secure)
+    request = SchemaRequest.declaring(
+        task, categories, classes, secure=secure, require_declared=require_declared
+    )
     agreement = loop.round(0, RoundPlan.broadcast(request, clients))
     schema_replies = {
         c: r for c, r in agreement.replies.items() if isinstance(r, SchemaReply)
     }
+    schema = agree(
+        schema_replies,
+        task,
+        request.declared(),
+        request.declared_class_labels(),
+        site_files=bool(getattr(transport, "site_files", False)),
+    )
     info = FederationInfo(
         tuple(sorted(schema_replies)),
-        agree(
-            schema_replies, task, request.declared(), request.declared_class_labels()
-        ),
+        schema,
         {c: r.row_bound for c, r in sorted(schema_replies.items())},
         {c: r.weight_bound for c, r in sorted(schema_replies.items())},
         _public_keys(schema_replies) if secure else {},
     )
+    coding = coding_requests(schema_replies, schema)
+    # Still round 0: sites whose lists differ learn where theirs sit in the union.
+    recoded = loop.round(0, RoundPlan(coding)) if coding else None
     loop.bounds = (dict(info.row_bounds), dict(info.weight_bounds))
     strategy.start(info)
     _check_round_limit(strategy, max_rounds)
     report(agreement)
+    if recoded is not None:
+        report(recoded)
     round_ = 0
     while (plan := strategy.plan_round(round_ + 1)) is not None:
         if round_ == max_rounds:  # never a run cut short without a word

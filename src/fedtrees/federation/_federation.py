@@ -35,7 +35,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from fedtrees._validation import check_client_id, check_int, label_array, shown
+from fedtrees._validation import (
+    check_bool,
+    check_client_id,
+    check_int,
+    label_array,
+    shown,
+)
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation._budget import BudgetStore, MemoryBudgetStore, SiteBudget
 from fedtrees.federation._budget_file import BudgetFile
@@ -77,6 +83,12 @@ class Federation:
     agreement (:func:`fedtrees.federation.run`). ``classes`` declares the class
     labels likewise: no client sends its label set (classification).
 
+    Undeclared categorical columns whose lists differ between clients agree on
+    their union, sorted by text (docs/runtime.md); with
+    ``require_declared_categories=True`` every categorical column must be
+    declared instead, and a client holding an undeclared one fails the
+    agreement, naming itself and the column, never a value.
+
     ``max_message_bytes`` is the longest reply the server accepts from a client,
     in bytes, checked before decoding (default 128 MiB); every run on this
     federation uses it unless :meth:`run` is given another.
@@ -89,9 +101,13 @@ class Federation:
         categories: Mapping[str, Sequence[str]] | None = None,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
         classes: Sequence[object] | None = None,
+        require_declared_categories: bool = False,
     ) -> None:
         self.transport = transport
         self.categories: DeclaredCategories = check_categories(categories, "Federation")
+        self.require_declared_categories = check_bool(
+            require_declared_categories, "require_declared_categories", "Federation"
+        )
         self.classes = check_classes(classes, "Federation")
         self.max_message_bytes = check_int(
             max_message_bytes, "max_message_bytes", "Federation", min_value=1
@@ -138,6 +154,7 @@ class Federation:
         privacy_ledger: str | os.PathLike[str] | None = None,
         noise_seed: int | None = None,
         noise_sampler: str = "numpy",
+        require_declared_categories: bool = False,
     ) -> Federation:
         """Build one in-process client per distinct value of ``groups``.
 
@@ -218,6 +235,7 @@ class Federation:
             InProcessTransport(clients, workers=workers, faults=faults),
             categories=declared,
             max_message_bytes=max_message_bytes,
+            require_declared_categories=require_declared_categories,
         )
 
     @classmethod
@@ -234,6 +252,7 @@ class Federation:
         privacy_ledger: str | os.PathLike[str] | None = None,
         noise_seed: int | None = None,
         noise_sampler: str = "numpy",
+        require_declared_categories: bool = False,
     ) -> Federation:
         """Build one in-process client per ``(X, y)``.
 
@@ -245,7 +264,10 @@ class Federation:
         mapping's keys; keys that collide once written as strings (``1`` and
         ``"1"``) are refused, as in :meth:`from_groups`.
         ``categories`` is the declaration its runs send (its columns must be
-        columns of some client; each client checks its own at the agreement).
+        columns of some client; each client checks its own at the agreement);
+        clients whose other categorical columns hold other categories agree on
+        their union, unless ``require_declared_categories`` (see
+        :class:`Federation`).
         """
         keys = list(clients) if isinstance(clients, Mapping) else range(len(clients))
         values = list(clients.values() if isinstance(clients, Mapping) else clients)
@@ -275,6 +297,7 @@ class Federation:
             InProcessTransport(data, workers=workers, faults=faults),
             categories=declared,
             max_message_bytes=max_message_bytes,
+            require_declared_categories=require_declared_categories,
         )
 
     def run(
@@ -302,6 +325,7 @@ class Federation:
             ledger=ledger,
             categories=self.categories,
             classes=self.classes,
+            require_declared_categories=self.require_declared_categories,
             max_message_bytes=self.max_message_bytes
             if max_message_bytes is None
             else max_message_bytes,

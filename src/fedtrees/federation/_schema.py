@@ -48,6 +48,22 @@ does. A label set its type cannot hold — text or ``"1.0"`` under ``"int"``,
 ``"nan"`` or ``"inf"`` under ``"float"``, a repeated label — is that client's
 malformed reply (field ``labels``), refused before any class is agreed
 (:func:`fedtrees.federation._values.label_text_problem`).
+
+**Sites whose categories differ** (docs/runtime.md): an undeclared categorical
+column whose lists are equal at every client keeps that list (its order
+included). Where they differ — a rare value at one site only — the server
+agrees on their **union, sorted by text** (the order ``pandas.Categorical``
+gives the pooled texts, so the order ``fit`` in process gives the same files'
+rows), and each client whose list differs from it is told where its own
+categories sit in the union (:mod:`fedtrees.federation._agreement`) before any
+statistic is computed. :attr:`Schema.agreed_columns` names those columns.
+
+**Requiring declared categories** (``run(..., require_declared_categories=
+True)``; run config ``require-declared-categories``): the request says so
+(``require_declared``) and every client refuses, naming itself and the column,
+never a value, to report the categories of an undeclared categorical column;
+a site may refuse it for itself too (``ClientData.reports_categories``; on
+Flower the node config's ``report-categories = false``).
 """
 
 from __future__ import annotations
@@ -135,6 +151,8 @@ class SchemaRequest(Payload):
     classes_declared: bool = False
     declared_classes: np.ndarray = field(default_factory=_no_strings)
     secure: bool = False
+    require_declared: bool = False
+    """Every categorical column must be declared: clients send no category."""
 
     @classmethod
     def declaring(
@@ -144,11 +162,13 @@ class SchemaRequest(Payload):
         classes: Sequence[object] | None = None,
         *,
         secure: bool = False,
+        require_declared: bool = False,
     ) -> SchemaRequest:
         """Return the request of ``task`` declaring ``categories`` and ``classes``.
 
         ``categories``: column -> category names; ``classes``: the class labels
-        (classification only).
+        (classification only); ``require_declared``: every categorical column
+        must be among ``categories`` (module docstring).
 
         Raises
         ------
@@ -169,6 +189,7 @@ class SchemaRequest(Payload):
             labels is not None,
             np.asarray(labels or (), dtype=str).reshape(-1),
             secure,
+            bool(require_declared),
         )
 
     def declared_class_labels(self) -> tuple[str, ...] | None:
@@ -224,21 +245,27 @@ class SchemaRequest(Payload):
             check=_check_declared(
                 self.declared_columns.tolist(),
                 self.task == "classification" and not self.classes_declared,
+                self.require_declared,
             ),
         )
 
 
 def _check_declared(
-    declared: list[str], needs_labels: bool
+    declared: list[str], needs_labels: bool, require_declared: bool = False
 ) -> Callable[[SchemaReply], None]:
     """Check the reply, and that declared columns are categorical with no values.
 
     ``needs_labels``: classification without declared classes, where a client
-    (it has rows) holds at least one label.
+    (it has rows) holds at least one label. ``require_declared``: the reply
+    lists no category at all.
     """
 
     def check(reply: SchemaReply) -> None:
         _consistent(reply)
+        if require_declared and reply.categories.shape[0]:
+            raise InvalidField(
+                "categories", "are listed though the run requires declared categories"
+            )
         if needs_labels and reply.labels.shape[0] == 0:
             raise InvalidField("labels", "is empty; a client with rows has labels")
         names = reply.feature_names.tolist()
@@ -325,6 +352,7 @@ def report_schema(
         )
     data.declare_categories(request.declared())
     declared = set(data.declared_columns)
+    _refuse_undeclared(data, declared, request.require_declared)
     categories = [
         None if str(column) in declared else entry
         for column, entry in zip(data.X.columns, data.categories, strict=True)
@@ -363,6 +391,60 @@ def report_schema(
     )
 
 
+def _refuse_undeclared(data: ClientData, declared: set[str], required: bool) -> None:
+    """Refuse to report an undeclared categorical column's names, if told to.
+
+    ``required``: the run requires declared categories; else the site's own
+    setting (:attr:`ClientData.reports_categories`) decides. The error names
+    the client and the column, never a value (it travels).
+    """
+    if not required and data.reports_categories:
+        return
+    undeclared = [
+        str(column)
+        for column, kind in zip(data.X.columns, data.feature_kinds, strict=True)
+        if kind == "categorical" and str(column) not in declared
+    ]
+    if not undeclared:
+        return
+    why = (
+        "this run requires declared categories (require_declared_categories)"
+        if required
+        else "this site reports no category names (its own setting: "
+        + (
+            "node config report-categories = false"
+            if data.from_file
+            else "reports_categories=False"
+        )
+        + ")"
+    )
+    raise ValidationError(
+        f"Client {data.client_id!r}: column {undeclared[0]!r} is categorical and "
+        f"its categories are not declared; {why}, so none of its names is sent. "
+        f"{declare_advice(undeclared[0], data.from_file)}"
+    )
+
+
+def declare_advice(column: str, site_files: bool) -> str:
+    """Say how to declare the categories of ``column``, for files or for frames.
+
+    Examples
+    --------
+    >>> declare_advice("ward", site_files=False).startswith("Declare them: Federation")
+    True
+    """
+    if site_files:
+        return (
+            "Declare them in the run config (job.toml): categories = "
+            f'\'{{"{column}": ["A", "B"]}}\', which \'fedtrees flower categories '
+            "FILE.csv ... --toml' writes from public files."
+        )
+    return (
+        f"Declare them: Federation.from_clients(..., categories={{{column!r}: "
+        "[...]}) (or fedtrees.federation.run(..., categories=...))."
+    )
+
+
 def _label_type(values: npt.NDArray[np.generic]) -> str:
     kind = values.dtype.kind
     if kind == "b":
@@ -380,6 +462,8 @@ class Schema:
 
     ``declared_columns``: the categorical columns whose categories the run
     declared (their ``categories`` are the declared lists; no client sent them).
+    ``agreed_columns``: the undeclared ones whose lists differed between clients
+    (their ``categories`` are the sorted union; module docstring).
     """
 
     feature_names: tuple[str, ...]
@@ -389,6 +473,7 @@ class Schema:
     classes: tuple[str, ...]
     label_type: str
     declared_columns: tuple[str, ...] = ()
+    agreed_columns: tuple[str, ...] = ()
 
     @property
     def n_features(self) -> int:
@@ -401,13 +486,19 @@ def agree(
     task: Task,
     categories: Mapping[str, Sequence[str]] | None = None,
     classes: Sequence[object] | None = None,
+    *,
+    site_files: bool = False,
 ) -> Schema:
     """Server side: check that all schemas match; agree on the sorted label union.
 
     ``categories`` is the run's declaration (column -> names): those columns get
-    the declared lists (the replies carry none of them). ``classes``, if
+    the declared lists (the replies carry none of them). An undeclared
+    categorical column gets the clients' list where they all send the same,
+    else their union sorted by text (module docstring). ``classes``, if
     declared, replace the union of the clients' labels; either way the classes
     are sorted as the label type orders them (numbers by value).
+    ``site_files``: the clients are sites serving data files (Flower), so an
+    error's advice names their settings rather than pandas dtypes.
 
     Raises
     ------
@@ -418,11 +509,13 @@ def agree(
     declared = check_categories(categories, "agree")
     ordered = sorted(replies)
     reference_client = ordered[0]
-    reference = _columns(replies[reference_client], declared)
+    columns = {c: _columns(replies[c], declared) for c in ordered}
+    reference = columns[reference_client]
     for client in ordered[1:]:
-        _compare(
-            reference_client, reference, client, _columns(replies[client], declared)
-        )
+        _compare(reference_client, reference, client, columns[client], site_files)
+    agreed_lists = _agreed_categories(
+        reference[0], [columns[c][2] for c in ordered], declared
+    )
     missing = sorted(set(declared) - set(reference[0]))
     if missing:
         raise SchemaMismatchError(
@@ -433,7 +526,7 @@ def agree(
     if task == "classification" and len(label_types) > 1:
         found = {c: replies[c].label_type for c in ordered}
         raise SchemaMismatchError(f"Clients disagree on the label type: {found}.")
-    names, kinds, cats = reference
+    names, kinds, cats = reference[0], reference[1], agreed_lists.lists
     labels = _agreed_classes(
         [replies[c].labels for c in ordered],
         replies[reference_client].label_type,
@@ -447,7 +540,33 @@ def agree(
         labels,
         replies[reference_client].label_type,
         tuple(c for c in names if c in declared),
+        agreed_lists.differing,
     )
+
+
+@dataclass(frozen=True)
+class _AgreedLists:
+    lists: tuple[tuple[str, ...] | None, ...]
+    differing: tuple[str, ...]
+
+
+def _agreed_categories(
+    names: tuple[str, ...],
+    per_client: list[tuple[tuple[str, ...] | None, ...]],
+    declared: DeclaredCategories,
+) -> _AgreedLists:
+    """Each column's agreed list: the common one, or the union sorted by text."""
+    lists: list[tuple[str, ...] | None] = []
+    differing: list[str] = []
+    for j, column in enumerate(names):
+        found = [cats[j] for cats in per_client]
+        first = found[0]
+        if first is None or column in declared or all(f == first for f in found):
+            lists.append(first)
+            continue
+        lists.append(tuple(sorted({name for f in found for name in f or ()})))
+        differing.append(column)
+    return _AgreedLists(tuple(lists), tuple(differing))
 
 
 Columns = tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...] | None, ...]]
@@ -467,8 +586,11 @@ def _columns(reply: SchemaReply, declared: DeclaredCategories) -> Columns:
     return names, kinds, cats
 
 
-def _compare(ref_client: str, ref: Columns, client: str, other: Columns) -> None:
-    (ref_names, ref_kinds, ref_cats), (names, kinds, cats) = ref, other
+def _compare(
+    ref_client: str, ref: Columns, client: str, other: Columns, site_files: bool
+) -> None:
+    """Refuse other columns or kinds (category lists may differ: the union)."""
+    (ref_names, ref_kinds, _), (names, kinds, _) = ref, other
     if names != ref_names:
         missing = [c for c in ref_names if c not in names]
         extra = [c for c in names if c not in ref_names]
@@ -487,14 +609,24 @@ def _compare(ref_client: str, ref: Columns, client: str, other: Columns) -> None
         if kinds[j] != ref_kinds[j]:
             raise SchemaMismatchError(
                 f"Column {column!r} is {kinds[j]} at client {client!r} but "
-                f"{ref_kinds[j]} at client {ref_client!r}."
+                f"{ref_kinds[j]} at client {ref_client!r}; "
+                f"{_kind_advice(column, site_files)}"
             )
-        if cats[j] != ref_cats[j]:
-            raise SchemaMismatchError(
-                f"Column {column!r} has categories {list(cats[j] or ())} at client "
-                f"{client!r} but {list(ref_cats[j] or ())} at client {ref_client!r}; "
-                "declare the same categories everywhere (a pandas CategoricalDtype)."
-            )
+
+
+def _kind_advice(column: str, site_files: bool) -> str:
+    """Say how to give ``column`` one kind everywhere, for files or for frames."""
+    if site_files:
+        return (
+            "give it one kind at every site: declare it categorical in each "
+            f'SuperNode\'s node config (categorical="{column}"; fedtrees flower '
+            f"supernode --categorical {column}), or declare the text that marks a "
+            'missing cell (na-values="?").'
+        )
+    return (
+        "give it one kind at every client: make it a pandas category at each "
+        f'(X[{column!r}] = X[{column!r}].astype("category")), or numbers at each.'
+    )
 
 
 def _agreed_classes(

@@ -32,6 +32,7 @@ _HOMES: Final[dict[str, str]] = {
     "csv_declarations": "fedtrees.federation.flower._site_files",
     "flower_env": "fedtrees.federation.flower._deploy",
     "launch": "fedtrees.federation.flower._worker",
+    "list_sites": "fedtrees.federation.flower._sites",
     "make_certificates": "fedtrees.federation.flower._deploy",
     "make_client_app": "fedtrees.federation.flower._clientapp",
     "make_server_app": "fedtrees.federation.flower._apps",
@@ -42,6 +43,7 @@ _HOMES: Final[dict[str, str]] = {
     "serve_site": "fedtrees.federation.flower._site",
     "site_budget": "fedtrees.federation.flower._site",
     "site_noise": "fedtrees.federation.flower._noise",
+    "sites_table": "fedtrees.federation.flower._sites",
     "superlink_command": "fedtrees.federation.flower._deploy",
     "supernode_command": "fedtrees.federation.flower._deploy",
     "write_connection": "fedtrees.federation.flower._deploy",
@@ -62,6 +64,7 @@ __all__ = [
     "csv_declarations",
     "flower_env",
     "launch",
+    "list_sites",
     "make_certificates",
     "make_client_app",
     "make_server_app",
@@ -72,6 +75,7 @@ __all__ = [
     "serve_site",
     "site_budget",
     "site_noise",
+    "sites_table",
     "superlink_command",
     "supernode_command",
     "write_connection",
@@ -105,6 +109,7 @@ if TYPE_CHECKING:
     from fedtrees.federation.flower._noise import site_noise
     from fedtrees.federation.flower._site import serve_site, site_budget
     from fedtrees.federation.flower._site_files import csv_declarations
+    from fedtrees.federation.flower._sites import list_sites, sites_table
     from fedtrees.federation.flower._transport import FlowerTransport
     from fedtrees.federation.flower._wire import SiteAnswer, SiteMessage
     from fedtrees.federation.flower._worker import launch, serve_forever

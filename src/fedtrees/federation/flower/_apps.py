@@ -12,7 +12,10 @@ category names) are public metadata of the run: the ServerApp's federation sends
 them at the agreement, and the sites apply them to the data they load for every
 message (a new process may answer each one, so a declaration received in round 0
 would not survive to the next round otherwise). Declared class labels (run
-config ``classes``, a JSON list) are checked at the agreement only.
+config ``classes``, a JSON list) are checked at the agreement only. Undeclared
+categorical columns whose sites' lists differ agree on their union
+(:mod:`fedtrees.federation._agreement`), unless the run config's
+``require-declared-categories`` is true.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from fedtrees.federation.flower._config import (
     check_run_config,
     declared_categories,
     max_message_bytes,
+    require_declared_categories,
     run_config_value,
 )
 from fedtrees.federation.flower._transport import FlowerTransport
@@ -78,6 +82,7 @@ class ServerConfig:
     categories: DeclaredCategories = field(default_factory=dict)
     classes: tuple[str, ...] | None = None
     max_message_bytes: int = MAX_MESSAGE_BYTES
+    require_declared_categories: bool = False
 
     @classmethod
     def from_run_config(cls, config: Mapping[str, Any]) -> ServerConfig:
@@ -95,6 +100,7 @@ class ServerConfig:
             categories=declared_categories(config),
             classes=run_config_value(config, "classes"),
             max_message_bytes=max_message_bytes(config),
+            require_declared_categories=require_declared_categories(config),
         )
 
 
@@ -152,6 +158,7 @@ def make_server_app(run_job: JobRunner, check_job: JobCheck | None = None) -> Se
                 categories=config.categories,
                 classes=config.classes,
                 max_message_bytes=config.max_message_bytes,
+                require_declared_categories=config.require_declared_categories,
             ),
             config.params,
             config.round_timeout,

@@ -57,6 +57,8 @@ from fedtrees.federation.flower._wire import NODE_CONFIG_KEY
 
 __all__ = [
     "NODE_CONFIG",
+    "REPORT_CATEGORIES_KEY",
+    "REQUIRE_DECLARED_KEY",
     "RUN_CONFIG",
     "ConfigKey",
     "check_node_config",
@@ -65,9 +67,15 @@ __all__ = [
     "declared_categories",
     "max_message_bytes",
     "node_config_text",
+    "reports_categories",
+    "require_declared_categories",
     "run_config_value",
 ]
 
+REQUIRE_DECLARED_KEY: Final = "require-declared-categories"
+"""The run config entry requiring every categorical column to be declared."""
+REPORT_CATEGORIES_KEY: Final = "report-categories"
+"""The node config entry with which a site refuses to send category names."""
 MAX_POLL_INTERVAL: Final = 60.0
 """Longest pause between two pulls of the ServerApp, in seconds."""
 
@@ -129,6 +137,12 @@ def _seconds_up_to(top: float) -> Callable[[object], float]:
         return float(value)
 
     return check
+
+
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _Bad
+    return value
 
 
 def _as_given(value: object) -> object:
@@ -217,6 +231,11 @@ RUN_CONFIG: Final[dict[str, ConfigKey]] = {
         '"" or a JSON list of class labels, as text',
         _json_or_empty("classes", check_classes),
     ),
+    REQUIRE_DECLARED_KEY: ConfigKey(
+        "true or false: every categorical column must be declared in "
+        "categories (no site sends a category name)",
+        _flag,
+    ),
 }
 """Every run config key fedtrees reads, with what it must be."""
 
@@ -262,6 +281,11 @@ NODE_CONFIG: Final[dict[str, ConfigKey]] = {
     CATEGORICAL_KEY: ConfigKey(
         "the CSV columns read as categories: comma-separated text",
         _checked_alone(CATEGORICAL_KEY, csv_declarations),
+    ),
+    REPORT_CATEGORIES_KEY: ConfigKey(
+        "true or false: false, this site sends no category name (its "
+        "categorical columns must be declared by the run)",
+        _flag,
     ),
     NODE_CONFIG_KEY: ConfigKey(
         "the path of the site worker's socket (text; fedtrees flower supernode "
@@ -406,6 +430,17 @@ def max_message_bytes(config: Mapping[str, Any]) -> int:
     """
     value = run_config_value(config, "max-message-bytes")
     return MAX_MESSAGE_BYTES if value is None else int(value)
+
+
+def require_declared_categories(config: Mapping[str, Any]) -> bool:
+    """Return the run config's ``require-declared-categories`` (default false)."""
+    return bool(run_config_value(config, REQUIRE_DECLARED_KEY))
+
+
+def reports_categories(node_config: Mapping[str, Any]) -> bool:
+    """Return the node config's ``report-categories`` (default true)."""
+    value = _value(NODE_CONFIG, node_config, REPORT_CATEGORIES_KEY, "The node config's")
+    return True if value is None else bool(value)
 
 
 def declared_categories(config: Mapping[str, Any]) -> DeclaredCategories:

@@ -21,6 +21,7 @@ SuperLink then refuses every SuperNode whose key was not registered.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import ipaddress
 import json
 import os
@@ -32,7 +33,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import tomli_w
 from cryptography import x509
@@ -45,11 +46,16 @@ from fedtrees.exceptions import ValidationError
 from fedtrees.federation.flower._config import check_site_id, node_config_text
 
 __all__ = [
+    "SITES_FILE",
     "app_dir",
+    "first_json_object",
     "flower_env",
+    "flower_home",
     "free_local_port",
     "make_certificates",
     "make_supernode_keys",
+    "read_sites_record",
+    "record_site",
     "register_supernode",
     "register_supernode_command",
     "superlink_command",
@@ -239,7 +245,8 @@ def register_supernode_command(
     """Return the ``flwr supernode register`` command line (JSON output).
 
     ``connection`` is a SuperLink connection of ``$FLWR_HOME/config.toml``
-    (:func:`write_connection`); ``name`` is shown by ``flwr supernode list``.
+    (:func:`write_connection`); Flower keeps ``name`` but ``flwr supernode
+    list`` does not show it (``fedtrees flower sites`` does).
     """
     if not connection:
         raise ValidationError(
@@ -265,7 +272,9 @@ def register_supernode(
 
     Run by the server operator (it uses the Control API of ``connection``). Only
     SuperNodes whose key is registered may join a SuperLink started with
-    ``supernode_auth=True``.
+    ``supernode_auth=True``. The registration (node id, ``name``, key digest)
+    is also recorded in ``$FLWR_HOME`` for :func:`list_sites`, since Flower's
+    own listing does not show the name.
 
     **Decision**: while Flower reports the SuperLink unreachable, the
     registration is tried again (once a second) for up to ``wait`` seconds, so a
@@ -289,6 +298,7 @@ def register_supernode(
         reply, detail = _register_once(path, connection, name, flwr_home, timeout)
         node_id = reply.get("node-id")
         if reply.get("success") and isinstance(node_id, int):
+            record_site(connection, node_id, name, path, flwr_home)
             return node_id
         if _UNREACHABLE not in detail or time.monotonic() >= give_up:
             raise ValidationError(
@@ -317,23 +327,11 @@ def _register_once(
         timeout=timeout,
         check=False,
     )
-    reply = _json_object(done.stdout)
+    reply = first_json_object(done.stdout)
     if done.returncode != 0:
         reply = {**reply, "success": False}
     detail = str(reply.get("error-message") or (done.stdout + done.stderr).strip())
     return reply, detail
-
-
-def _json_object(text: str) -> dict[str, object]:
-    """Return the first JSON object printed in ``text`` ({} when there is none)."""
-    start = text.find("{")
-    if start < 0:
-        return {}
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text, start)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _tls_choice(certs: object, insecure: bool, owner: str) -> None:
@@ -470,7 +468,7 @@ def write_connection(
 ) -> Path:
     """Add (or replace) ``[superlink.<name>]`` in ``$FLWR_HOME/config.toml``."""
     _tls_choice(root_certificates, insecure, "write_connection")
-    home = Path(flwr_home or os.environ.get("FLWR_HOME") or Path.home() / ".flwr")
+    home = flower_home(flwr_home)
     home.mkdir(parents=True, exist_ok=True)
     path = home / "config.toml"
     config = tomllib.loads(path.read_text()) if path.exists() else {}
@@ -485,3 +483,69 @@ def write_connection(
         superlink["default"] = name
     path.write_text(tomli_w.dumps(config))
     return path
+
+
+# -- which registered site is which (fedtrees.federation.flower._sites) ----------
+SITES_FILE: Final = "fedtrees-sites.json"
+"""The file in ``$FLWR_HOME`` recording every registration's name."""
+
+
+def flower_home(flwr_home: str | Path | None = None) -> Path:
+    """Return Flower's home: ``flwr_home``, else ``$FLWR_HOME``, else ``~/.flwr``."""
+    return Path(flwr_home or os.environ.get("FLWR_HOME") or Path.home() / ".flwr")
+
+
+def record_site(
+    connection: str,
+    node_id: int,
+    name: str | None,
+    public_key: Path,
+    flwr_home: str | Path | None = None,
+) -> Path:
+    """Record a registration (node id -> name and key); return the record's path."""
+    path = flower_home(flwr_home) / SITES_FILE
+    record = read_sites_record(path)
+    record.setdefault(connection, {})[str(node_id)] = {
+        "name": name,
+        "key-file": public_key.name,
+        "key-sha256": hashlib.sha256(public_key.read_bytes()).hexdigest(),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1))
+    return path
+
+
+def read_sites_record(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Return the sites record (connection -> node id -> entry), {} if none."""
+    if not path.is_file():
+        return {}
+    try:
+        record = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ValidationError(
+            f"The sites record {str(path)!r} is not JSON ({exc}); remove it and "
+            "register the sites again."
+        ) from exc
+    if not isinstance(record, dict):
+        raise ValidationError(f"The sites record {str(path)!r} is not a JSON object.")
+    return record
+
+
+def first_json_object(text: str) -> dict[str, Any]:
+    r"""Return the first JSON object printed in ``text`` ({} when there is none).
+
+    ``flwr ... --format json`` may print log lines before its JSON.
+
+    Examples
+    --------
+    >>> first_json_object('INFO: x\n{"success": true}')
+    {'success': True}
+    """
+    start = text.find("{")
+    if start < 0:
+        return {}
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

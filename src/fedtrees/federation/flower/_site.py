@@ -33,13 +33,14 @@ from typing import Any, Final, Protocol
 import pandas as pd
 
 from fedtrees.exceptions import ValidationError
+from fedtrees.federation._agreement import apply_kept_agreement
 from fedtrees.federation._budget import SiteBudget
 from fedtrees.federation._budget_file import BudgetFile
 from fedtrees.federation._client import describe_error, refuse, serve
 from fedtrees.federation._data import ClientData
 from fedtrees.federation._noise import SiteNoise
 from fedtrees.federation.flower._apps import declared_categories, max_message_bytes
-from fedtrees.federation.flower._config import check_node_config
+from fedtrees.federation.flower._config import check_node_config, reports_categories
 from fedtrees.federation.flower._noise import site_noise
 from fedtrees.federation.flower._site_files import csv_declarations
 from fedtrees.federation.flower._state import kept_state, load_state
@@ -117,6 +118,11 @@ def serve_site(
         )
         return SiteAnswer(reply, dict(message.state))
     state = load_state(message.node_config, message.state, message.request)
+    try:
+        apply_kept_agreement(data, state)
+    except ValidationError as exc:  # a kept agreement that no longer fits the data
+        reply = refuse(message.request, client, str(exc), max_message_bytes=limit)
+        return SiteAnswer(reply, dict(message.state))
     reply = serve(message.request, data, state=state, max_message_bytes=limit)
     watch.lap("serve")
     return SiteAnswer(reply, kept_state(state), watch.laps)
@@ -146,7 +152,15 @@ def _load(
         na_values=declared.na_values,
         categorical=declared.categorical,
     )
-    return ClientData.build(client, X, y, budget=budget, noise=noise)
+    return ClientData.build(
+        client,
+        X,
+        y,
+        budget=budget,
+        noise=noise,
+        reports_categories=reports_categories(node_config),
+        from_file=True,
+    )
 
 
 def site_budget(

@@ -8,7 +8,9 @@ memo starts empty. The codec carries them, so what is restored is exactly what
 was kept.
 
 For tests, the node config ``forget-state-at`` (e.g. ``"2,5"``) clears the
-state before the requests of those rounds, as a restarted site would.
+state before the requests of those rounds, as a restarted site would — all but
+the agreed categories, which are the run's coding, not a cache
+(:mod:`fedtrees.federation._agreement`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fedtrees.exceptions import CodecError
+from fedtrees.federation._agreement import AGREED_KEY
 from fedtrees.federation._codec import Envelope, decode, encode
 from fedtrees.federation._state import ClientState
 
@@ -28,9 +31,10 @@ def load_state(
 ) -> ClientState:
     """Return the client's state for this message (empty if it must forget)."""
     state = ClientState()
-    if _forget(node_config, request):
-        return state
+    forget = _forget(node_config, request)
     for key, blob in kept.items():
+        if forget and key != AGREED_KEY:  # the agreement is not a cache
+            continue
         try:
             payload = decode(bytes(blob)).payload
         except CodecError:

@@ -56,6 +56,9 @@ class FlowerTransport:
         Seconds between pulls (docs/flower.md: 10–50 ms).
     """
 
+    site_files: Final = True
+    """Its sites serve data files: schema errors advise their settings."""
+
     def __init__(
         self,
         grid: Grid,
