@@ -93,7 +93,7 @@ def fedgbdt(workers: int, **options: Any) -> Any:
         "n_estimators": N_TREES,
         "max_depth": DEPTH,
         "learning_rate": LEARNING_RATE,
-        "workers": workers,
+        "n_jobs": workers,
         "random_state": 0,
     }
     return FedGBDTClassifier(**{**params, **options})
