@@ -258,7 +258,7 @@ def json_objective(model: Any) -> str:
         (FedGBDTClassifier, "reg:squarederror", "is FedGBDTRegressor's"),
         (FedGBDTClassifier, "multi:softmax", "use 'multi:softprob'"),
         (FedGBDTClassifier, "binary:hinge", r"\['binary:logistic', 'multi:softprob'"),
-        (FedGBDTClassifier, len, "a callable is not"),
+        (FedGBDTClassifier, len, "a callable objective is not supported"),
     ],
 )
 def test_an_unsupported_objective_is_refused_with_the_supported_ones(

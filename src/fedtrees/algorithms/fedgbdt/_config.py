@@ -224,15 +224,15 @@ def check_objective(value: object, task: Objective, owner: str) -> Objective | N
     """
     if value is None:
         return None
-    regression = task == "squared_error"
-    names = [
-        n for n, own in OBJECTIVES.items() if (own == "squared_error") == regression
-    ]
+    names = [n for n, own in OBJECTIVES.items() if _same_task(own, task)]
     constraint = f"None or one of {names} (XGBoost's names)"
     if not isinstance(value, str):
-        raise invalid("objective", owner, f"{constraint}; a callable is not", value)
+        raise invalid(
+            "objective", owner, f"{constraint}; a callable objective is not "
+            "supported", value,
+        )  # fmt: skip
     own = OBJECTIVES.get(value)
-    if own is not None and (own == "squared_error") == regression:
+    if own is not None and _same_task(own, task):
         return own
     if own is not None:
         other = "FedGBDTClassifier" if own != "squared_error" else "FedGBDTRegressor"

@@ -268,9 +268,10 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         Reads what :meth:`save_model` writes (the labels come back) and
         XGBoost's own JSON models of the estimator's objective with numeric
         splits (classes then ``0 … n_classes - 1``, as XGBoost's). The
-        estimator predicts as XGBoost's Booster does on float32 values
-        (XGBoost's own precision). Its parameters are left as they are; it has
-        no ``communication_`` (no fit ran).
+        estimator predicts as XGBoost's Booster of the file does, its float32
+        comparisons kept (so as the saved model, but for a value within half a
+        float32 step above a threshold). Its parameters are left as they are;
+        it has no ``communication_`` (no fit ran).
 
         Raises
         ------
