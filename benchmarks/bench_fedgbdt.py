@@ -93,7 +93,7 @@ def fedgbdt(workers: int, **options: Any) -> Any:
         "n_estimators": N_TREES,
         "max_depth": DEPTH,
         "learning_rate": LEARNING_RATE,
-        "n_jobs": workers,
+        "workers": workers,
         "random_state": 0,
     }
     return FedGBDTClassifier(**{**params, **options})

@@ -136,8 +136,7 @@ def declared_ranges(X: np.ndarray) -> dict[int, tuple[float, float]]:
 def estimator(model: str, workers: int, **options: Any) -> Any:
     from fedtrees import FedForestClassifier, FedGBDTClassifier
 
-    threads = "workers" if model == "fedforest" else "n_jobs"
-    params = {**MODELS[model], "max_bins": MAX_BINS, threads: workers}
+    params = {**MODELS[model], "max_bins": MAX_BINS, "workers": workers}
     if model == "fedforest":
         return FedForestClassifier(
             candidates="hist", random_state=0, **params, **options

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import numbers
-import os
 import re
 from collections.abc import Sequence
 from typing import Any, Final, TypeGuard
@@ -43,7 +42,6 @@ __all__ = [
     "check_float",
     "check_int",
     "check_matrix",
-    "check_n_jobs",
     "check_regression_target",
     "check_sample_weight",
     "check_size",
@@ -295,32 +293,6 @@ def check_int(
     ):
         raise invalid(name, owner, constraint, value)
     return result
-
-
-def check_n_jobs(value: object, owner: str) -> int:
-    """Return the threads ``n_jobs`` asks for, with scikit-learn's (joblib's) meaning.
-
-    None is 1; a positive int is that many threads; -1 is every core of this
-    machine and ``-k`` all but ``k - 1`` of them (at least one); 0 is refused.
-
-    Examples
-    --------
-    >>> check_n_jobs(None, "f"), check_n_jobs(2, "f")
-    (1, 2)
-    >>> check_n_jobs(-1, "f") == (os.cpu_count() or 1)
-    True
-    >>> check_n_jobs(0, "f")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    fedtrees.exceptions.ValidationError: The 'n_jobs' parameter of f must be None \
-or a nonzero int (-1: every core). Got 0 instead.
-    """
-    if value is None:
-        return 1
-    if not is_integral(value) or int(value) == 0:
-        raise invalid("n_jobs", owner, "None or a nonzero int (-1: every core)", value)
-    jobs = int(value)
-    return jobs if jobs > 0 else max((os.cpu_count() or 1) + 1 + jobs, 1)
 
 
 def check_size(value: object, name: str, owner: str, smallest: int, cap: int) -> int:

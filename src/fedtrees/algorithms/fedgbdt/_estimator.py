@@ -23,7 +23,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
-from fedtrees._validation import check_n_jobs
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms.fedgbdt._baselines import BaselineStrategy
 from fedtrees.algorithms.fedgbdt._config import (
@@ -91,6 +90,7 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         on_dropout: str = "fail",
         timeout: float = 60.0,
         n_jobs: int | None = None,
+        workers: int = 1,
         verbose: bool = False,
         random_state: int | np.random.Generator | None = None,
     ) -> None:
@@ -117,17 +117,9 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         self.on_dropout = on_dropout
         self.timeout = timeout
         self.n_jobs = n_jobs
+        self.workers = workers
         self.verbose = verbose
         self.random_state = random_state
-
-    @property
-    def workers(self) -> int:
-        """Threads that serve the simulated sites in ``fit``: ``n_jobs`` resolved.
-
-        What :class:`~fedtrees.algorithms._base.FederatedEstimator` reads; it
-        refuses a bad ``n_jobs`` by name.
-        """
-        return check_n_jobs(self.n_jobs, type(self).__name__)
 
     def __sklearn_tags__(self) -> Any:
         """NaN in X is a missing value (inf is refused)."""
@@ -412,12 +404,15 @@ class FedGBDTClassifier(ClassifierMixin, _FedGBDT):  # type: ignore[misc]
     on_dropout : {"fail", "continue"}, default "fail"
     timeout : float, default 60.0
     n_jobs : int or None, default None
-        Threads of the in-process simulation (``fit``): the simulated sites are
-        served and their replies checked on this many threads at once. None
-        is 1; -1 is every core (scikit-learn's meaning). The model does not
-        depend on it. On Flower every site answers in its own process, so
-        ``fit_federation`` uses no threads of its own: how fast a site answers
-        is the site's setting.
+        This machine's threads for the fit (scikit-learn's meaning: -1 is every
+        core): ``fit``'s simulated sites served at once and the server's
+        compiled kernels (the split search). None keeps the defaults
+        (``workers`` sites, kernels on every core). The model does not depend
+        on it. On Flower every site answers in its own process: its speed is
+        the site's own setting, and ``n_jobs`` sets the server's kernels only.
+    workers : int, default 1
+        The older name of ``n_jobs``'s first half (sites served at once); not
+        both.
     verbose : bool, default False
         A progress bar with the pooled losses.
     random_state : int, Generator or None
