@@ -89,6 +89,9 @@ BAD_PARAM: dict[str, object] = {
     "feature_ranges": {"x0": "wide"},
     "initial": [2.0, 1.0],
     "join_at": {"a": "soon"},
+    "eval_metric": {"bogus": ["eval_metric"]},
+    "objective": {"bogus": ["objective"]},
+    "scale_pos_weight": {"bogus": ["scale_pos_weight"]},
 }  # fmt: skip
 """A bad value for every job parameter (a new parameter needs one here)."""
 

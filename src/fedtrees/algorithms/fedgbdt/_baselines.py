@@ -31,7 +31,6 @@ import numpy as np
 from fedtrees.algorithms.fedgbdt._bounds import leaf_reach
 from fedtrees.algorithms.fedgbdt._decisions import KIND_LEAF, Decisions
 from fedtrees.algorithms.fedgbdt._grow import Iteration
-from fedtrees.algorithms.fedgbdt._loss import LOSSES
 from fedtrees.algorithms.fedgbdt._payloads import LocalReply, LocalRequest, StartReply
 from fedtrees.algorithms.fedgbdt._strategy import FedGBDTStrategy
 from fedtrees.federation import Payload, RoundPlan, as_reply
@@ -104,7 +103,7 @@ class BaselineStrategy(FedGBDTStrategy):
         """Record the global model's pooled losses before this round."""
         if not self.iterations:
             return
-        loss = LOSSES[self.config.objective]
+        loss = self._loss
         total = np.sum([r.loss for r in got.values()], axis=0)
         self.progress.train.append(loss.summary(total[0], total[1]))
         self.progress.valid.append(loss.summary(total[2], total[3]))

@@ -27,11 +27,16 @@ __all__ = [
     "MAX_BOOSTING_DEPTH",
     "MAX_BOOSTING_ROUNDS",
     "MAX_OUTPUTS",
+    "MAX_SCALE_POS_WEIGHT",
+    "METRICS",
+    "OBJECTIVES",
     "BoostConfig",
     "Objective",
     "Protocol",
     "make_config",
+    "metric_objectives",
     "with_classes",
+    "xgboost_objective",
 ]
 
 MAX_BOOSTING_ROUNDS: Final = 10_000
@@ -41,8 +46,51 @@ MAX_BOOSTING_DEPTH: Final = 16
 MAX_OUTPUTS: Final = 1024
 """Most classes (one tree per class and iteration; every client allocates them)."""
 
+MAX_SCALE_POS_WEIGHT: Final = 1e50
+"""Largest ``scale_pos_weight``: with the total weight at most 1e50, a scaled
+gradient sum stays below 1e100 and its square finite."""
+
 Objective = Literal["binary", "softmax", "squared_error"]
 Protocol = Literal["histogram", "bagging", "cyclic"]
+
+OBJECTIVES: Final[dict[str, Objective]] = {
+    "binary:logistic": "binary",
+    "multi:softprob": "softmax",
+    "reg:squarederror": "squared_error",
+}
+"""XGBoost's names of the objectives FedGBDT grows, and fedtrees' own."""
+_REFUSED: Final = {
+    "multi:softmax": "use 'multi:softprob': it trains the same trees, and predict "
+    "gives the class",
+    "binary:logitraw": "use 'binary:logistic': it trains the same trees, and "
+    "decision_function gives the raw margin",
+}
+"""Objectives with the same trees as a supported one: what to use instead."""
+METRICS: Final[dict[str, tuple[Objective, ...]]] = {
+    "logloss": ("binary",),
+    "error": ("binary",),
+    "mlogloss": ("softmax",),
+    "merror": ("softmax",),
+    "rmse": ("squared_error",),
+}
+"""XGBoost's names of the metrics a fit can record, and their objectives: each
+is a weighted mean of a per-row value, so the sites' sums give it exactly."""
+
+
+def xgboost_objective(objective: Objective) -> str:
+    """Return XGBoost's name of ``objective``.
+
+    Examples
+    --------
+    >>> xgboost_objective("softmax")
+    'multi:softprob'
+    """
+    return next(name for name, own in OBJECTIVES.items() if own == objective)
+
+
+def metric_objectives(metric: str) -> tuple[Objective, ...]:
+    """Return the objectives ``metric`` (XGBoost's name) serves; () if none."""
+    return METRICS.get(metric, ())
 
 
 @dataclass(frozen=True)
@@ -74,6 +122,14 @@ class BoostConfig:
     """The server learns only sums of the sites' statistics (docs/security.md)."""
     feature_ranges: object = None
     """Declared (low, high) per numeric column: the secure root grid."""
+    objective_fixed: bool = False
+    """The ``objective`` parameter named it (else a classifier's follows its
+    classes)."""
+    scale_pos_weight: float = 1.0
+    """The factor of the positive rows' g and h (binary logloss, as XGBoost's)."""
+    eval_metric: str | None = None
+    """XGBoost's name of the metric recorded and early stopping watches (None:
+    the objective's own, :func:`._loss.metric_name`)."""
 
     @property
     def n_trees_per_iteration(self) -> int:
@@ -99,8 +155,15 @@ def make_config(
     max_bins = check_max_bins(params["max_bins"], owner)
     stopping = params["early_stopping_rounds"]
     base = params["base_score"]
+    named = check_objective(params["objective"], objective, owner)
+    objective = objective if named is None else named
     return BoostConfig(
         objective=objective,
+        objective_fixed=named is not None,
+        scale_pos_weight=check_scale_pos_weight(
+            params["scale_pos_weight"], objective, owner
+        ),
+        eval_metric=check_eval_metric(params["eval_metric"], objective, owner),
         n_classes=n_classes,
         n_estimators=check_size(
             params["n_estimators"], "n_estimators", owner, 1, MAX_BOOSTING_ROUNDS
@@ -151,6 +214,78 @@ def make_config(
         secure_aggregation=_secure(params, owner),
         feature_ranges=check_ranges_form(params["feature_ranges"], owner),
     )
+
+
+def check_objective(value: object, task: Objective, owner: str) -> Objective | None:
+    """Return the objective XGBoost's name ``value`` asks for; None leaves the default.
+
+    ``task``: the estimator's default (``"squared_error"`` for the regressor,
+    else a classifier's). Every other name is refused with the supported ones.
+    """
+    if value is None:
+        return None
+    names = [n for n, own in OBJECTIVES.items() if _same_task(own, task)]
+    constraint = f"None or one of {names} (XGBoost's names)"
+    if not isinstance(value, str):
+        raise invalid(
+            "objective", owner, f"{constraint}; a callable objective is not "
+            "supported", value,
+        )  # fmt: skip
+    own = OBJECTIVES.get(value)
+    if own is not None and _same_task(own, task):
+        return own
+    if own is not None:
+        other = "FedGBDTClassifier" if own != "squared_error" else "FedGBDTRegressor"
+        hint = f"{value!r} is {other}'s"
+    else:
+        hint = _REFUSED.get(
+            value,
+            "FedGBDT grows the trees of these losses only (its bounds on every "
+            "site's sums are theirs)",
+        )
+    raise invalid("objective", owner, f"{constraint}; {hint}", value)
+
+
+def check_scale_pos_weight(value: object, objective: Objective, owner: str) -> float:
+    """Return ``scale_pos_weight``: a factor > 0 of the positive rows' g and h.
+
+    Only binary logloss has positive rows: the regressor refuses any other
+    value than 1, and a classifier with more than two classes (softmax) is
+    refused when its classes are known (:func:`with_classes`).
+    """
+    factor = check_float(
+        value, "scale_pos_weight", owner, min_value=0.0, min_inclusive=False,
+        max_value=MAX_SCALE_POS_WEIGHT,
+    )  # fmt: skip
+    if factor != 1.0 and objective == "squared_error":
+        raise invalid(
+            "scale_pos_weight", owner, "1.0 (it weights the positive class of binary "
+            "classification; weight rows with fit's sample_weight instead)", value,
+        )  # fmt: skip
+    return factor
+
+
+def check_eval_metric(value: object, objective: Objective, owner: str) -> str | None:
+    """Return the metric XGBoost's name ``value`` asks for (a list of one name too).
+
+    None keeps the objective's own; a classifier's metric is checked against
+    its classes again when they are known (:func:`with_classes`).
+    """
+    names = [m for m, served in METRICS.items() if _same_task(served[0], objective)]
+    constraint = (
+        f"None or one of {names}, or a list of one of them (XGBoost's names: "
+        "weighted means of a per-row value, which the sites' sums give exactly)"
+    )
+    metric = value[0] if isinstance(value, list | tuple) and len(value) == 1 else value
+    if metric is None and value is None:
+        return None
+    if not isinstance(metric, str) or metric not in names:
+        raise invalid("eval_metric", owner, constraint, value)
+    return metric
+
+
+def _same_task(a: Objective, b: Objective) -> bool:
+    return (a == "squared_error") == (b == "squared_error")
 
 
 def _secure(params: dict[str, Any], owner: str) -> bool:
@@ -207,6 +342,11 @@ def with_classes(config: BoostConfig, n_classes: int, owner: str) -> BoostConfig
     """
     if config.objective == "squared_error":
         return config
+    if config.objective_fixed and config.objective == "binary" and n_classes > 2:
+        raise invalid(
+            "objective", owner, f"'multi:softprob' or None for {n_classes} classes",
+            "binary:logistic",
+        )  # fmt: skip
     if n_classes > MAX_OUTPUTS:
         raise invalid(
             "y",
@@ -215,8 +355,38 @@ def with_classes(config: BoostConfig, n_classes: int, owner: str) -> BoostConfig
             "tree per class on every client)",
             f"{n_classes} classes",
         )
-    objective: Objective = "binary" if n_classes <= 2 else "softmax"
+    objective: Objective = (
+        config.objective
+        if config.objective_fixed
+        else ("binary" if n_classes <= 2 else "softmax")
+    )
+    _check_class_settings(config, objective, n_classes, owner)
     base = config.base_score
     if objective == "binary" and base is not None and not 0.0 < base < 1.0:
         raise invalid("base_score", owner, "None or a probability in (0, 1)", base)
     return replace(config, objective=objective, n_classes=n_classes)
+
+
+def _check_class_settings(
+    config: BoostConfig, objective: Objective, n_classes: int, owner: str
+) -> None:
+    """Refuse a binary setting for softmax: ``scale_pos_weight``, a binary metric.
+
+    XGBoost ignores ``scale_pos_weight`` under ``multi:softprob`` with a
+    warning; here it is an error, as a setting that changes nothing is a
+    mistake to say (weight each class's rows with ``sample_weight``).
+    """
+    if objective == "softmax" and config.scale_pos_weight != 1.0:
+        raise invalid(
+            "scale_pos_weight", owner, f"1.0 for {n_classes} classes (it weights the "
+            "positive class of two; weight each class's rows with fit's "
+            "sample_weight, e.g. sklearn's compute_sample_weight('balanced', y))",
+            config.scale_pos_weight,
+        )  # fmt: skip
+    metric = config.eval_metric
+    if metric is not None and objective not in metric_objectives(metric):
+        served = [m for m, o in METRICS.items() if objective in o]
+        raise invalid(
+            "eval_metric", owner, f"one of {served} for {n_classes} classes "
+            f"({xgboost_objective(objective)})", metric,
+        )  # fmt: skip

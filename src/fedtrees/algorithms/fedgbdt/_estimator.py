@@ -7,10 +7,13 @@ named as XGBoost's scikit-learn API.
 
 from __future__ import annotations
 
+import json
 import secrets
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -22,14 +25,29 @@ from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms.fedgbdt._baselines import BaselineStrategy
-from fedtrees.algorithms.fedgbdt._config import BoostConfig, Objective, make_config
-from fedtrees.algorithms.fedgbdt._export import to_xgboost
+from fedtrees.algorithms.fedgbdt._config import (
+    BoostConfig,
+    Objective,
+    make_config,
+    with_classes,
+    xgboost_objective,
+)
+from fedtrees.algorithms.fedgbdt._export import save_model, to_xgboost
 from fedtrees.algorithms.fedgbdt._grow import K_RT_EPS
+from fedtrees.algorithms.fedgbdt._load import XGBoostModel, read_model
 from fedtrees.algorithms.fedgbdt._model import raw_predictions, staged_raw, to_trees
 from fedtrees.algorithms.fedgbdt._strategy import BoostResult, FedGBDTStrategy
+from fedtrees.exceptions import ValidationError
 from fedtrees.federation import Federation, RoundCallback
 
 __all__ = ["FedGBDTClassifier", "FedGBDTRegressor"]
+
+
+_OTHER: Final = {
+    "classification": "FedGBDTRegressor",
+    "regression": "FedGBDTClassifier",
+}
+"""The estimator of the other task (``load_model``'s advice)."""
 
 
 def _warn_no_split(owner: str) -> None:
@@ -59,8 +77,11 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         colsample_bytree: float = 1.0,
         max_bins: int = 255,
         base_score: float | None = None,
+        objective: str | None = None,
+        scale_pos_weight: float = 1.0,
         early_stopping_rounds: int | None = None,
         validation_fraction: float = 0.1,
+        eval_metric: str | list[str] | None = None,
         bin_edges: dict[Any, Any] | None = None,
         secure_aggregation: bool = False,
         feature_ranges: object = None,
@@ -68,6 +89,7 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         trees_per_round: int = 1,
         on_dropout: str = "fail",
         timeout: float = 60.0,
+        n_jobs: int | None = None,
         workers: int = 1,
         verbose: bool = False,
         random_state: int | np.random.Generator | None = None,
@@ -82,8 +104,11 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         self.colsample_bytree = colsample_bytree
         self.max_bins = max_bins
         self.base_score = base_score
+        self.objective = objective
+        self.scale_pos_weight = scale_pos_weight
         self.early_stopping_rounds = early_stopping_rounds
         self.validation_fraction = validation_fraction
+        self.eval_metric = eval_metric
         self.bin_edges = bin_edges
         self.secure_aggregation = secure_aggregation
         self.feature_ranges = feature_ranges
@@ -91,6 +116,7 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         self.trees_per_round = trees_per_round
         self.on_dropout = on_dropout
         self.timeout = timeout
+        self.n_jobs = n_jobs
         self.workers = workers
         self.verbose = verbose
         self.random_state = random_state
@@ -120,6 +146,8 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         callbacks: Sequence[RoundCallback] = (),
     ) -> Any:
         config = self._config()
+        if classes is not None:  # fit: the classes are known, refuse here by name
+            config = with_classes(config, len(classes), type(self).__name__)
         kind = FedGBDTStrategy if config.protocol == "histogram" else BaselineStrategy
         strategy = kind(config, (1 << 61) | secrets.randbits(61))
         outcome = self._run(federation, strategy, callbacks)
@@ -156,6 +184,129 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         Categorical columns are refused (one-hot encode them before fitting).
         """
         return to_xgboost(self, as_json=as_json)
+
+    # -- XGBoost's scikit-learn API -------------------------------------------------
+    def fit(
+        self,
+        X: object,
+        y: npt.ArrayLike,
+        groups: npt.ArrayLike | None = None,
+        sample_weight: npt.ArrayLike | None = None,
+        *,
+        noise_seed: int | None = None,
+        eval_set: object = None,
+    ) -> Any:
+        """Fit on in-process clients: one per distinct value of ``groups``.
+
+        As :meth:`fedtrees.algorithms._base.FederatedEstimator.fit`.
+
+        **Decision (eval_set):** refused. XGBoost's ``eval_set`` is rows the
+        caller holds, which a federation does not have: each site keeps its
+        own. ``early_stopping_rounds`` with ``validation_fraction`` has every
+        site hold out that share of its own rows; their pooled metric is
+        ``evals_result()["validation_1"]`` and stops the fit.
+        """
+        if eval_set is not None:
+            owner = type(self).__name__
+            raise ValidationError(
+                f"{owner}.fit: eval_set is not supported: it holds validation rows "
+                "at the caller, and in a federation every site keeps its own rows. "
+                f"Use {owner}(early_stopping_rounds=N, validation_fraction=0.1): "
+                "every site holds out that share of its own rows, only their loss "
+                "sums travel, and evals_result()['validation_1'] is their pooled "
+                "metric."
+            )
+        return super().fit(X, y, groups, sample_weight, noise_seed=noise_seed)
+
+    def evals_result(self) -> dict[str, dict[str, list[float]]]:
+        """Return the recorded metric per iteration, in XGBoost's shape.
+
+        ``{"validation_0": {metric: [...]}}`` holds the pooled training rows'
+        metric and, with early stopping, ``"validation_1"`` the sites'
+        held-out rows': what XGBoost returns for ``eval_set=[(X_train,
+        y_train), (X_valid, y_valid)]`` (its last set stops the fit, as here).
+        One value per iteration run (after that iteration's trees).
+        """
+        check_is_fitted(self, "trees_")
+        out: dict[str, dict[str, list[float]]] = {}
+        for key, values in self.evals_result_.items():
+            where, metric = key.split("_", 1)
+            name = "validation_0" if where == "training" else "validation_1"
+            out[name] = {metric: list(values)}
+        return out
+
+    @property
+    def best_iteration(self) -> int:
+        """XGBoost's name of ``best_iteration_``: the last iteration kept (0-based)."""
+        check_is_fitted(self, "trees_")
+        return int(self.best_iteration_)
+
+    def get_booster(self) -> Any:
+        """Return the model as an ``xgboost.Booster`` (:meth:`to_xgboost`)."""
+        return self.to_xgboost()
+
+    def save_model(self, fname: str | Path) -> None:
+        """Write the model to ``fname`` (``.json``) as XGBoost's JSON model.
+
+        XGBoost's ``Booster().load_model(fname)`` predicts as this model does
+        (:meth:`to_xgboost`), and :meth:`load_model` reads it back with the
+        class labels. Needs no XGBoost; categorical columns are refused.
+        """
+        save_model(self, fname)
+
+    def load_model(self, fname: str | Path) -> Any:
+        """Read XGBoost's JSON model from ``fname``: this estimator, fitted.
+
+        Reads what :meth:`save_model` writes (the labels come back) and
+        XGBoost's own JSON models of the estimator's objective with numeric
+        splits (classes then ``0 … n_classes - 1``, as XGBoost's). The
+        estimator predicts as XGBoost's Booster of the file does, its float32
+        comparisons kept (so as the saved model, but for a value within half a
+        float32 step above a threshold). Its parameters are left as they are;
+        it has no ``communication_`` (no fit ran).
+
+        Raises
+        ------
+        ValidationError
+            Naming what in the file is not a model of this estimator.
+        """
+        owner = f"{type(self).__name__}.load_model"
+        model = read_model(Path(fname).read_text(encoding="utf-8"), owner)
+        if (model.objective == "squared_error") != (self._task == "regression"):
+            raise ValidationError(
+                f"{owner}: {str(fname)!r} holds a "
+                f"{xgboost_objective(model.objective)!r} model; load it with "
+                f"{_OTHER[self._task]}."
+            )
+        self._restore(model)
+        return self
+
+    def _restore(self, model: XGBoostModel) -> None:
+        """Set the fitted attributes from a read model (``load_model``)."""
+        n = model.n_features
+        n_outputs = model.margin.shape[0]
+        config = self._config()
+        self.config_ = replace(
+            config, objective=model.objective, n_classes=max(n_outputs, 2)
+        )
+        self.n_features_in_ = n
+        if model.feature_names is not None:
+            self.feature_names_in_ = np.asarray(model.feature_names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.feature_kinds_ = ("numeric",) * n
+        self.categories_ = (None,) * n
+        self.clients_ = ()
+        if self._task == "classification":
+            self.classes_ = _loaded_classes(model, n_outputs)
+        self.base_margin_ = model.margin
+        self.trees_ = model.trees
+        self.evals_result_ = {}
+        self.n_iter_ = len(model.trees)
+        self.best_iteration_ = self.n_iter_ - 1
+        total = model.gains.sum()
+        self._importances = model.gains / total if total > 0 else model.gains
+        self._empty_forest_cache()
 
     def _raw(self, X: object) -> FloatArray:
         check_is_fitted(self, "trees_")
@@ -199,13 +350,36 @@ class FedGBDTClassifier(ClassifierMixin, _FedGBDT):  # type: ignore[misc]
     base_score : float or None, default None
         The starting prediction: a probability for two classes, a margin for
         more (|base_score| <= 1e100, as a target); None: the pooled prior
-        (log-odds of the pooled class shares).
+        (log-odds of the pooled class shares; with ``scale_pos_weight`` s,
+        every positive row counted s times, as XGBoost 3's intercept).
+    objective : str or None, default None
+        XGBoost's name: ``"binary:logistic"`` (two classes),
+        ``"multi:softprob"`` (any number: one tree per class per iteration),
+        ``"reg:squarederror"`` (the regressor's). None: the classifier's
+        follows its classes, as ``XGBClassifier``'s; an explicit
+        ``"binary:logistic"`` with more classes is refused. Every other name
+        is refused, with the supported ones.
+    scale_pos_weight : float in (0, 1e50], default 1.0
+        Binary logloss: every positive row's g and h are multiplied by it, as
+        XGBoost does (the metrics do not see it; ``n_negative / n_positive``
+        balances the classes). Each site scales its own rows' sums: nothing new
+        leaves it. Refused for more than two classes (XGBoost ignores it there
+        with a warning; weight rows with ``sample_weight``) and by
+        ``FedGBDTRegressor``.
     early_stopping_rounds : int or None, default None
-        Stop when the pooled validation loss has not improved for this many
+        Stop when the pooled validation metric has not improved for this many
         iterations; the model keeps the best iteration's trees.
     validation_fraction : float in (0, 1), default 0.1
         With early stopping: the share of every client's rows held out
-        (keyed by seed and client).
+        (keyed by seed and client). ``fit`` takes no ``eval_set``: a
+        federation's validation rows are the sites' own.
+    eval_metric : str, list of one str, or None, default None
+        XGBoost's name of the metric recorded per iteration (``evals_result()``)
+        and watched by early stopping: ``"logloss"`` or ``"error"`` (two
+        classes), ``"mlogloss"`` or ``"merror"`` (more), ``"rmse"`` (the
+        regressor). None: the objective's loss (``logloss``, ``mlogloss``,
+        ``rmse``). One metric: the sites sum it per iteration. Ranking
+        metrics (``auc``) are refused: they are not sums over rows.
     bin_edges : dict or None, default None
         Declared edges per numeric column (by name or position); such columns
         are not summarised by the clients.
@@ -229,7 +403,16 @@ class FedGBDTClassifier(ClassifierMixin, _FedGBDT):  # type: ignore[misc]
         Baselines: trees a client boosts per round.
     on_dropout : {"fail", "continue"}, default "fail"
     timeout : float, default 60.0
+    n_jobs : int or None, default None
+        This machine's threads for the fit (scikit-learn's meaning: -1 is every
+        core): ``fit``'s simulated sites served at once and the server's
+        compiled kernels (the split search). None keeps the defaults
+        (``workers`` sites, kernels on every core). The model does not depend
+        on it. On Flower every site answers in its own process: its speed is
+        the site's own setting, and ``n_jobs`` sets the server's kernels only.
     workers : int, default 1
+        The older name of ``n_jobs``'s first half (sites served at once); not
+        both.
     verbose : bool, default False
         A progress bar with the pooled losses.
     random_state : int, Generator or None
@@ -245,6 +428,7 @@ class FedGBDTClassifier(ClassifierMixin, _FedGBDT):  # type: ignore[misc]
     best_iteration_ : int
         The 0-based index of the best iteration, as XGBoost's: the model keeps
         iterations ``0 … best_iteration_`` (the last one without early stopping).
+        ``best_iteration`` is the same, by XGBoost's name.
     n_iter_ : int
         Iterations kept (``best_iteration_ + 1``).
     grid_ : the agreed bin grid
@@ -252,6 +436,10 @@ class FedGBDTClassifier(ClassifierMixin, _FedGBDT):  # type: ignore[misc]
 
     Notes
     -----
+    XGBoost's scikit-learn API, as far as it federates: :meth:`evals_result`,
+    :meth:`get_booster`, :meth:`save_model` and :meth:`load_model` (XGBoost's
+    JSON), ``best_iteration``; docs/fedgbdt.md lists the differences.
+
     Rounds: the agreement, the start (grid and prior), one round per level of
     every iteration, and a last report: ``2 + n_estimators · max_depth`` at
     most. Missing values (NaN) go where the split scores better (learned per
@@ -305,6 +493,16 @@ class FedGBDTRegressor(RegressorMixin, _FedGBDT):  # type: ignore[misc]
         """Predicted values after each iteration."""
         for raw in self._staged(X):
             yield raw[:, 0]
+
+
+def _loaded_classes(model: XGBoostModel, n_outputs: int) -> npt.NDArray[Any]:
+    """Return the labels ``save_model`` kept, else XGBoost's ``0 … n - 1``."""
+    meta = json.loads(model.attributes.get("fedtrees", "{}"))
+    n_classes = max(n_outputs, 2)
+    classes = meta.get("classes") if isinstance(meta, dict) else None
+    if isinstance(classes, list) and len(classes) in (n_classes, n_outputs):
+        return np.asarray(classes)
+    return np.arange(n_classes)
 
 
 def _probabilities(raw: FloatArray) -> FloatArray:

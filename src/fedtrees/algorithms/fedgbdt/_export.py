@@ -47,25 +47,22 @@ probabilities of ``predict_proba`` (of the positive class for two classes).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, overload
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._typing import FloatArray
+from fedtrees.algorithms.fedgbdt._config import Objective, xgboost_objective
 from fedtrees.exceptions import ValidationError
 from fedtrees.tree import Missing, NodeKind, Tree
 
 if TYPE_CHECKING:
     from xgboost import Booster
 
-__all__ = ["to_xgboost"]
+__all__ = ["save_model", "to_xgboost"]
 
-_OBJECTIVES: Final = {
-    "binary": "binary:logistic",
-    "softmax": "multi:softprob",
-    "squared_error": "reg:squarederror",
-}
 _NO_PARENT: Final = 2147483647  # XGBoost's parent of the root
 _FORMAT_VERSION: Final = [2, 0, 0]  # the schema as XGBoost 2.0 writes it
 
@@ -117,6 +114,43 @@ def to_xgboost(model: Any, *, as_json: bool = False) -> Booster | str:
     return booster
 
 
+def save_model(model: Any, path: str | Path) -> None:
+    """Write ``model`` to ``path`` as XGBoost's JSON model (``to_xgboost``'s).
+
+    XGBoost's ``Booster().load_model(path)`` and ``XGBClassifier/XGBRegressor()
+    .load_model(path)`` read it, and so does the estimator's ``load_model``,
+    which also gets the class labels back (kept in the model's attributes:
+    ``"fedtrees"``, beside XGBoost's own ``"scikit_learn"``).
+
+    Raises
+    ------
+    ValidationError
+        If ``path`` does not end in ``.json`` (XGBoost reads another suffix as
+        its binary format) or the model has a categorical column.
+    """
+    check_is_fitted(model, "trees_")
+    owner = f"{type(model).__name__}.save_model"
+    if Path(path).suffix.lower() != ".json":
+        raise ValidationError(
+            f"{owner}: the path {str(path)!r} must end in '.json': the file is "
+            "XGBoost's JSON model, and XGBoost reads another suffix as its binary "
+            "format."
+        )
+    _refuse_categorical(model, owner)
+    document = _document(model, owner)
+    classifier = hasattr(model, "classes_")
+    meta = {"estimator": type(model).__name__}
+    if classifier:
+        meta["classes"] = np.asarray(model.classes_).tolist()
+    document["learner"]["attributes"] = {
+        "fedtrees": json.dumps(meta),
+        "scikit_learn": json.dumps(
+            {"_estimator_type": "classifier" if classifier else "regressor"}
+        ),
+    }
+    Path(path).write_text(json.dumps(document), encoding="utf-8")
+
+
 def _refuse_categorical(model: Any, owner: str) -> None:
     names = getattr(model, "feature_names_in_", None)
     for j, kind in enumerate(model.feature_kinds_):
@@ -132,7 +166,7 @@ def _refuse_categorical(model: Any, owner: str) -> None:
 
 def _document(model: Any, owner: str) -> dict[str, Any]:
     """Build XGBoost's JSON model of ``model`` (module docstring)."""
-    objective: str = model.config_.objective
+    objective: Objective = model.config_.objective
     margin = np.asarray(model.base_margin_, dtype=np.float64)
     n_outputs = margin.shape[0]
     if objective == "squared_error":
@@ -151,7 +185,13 @@ def _document(model: Any, owner: str) -> dict[str, Any]:
     objective_params = (
         {"softmax_multiclass_param": {"num_class": n_class}}
         if objective == "softmax"
-        else {"reg_loss_param": {"scale_pos_weight": "1"}}
+        else {
+            "reg_loss_param": {
+                "scale_pos_weight": _float32_text(
+                    float(getattr(model.config_, "scale_pos_weight", 1.0))
+                )
+            }
+        }
     )
     return {
         "learner": {
@@ -177,7 +217,7 @@ def _document(model: Any, owner: str) -> dict[str, Any]:
                 "num_feature": str(n_features),
                 "num_target": "1",
             },
-            "objective": {"name": _OBJECTIVES[objective], **objective_params},
+            "objective": {"name": xgboost_objective(objective), **objective_params},
         },
         "version": _FORMAT_VERSION,
     }

@@ -22,12 +22,16 @@ import numpy.typing as npt
 
 from fedtrees._random import client_key, keyed_rng
 from fedtrees._typing import BoolArray, FloatArray, IntArray
+from fedtrees._validation import is_real
 from fedtrees.algorithms._requests import check_request_size, request_error
 from fedtrees.algorithms.fedgbdt._config import (
     MAX_BOOSTING_DEPTH,
     MAX_OUTPUTS,
+    MAX_SCALE_POS_WEIGHT,
+    METRICS,
     BoostConfig,
     Objective,
+    metric_objectives,
 )
 from fedtrees.algorithms.fedgbdt._decisions import (
     KIND_LEAF,
@@ -102,6 +106,32 @@ def _objective(request: StartRequest | LevelRequest | LocalRequest) -> Loss:
             repr(request.objective),
         )
     return loss
+
+
+def _gradient_loss(request: LevelRequest | LocalRequest) -> Loss:
+    """Return the request's objective with its positive-row factor and metric.
+
+    ``scale_pos_weight`` is a finite factor > 0, other than 1 for binary
+    logloss only; ``metric`` one of XGBoost's names the objective serves.
+    """
+    loss = _objective(request)
+    scale = request.scale_pos_weight
+    if not (
+        is_real(scale)
+        and 0.0 < scale <= MAX_SCALE_POS_WEIGHT
+        and (scale == 1.0 or loss.objective == "binary")
+    ):
+        raise request_error(
+            request.kind, "scale_pos_weight", f"in (0, {MAX_SCALE_POS_WEIGHT:g}], and "
+            "1 unless the objective is binary", repr(scale),
+        )  # fmt: skip
+    metric = request.metric
+    if metric and loss.objective not in metric_objectives(metric):
+        raise request_error(
+            request.kind, "metric", f"'' or a metric of {loss.objective!r} ("
+            f"{[m for m in METRICS if loss.objective in METRICS[m]]})", repr(metric),
+        )  # fmt: skip
+    return loss.scaled(float(scale), metric)
 
 
 def validation_rows(seed: int, client_id: str, n: int, holdout: float) -> BoolArray:
@@ -201,7 +231,7 @@ def level(
     Masked (secure aggregation): the same, dense over every bin of the grid,
     with the losses, in fixed point and masked (:meth:`LevelRequest.dense_layout`).
     """
-    loss = _objective(request)
+    loss = _gradient_loss(request)
     require_key(request, data, state)  # a lost key is not recovered by a resync
     ready = _caught_up(request, loss, data, state, _check_level)
     if isinstance(ready, Resync):
@@ -443,7 +473,7 @@ def local(
     request: LocalRequest, data: ClientData, state: ClientState
 ) -> LocalReply | Resync:
     """Boost trees on the client's own rows from the global model (baselines)."""
-    loss = _objective(request)
+    loss = _gradient_loss(request)
     ready = _caught_up(request, loss, data, state, _check_local)
     if isinstance(ready, Resync):
         return ready

@@ -42,6 +42,8 @@ class Known:
 
     objective: str
     protocol: str
+    scale_pos_weight: float = 1.0
+    """The factor of the positive rows' g and h (binary logloss)."""
     priors: dict[str, Prior] = field(default_factory=dict)
     """Each site's prior (plain runs; empty under secure aggregation)."""
     pooled: Prior = field(default_factory=lambda: Prior(0.0, 0.0))

@@ -217,7 +217,9 @@ class LevelRequest(DecisionFields):
     are local ids of iteration ``iteration``; ``pair_feature[s]`` the features
     open node s considers (-1: none, its sums only). ``feature_bins`` and the
     grid edges as the engine sends them (edges in the first level request and
-    full requests only).
+    full requests only). ``scale_pos_weight``: the factor of the positive
+    rows' g and h (binary logloss); ``metric``: XGBoost's name of the metric
+    the losses report ("": the objective's own).
     """
 
     fit_id: int
@@ -240,6 +242,8 @@ class LevelRequest(DecisionFields):
     mask_round: int = -1
     cohort: np.ndarray = field(default_factory=no_cohort)
     cohort_keys: np.ndarray = field(default_factory=no_cohort_keys)
+    scale_pos_weight: float = 1.0
+    metric: str = ""
 
     @property
     def n_open(self) -> int:
@@ -290,7 +294,9 @@ class LevelRequest(DecisionFields):
         for name, values in (("node_gh", node), ("bin_stats", stats)):
             if np.any(values[:, 1:] < 0):
                 raise InvalidField(name, "holds a negative hessian or weight sum")
-            check_gradient_sums(name, values, self.objective)
+            check_gradient_sums(
+                name, values, self.objective, scale=self.scale_pos_weight
+            )
         check_losses(reply.loss, self.objective)
         count = np.asarray(reply.bin_count, dtype=np.int64)
         bins = Histograms(count.ravel(), reply.bin_code, stats)
@@ -335,11 +341,18 @@ def level_layout(pair_feature: np.ndarray, feature_bins: np.ndarray) -> DenseLay
 
 
 def check_gradient_sums(
-    name: str, stats: np.ndarray, objective: str, *, atol: float = 0.0
+    name: str,
+    stats: np.ndarray,
+    objective: str,
+    *,
+    atol: float = 0.0,
+    scale: float = 1.0,
 ) -> None:
     """Require ``(Σg, Σh, Σw)`` rows the objective allows (module docstring).
 
-    ``atol``: an absolute allowance (a masked sum's rounding).
+    ``atol``: an absolute allowance (a masked sum's rounding); ``scale``: the
+    ``scale_pos_weight`` of binary logloss, which multiplies a positive row's
+    g and h (not its weight), so the bounds grow by ``max(1, scale)``.
 
     Raises
     ------
@@ -352,9 +365,10 @@ def check_gradient_sums(
             name, h, w, "a hessian sum (h = w per row) vs Σw", False, atol=2 * atol
         )
         return
-    check_at_most(name, np.abs(g), w, "|Σg| (|g| <= w per row) vs Σw", atol=2 * atol)
+    most = max(1.0, scale) * w
+    check_at_most(name, np.abs(g), most, "|Σg| (|g| <= w per row) vs Σw", atol=2 * atol)
     check_at_most(
-        name, h, HESSIAN_MAX[objective] * w, "Σh vs its most, Σw", atol=2 * atol
+        name, h, HESSIAN_MAX[objective] * most, "Σh vs its most, Σw", atol=2 * atol
     )
 
 
@@ -421,6 +435,8 @@ class LocalRequest(DecisionFields):
     feature_bins: np.ndarray
     grid_edges: np.ndarray
     grid_edge_ptr: np.ndarray
+    scale_pos_weight: float = 1.0
+    metric: str = ""
 
     @property
     def iteration(self) -> int:
@@ -490,12 +506,18 @@ class LocalRequest(DecisionFields):
 
         A leaf is weighted only where ``H >= min_child_weight`` and ``H > 0``
         (and ``H >= 1e-16·cover``, the clipped hessians), so
-        ``|weight| <= η·cover / (max(mcw, 1e-16·cover) + λ)``.
+        ``|weight| <= η·cover / (max(mcw, 1e-16·cover) + λ)``; with
+        ``scale_pos_weight`` s, ``|G| <= max(1, s)·cover`` and
+        ``H >= 1e-16·min(1, s)·cover``.
         """
         leaf = np.asarray(reply.d_kind) == 0
         cover = np.asarray(reply.cover, np.float64)[leaf]
-        lowest = np.maximum(self.min_child_weight, 1e-16 * cover) + self.reg_lambda
-        most = self.learning_rate * cover / np.maximum(lowest, 1e-300)
+        s = self.scale_pos_weight
+        lowest = (
+            np.maximum(self.min_child_weight, 1e-16 * min(1.0, s) * cover)
+            + self.reg_lambda
+        )
+        most = self.learning_rate * max(1.0, s) * cover / np.maximum(lowest, 1e-300)
         check_at_most(
             "d_value",
             np.abs(np.asarray(reply.d_value, np.float64)[leaf]),

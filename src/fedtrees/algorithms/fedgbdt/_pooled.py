@@ -106,6 +106,7 @@ def check_pooled_level_sums(
     prior: Prior,
     reach: float,
     whole_cohort: bool,
+    scale_pos_weight: float = 1.0,
 ) -> None:
     """Require a level round's sum that the ``sites``' rows can give.
 
@@ -126,7 +127,7 @@ def check_pooled_level_sums(
     for name, values in (("node_stats", stats), ("bin_stats", bins)):
         if values.size and np.min(values[:, 1]) < -one:
             raise InvalidField(name, "holds a negative hessian sum")
-        check_gradient_sums(name, values, objective, atol=one)
+        check_gradient_sums(name, values, objective, atol=one, scale=scale_pos_weight)
         check_gradients(name, values, prior, reach, objective, atol=one)
     if report:
         loss = layout.tail(total)
@@ -166,7 +167,7 @@ def level_sum_check(
         check_pooled_level_sums(
             total, pairs, feature_bins, report=report, objective=known.objective,
             sites=sites, weight_bounds=weight_bounds, prior=prior, reach=reach,
-            whole_cohort=sites == starters,
+            whole_cohort=sites == starters, scale_pos_weight=known.scale_pos_weight,
         )  # fmt: skip
 
     return check

@@ -46,7 +46,7 @@ from fedtrees.algorithms.fedgbdt._config import BoostConfig, with_classes
 from fedtrees.algorithms.fedgbdt._decisions import Decisions
 from fedtrees.algorithms.fedgbdt._grow import Iteration, decide_level
 from fedtrees.algorithms.fedgbdt._known import Known
-from fedtrees.algorithms.fedgbdt._loss import LOSSES, metric_name, prior_margin
+from fedtrees.algorithms.fedgbdt._loss import LOSSES, Loss, metric_name, prior_margin
 from fedtrees.algorithms.fedgbdt._payloads import (
     LevelReply,
     LevelRequest,
@@ -149,7 +149,7 @@ class FedGBDTStrategy:
         self._sketched = np.zeros(0, bool)
         self._ranges: FloatArray | None = None
         self.masks = MaskedRounds({})
-        self.known = Known(config.objective, config.protocol)
+        self.known = Known(config.objective, config.protocol, config.scale_pos_weight)
         """The sites' start priors and the model's reach (:mod:`._bounds`)."""
 
     @property
@@ -165,7 +165,9 @@ class FedGBDTStrategy:
         self.masks = MaskedRounds(info.public_keys)
         schema = info.schema
         self.config = with_classes(self.config, len(schema.classes), "FedGBDT")
-        self.known = Known(self.config.objective, self.config.protocol)
+        self.known = Known(
+            self.config.objective, self.config.protocol, self.config.scale_pos_weight
+        )
         self.margin = np.zeros(self.config.n_trees_per_iteration)
         is_cat = np.array([k == "categorical" for k in schema.feature_kinds], bool)
         self._declared = declared_grid(
@@ -252,7 +254,7 @@ class FedGBDTStrategy:
         if self.info is None or self.grid is None:
             raise LocalProtocolError("FedGBDT: the fit did not start.")
         keep = self.best_iteration if self.stopped else len(self.iterations)
-        name = metric_name(self.config.objective)
+        name = self._metric
         evals = {f"training_{name}": self.progress.train}
         if self.config.holdout:
             evals[f"validation_{name}"] = self.progress.valid
@@ -262,7 +264,7 @@ class FedGBDTStrategy:
 
     def round_metrics(self, round: int) -> dict[str, float]:
         """Return the latest pooled losses (progress bar and callbacks)."""
-        name = metric_name(self.config.objective)
+        name = self._metric
         out = {"iteration": float(len(self.iterations))}
         if self.progress.train:
             out[f"train_{name}"] = self.progress.train[-1]
@@ -328,6 +330,11 @@ class FedGBDTStrategy:
         self.known.started(tuple(sorted(replies)), pooled, priors)
 
     @property
+    def _metric(self) -> str:
+        """XGBoost's name of the recorded metric."""
+        return self.config.eval_metric or metric_name(self.config.objective)
+
+    @property
     def _objective(self) -> str:
         return str(self.config.objective)
 
@@ -354,11 +361,18 @@ class FedGBDTStrategy:
     def _set_margin(self, pooled: FloatArray) -> None:
         """Set the starting margin from the pooled prior; start the first iteration."""
         self.margin = prior_margin(
-            self.config.objective, pooled, self.config.base_score
-        )
+            self.config.objective, pooled, self.config.base_score,
+            self.config.scale_pos_weight,
+        )  # fmt: skip
         self.current = Iteration.start(
             0, self.config.n_trees_per_iteration, self.config.max_depth
         )
+
+    @property
+    def _loss(self) -> Loss:
+        """The objective with the fit's positive-row factor and metric."""
+        c = self.config
+        return LOSSES[c.objective].scaled(c.scale_pos_weight, c.eval_metric or "")
 
     # -- a level --------------------------------------------------------------------
     def _features(self, iteration: int) -> IntArray:
@@ -438,6 +452,8 @@ class FedGBDTStrategy:
             "feature_bins": self.grid.n_bins,
             "grid_edges": self.grid.edges if send_grid else np.zeros(0),
             "grid_edge_ptr": self.grid.edge_ptr if send_grid else np.zeros(0, np.int64),
+            "scale_pos_weight": c.scale_pos_weight,
+            "metric": c.eval_metric or "",
         }
 
     def _pooled(
@@ -477,7 +493,7 @@ class FedGBDTStrategy:
 
     def _report(self, total: FloatArray) -> bool:
         """Record the pooled losses; return True when early stopping ends the fit."""
-        loss = LOSSES[self.config.objective]
+        loss = self._loss
         if len(self.progress.train) >= len(self.iterations):
             return False  # the prior alone, or a level repeated after a dropout
         self.progress.train.append(loss.summary(total[0], total[1]))
