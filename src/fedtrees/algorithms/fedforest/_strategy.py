@@ -101,8 +101,13 @@ class FedForestStrategy:
         self.phase = (*self.mode.setup, self.mode.first)[0]
 
     def expected_rounds(self) -> int:
-        """Upper bound of the rounds after the agreement (for progress bars)."""
-        return self.mode.expected_rounds(len(self.state.clients))
+        """Upper bound of the rounds after the agreement (progress bars, job logs).
+
+        The mode's rounds, and the held-out score's round when ``holdout`` asks
+        for one (:mod:`._diagnose`).
+        """
+        score = 1 if self.config.holdout > 0 else 0
+        return self.mode.expected_rounds(len(self.state.clients)) + score
 
     def round_metrics(self, round: int) -> dict[str, float]:
         """Depth level (not after a setup round), open nodes and splits so far."""
