@@ -10,6 +10,7 @@ never fewer, and the same where nothing ends a run early.
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,12 @@ from fedtrees import (
     SyntheticDataClassifier,
 )
 from fedtrees.algorithms import JOBS, run_job
-from fedtrees.federation import Federation, RoundEnv
+from fedtrees.federation import (
+    FLOWER_ROUND_SECONDS,
+    Federation,
+    RoundEnv,
+    duration_text,
+)
 from tests.algorithms.test_job_documents import PARAMS as JOB_PARAMS
 from tests.conformance import checks
 from tests.conformance.registry import ENTRIES, Entry
@@ -139,26 +145,31 @@ def _said_then_stop(env: RoundEnv) -> None:
 
 RANGES = [(-5.0, 5.0)] * 4
 DEFAULT_ROUNDS = {
-    # the rounds each method page states for its defaults (numeric columns, no
-    # declared bin edges): docs/<method>.md, "Rounds and time over Flower"
-    "FedForestClassifier": (FedForestClassifier(), 66),  # max_depth=None: 64 levels
-    "FedGBDTClassifier": (FedGBDTClassifier(), 603),
-    "DPForestClassifier": (DPForestClassifier(feature_ranges=RANGES), 2),
-    "ICDTAClassifier": (ICDTAClassifier(), 5),
-    "FederatedID3Classifier": (FederatedID3Classifier(), 4),  # depth 4 // 2
-    "SyntheticDataClassifier": (SyntheticDataClassifier(feature_ranges=RANGES), 2),
-    "FedGAClassifier": (FedGAClassifier(), 105),
-    "FedAvgClassifier": (FedAvgClassifier(), 17),
-    "LocalEnsembleClassifier": (LocalEnsembleClassifier(), 2),
-    "LocalModelsClassifier": (LocalModelsClassifier(), 2),
+    # estimator with its defaults, the rounds its method page states for them
+    # (numeric columns, no declared bin edges; the agreement included), the page
+    "FedForestClassifier": (FedForestClassifier(), 66, "fedforest"),  # 64 levels
+    "FedGBDTClassifier": (FedGBDTClassifier(), 603, "fedgbdt"),
+    "DPForestClassifier": (DPForestClassifier(feature_ranges=RANGES), 2, "dpforest"),
+    "ICDTAClassifier": (ICDTAClassifier(), 5, "icdta"),
+    "FederatedID3Classifier": (FederatedID3Classifier(), 4, "icdta"),  # depth 4 // 2
+    "SyntheticDataClassifier": (
+        SyntheticDataClassifier(feature_ranges=RANGES),
+        2,
+        "synthetic",
+    ),
+    "FedGAClassifier": (FedGAClassifier(), 105, "fedga"),
+    "FedAvgClassifier": (FedAvgClassifier(), 17, "fedforest"),
+    "LocalEnsembleClassifier": (LocalEnsembleClassifier(), 2, "fedforest"),
+    "LocalModelsClassifier": (LocalModelsClassifier(), 2, "fedforest"),
 }
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 @pytest.mark.parametrize("name", sorted(DEFAULT_ROUNDS))
 def test_the_default_settings_take_the_rounds_the_method_pages_state(
     name: str,
 ) -> None:
-    estimator, documented = DEFAULT_ROUNDS[name]
+    estimator, documented, page = DEFAULT_ROUNDS[name]
     rng = np.random.default_rng(1)
     X = rng.uniform(-3.0, 3.0, size=(300, 4))
     y = (X[:, 0] > 0).astype(int)
@@ -168,6 +179,13 @@ def test_the_default_settings_take_the_rounds_the_method_pages_state(
         with pytest.raises(_Said) as said:
             estimator.fit_federation(fed, callbacks=[_said_then_stop])
     assert said.value.args[0] == documented
+    # the page states the count and the time it means over Flower
+    text = " ".join((DOCS / f"{page}.md").read_text().split())
+    section = text[text.index("Rounds and time") :]
+    time = duration_text(documented * FLOWER_ROUND_SECONDS)
+    assert f"{documented} rounds" in section
+    assert f"about {time}" in section
+    assert f"at {FLOWER_ROUND_SECONDS:g} s a round" in section
 
 
 @pytest.mark.parametrize("holdout", [0.0, 0.25])
