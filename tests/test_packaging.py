@@ -106,7 +106,8 @@ def test_every_extra_that_needs_xgboost_takes_its_cpu_only_wheel() -> None:
         for extra, requirements in extras.items()
     }
     assert all(r.startswith("xgboost-cpu") for rs in named.values() for r in rs)
-    assert named["export"] and named["bench"]
+    assert named["export"]
+    assert named["bench"]
     assert "fedtrees[export]" in extras["test"]  # the tests run what users get
 
 
