@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -89,3 +92,34 @@ def test_the_sdist_includes_the_docs_and_the_readme() -> None:
     section = text[start : text.index("\n[", start + 1)]
     for entry in ('"docs"', '"README.md"', '"src/fedtrees"'):
         assert entry in section
+
+
+def test_every_extra_that_needs_xgboost_takes_its_cpu_only_wheel() -> None:
+    # xgboost's Linux wheel pulls NVIDIA's NCCL (about 480 MB); xgboost-cpu is
+    # the same package without GPU code. Two extras naming different ones would
+    # install both into one environment, and they install the same files.
+    extras = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    named = {
+        extra: [r for r in requirements if re.match(r"xgboost\b", r)]
+        for extra, requirements in extras.items()
+    }
+    assert all(r.startswith("xgboost-cpu") for rs in named.values() for r in rs)
+    assert named["export"]
+    assert named["bench"]
+    assert "fedtrees[export]" in extras["test"]  # the tests run what users get
+
+
+def test_this_environment_holds_one_xgboost_package_at_most() -> None:
+    installed = set()
+    for name in ("xgboost", "xgboost-cpu"):
+        try:
+            metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+        installed.add(name)
+    assert len(installed) <= 1, (
+        f"{sorted(installed)} are both installed and write the same files: "
+        "pip uninstall xgboost (docs/getting-started.md)"
+    )

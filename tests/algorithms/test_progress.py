@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -136,3 +137,29 @@ def test_at_80_columns_the_bar_keeps_its_elapsed_time_and_ends_on_done() -> None
     assert re.search(r" \d+:\d\d:\d\d$", last), last  # the elapsed time, whole
     assert " 3/3 " in last, last
     assert "done, 3 KiB" in last, last
+
+
+def test_off_a_terminal_a_long_record_stays_on_one_line_of_a_log_file(
+    tmp_path: Path,
+) -> None:
+    # A log file or a pipe has no width: a record wrapped at 80 columns would be
+    # two lines of the log, the second without the description that starts it.
+    metrics = {f"metric_{i}": 0.5 + i for i in range(12)}  # far wider than 80
+    path = tmp_path / "fit.log"
+    with path.open("w") as log:
+        console = Console(file=log)  # what verbose=True gets with stdout in a file
+        assert not console.is_terminal
+        with round_progress("FedForestClassifier", True, console) as callbacks:
+            (lines,) = callbacks
+            for r in range(3):
+                lines(
+                    RoundEnv(
+                        r, "fedforest.evaluate", 2, 2, (), 512, 512, 0.01, metrics, 9
+                    )
+                )
+            lines.say("a notice " + "long " * 30)
+    out = path.read_text().splitlines()
+    assert len(out) == 5  # agreement, two rounds, the notice, done
+    assert all(line.startswith("FedForestClassifier ") for line in out), out
+    assert max(len(line) for line in out) > 80
+    assert out[1].endswith("metric_11=11.5")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress
@@ -53,3 +54,19 @@ def test_mid_run_a_long_label_is_cut_not_the_times() -> None:
     assert len(TIME_FIELD.findall(line)) == 2, line
     assert " 7/51 " in line
     assert line.rstrip().endswith("…")
+
+
+def test_off_a_terminal_a_long_step_stays_on_one_line_of_a_log_file(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "experiment.log"
+    with path.open("w") as log:
+        console = Console(file=log)  # a file: not a terminal, rich's 80 columns
+        with progress_bar("DP forest on heart_disease", 2, console) as advance:
+            advance(LONG_LABEL * 2)
+            advance("short")
+    out = path.read_text().splitlines()
+    assert out == [
+        f"DP forest on heart_disease 1/2 {LONG_LABEL * 2}",
+        "DP forest on heart_disease 2/2 short",
+    ]

@@ -94,9 +94,7 @@ def test_heart_quick_run_reports_sites_mean_pooled_and_flamby(
 
     assert out.exit_code == 0, out.output
     assert "FedAvg logistic regression (FLamby)" in out.output
-    table = pd.read_csv(
-        tmp_path / "fedforest_heart_accuracy_mean_over_repeats.csv", index_col=0
-    )
+    table = pd.read_csv(tmp_path / "fedforest_heart_accuracy.csv", index_col=0)
     assert list(table.columns) == [
         "Cleveland",
         "Hungary",
@@ -113,9 +111,7 @@ def test_heart_quick_run_reports_sites_mean_pooled_and_flamby(
     # One repeat: no column of sd zeros, no NaN rows, rounds as integers.
     assert "sd over repeats" not in out.output
     assert "nan" not in out.output.lower()
-    cost = pd.read_csv(
-        tmp_path / "fedforest_heart_communication_mean_rounds_kib.csv", index_col=0
-    )
+    cost = pd.read_csv(tmp_path / "fedforest_heart_communication.csv", index_col=0)
     assert cost.loc["FedForest quantiles", "rounds"] == 35
     assert "Centralized RF (pooled rows)" not in cost.index
     assert re.search(r"FedForest quantiles +│ +35 │", out.output), out.output
@@ -123,6 +119,16 @@ def test_heart_quick_run_reports_sites_mean_pooled_and_flamby(
     markdown = (tmp_path / "fedforest_heart.md").read_text()
     assert "| FedForest quantiles | 35 |" in markdown
     assert "No messages, so no communication row: Local learning" in markdown
+    # FLamby's published figures and our own pooled forest, each labelled as such
+    reference = pd.read_csv(
+        tmp_path / "fedforest_heart_reference_accuracies.csv", index_col=0
+    )
+    labels = list(reference.index)
+    assert sum(label.endswith("(FLamby)") for label in labels) == 4
+    assert [label for label in labels if "RF" in label] == [
+        "Pooled scikit-learn RF, 100 trees (ours, not FLamby's: docs/fedforest.md)"
+    ]
+    assert "Published (FLamby)" not in out.output
 
 
 def test_heart_mean_of_sites_is_the_mean_of_the_four_sites() -> None:

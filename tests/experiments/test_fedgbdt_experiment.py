@@ -13,7 +13,7 @@ from fedtrees.cli import app
 from fedtrees.exceptions import ValidationError
 from fedtrees.experiments import FedGBDTConfig, run_fedgbdt
 
-GAP = "fedgbdt_accuracy_minus_pooled_xgboost_s_points.csv"
+GAP = "fedgbdt_accuracy_gap_to_pooled_xgboost.csv"
 
 
 def test_quick_run_writes_tables_and_plots_and_fedgbdt_tracks_pooled_xgboost(

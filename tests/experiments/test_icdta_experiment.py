@@ -49,8 +49,9 @@ def test_quick_run_writes_tables_raw_csv_markdown_and_plots(
     assert {
         "icdta.md",
         "icdta_raw.csv",
-        "icdta_shape_settings_k_x_metric_where_the_claim_holds.csv",
-        "icdta_icdta4fl_filter_used_fits_per_filter.csv",
+        "icdta_shape.csv",
+        "icdta_icdta4fl_filter_used.csv",
+        "icdta_communication_and_time_per_fit.csv",
         "icdta_accuracy_iid_car.png",
         "icdta_f1_non-iid_nursery.png",
     } <= names

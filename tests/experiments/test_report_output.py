@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from fedtrees.cli._render import print_table, rich_table
+from fedtrees.exceptions import ValidationError
 from fedtrees.experiments import DPForestConfig, run_dpforest
 from fedtrees.experiments._report import Plot, mean_sd_table, pivot_sd
 from fedtrees.experiments.fedforest_heart import communication
@@ -303,3 +305,34 @@ def test_error_bars_are_named_in_the_title_only_when_drawn(
         assert ("bars: sd over repeats" in figure.axes[0].get_title()) is note
     finally:
         _close(figure)
+
+
+def test_a_tables_file_is_named_by_its_titles_head_and_never_shared(
+    tmp_path: Path,
+) -> None:
+    from fedtrees.experiments._report import Report
+    from fedtrees.experiments.results import write_report
+
+    one = pd.DataFrame({"a": [1.0]})
+    report = Report(
+        name="demo",
+        title="t",
+        config={},
+        tables={
+            "Accuracy gap to Pooled XGBoost (points)": one,
+            "Test accuracy (%), one repeat, majority-class rate beside": one,
+            "Paper 003's figures (Tables 1-2, Sec. 4)": one,
+        },
+        raw=one,
+    )
+    names = {p.name for p in write_report(report, tmp_path)}
+    assert {
+        "demo_accuracy_gap_to_pooled_xgboost.csv",
+        "demo_test_accuracy.csv",
+        "demo_paper_003_figures.csv",
+    } <= names
+    clash = dataclasses.replace(
+        report, tables={"Accuracy (mean)": one, "Accuracy: sd": one}
+    )
+    with pytest.raises(ValidationError, match=r"demo_accuracy\.csv"):
+        write_report(clash, tmp_path / "again")

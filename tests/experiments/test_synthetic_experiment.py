@@ -21,9 +21,9 @@ from fedtrees.experiments._synthetic_data import (
 )
 from fedtrees.experiments.synthetic import fedavg_to_target, n_steps
 
-# One repeat (--quick): the titles, hence the file names, promise no "mean ± sd".
-ACCURACY_CSV = "synthetic_test_accuracy_one_repeat_majority_class_rate_beside.csv"
-ABLATION_CSV = "synthetic_ablations_of_the_paper_variant_test_accuracy_one_repeat.csv"
+# The file names are the titles' heads: the same for one repeat (--quick) and many.
+ACCURACY_CSV = "synthetic_test_accuracy.csv"
+ABLATION_CSV = "synthetic_ablations_of_the_paper_variant.csv"
 
 
 def _small(**change: object) -> SyntheticDataConfig:

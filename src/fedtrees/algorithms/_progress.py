@@ -12,7 +12,8 @@ becomes the rounds actually made and the bar is full (``39/39``).
 **Decision (off a terminal):** one line for the agreement (round 0), one per depth
 level for strategies that report a ``level`` metric (FedForest: the level's
 rounds, bytes and open nodes), else one per round, and a closing line with the
-totals. Nothing is printed when ``verbose`` is False.
+totals. Each is one line however long (never wrapped at the console's width, so a
+log file holds one record per line). Nothing is printed when ``verbose`` is False.
 
 Either way, a run that compiles kernels (the first in an environment) says so
 in one line (:func:`fedtrees._compiling.compile_notice`).
@@ -176,7 +177,10 @@ class StageLines:
         self.pending = []
 
     def _print(self, text: str) -> None:
-        self.console.print(f"{self.description} {text}", highlight=False)
+        # One record, one line: a log file or a pipe has no width to wrap to.
+        self.console.print(
+            f"{self.description} {text}", highlight=False, soft_wrap=True
+        )
 
     def say(self, text: str) -> None:
         """Print a line about the run (not a stage), e.g. the compile notice."""

@@ -164,7 +164,8 @@ def progress_bar(
     """Yield a callback that advances by one step and shows its label.
 
     On a terminal (or Jupyter) a live bar, full when the work ends; anywhere else
-    (a pipe, a log file, CI) one line per step, e.g. ``Heart 3/9 repeat 1: ...``.
+    (a pipe, a log file, CI) one line per step, e.g. ``Heart 3/9 repeat 1: ...``,
+    never wrapped however long.
     """
     from fedtrees._compiling import compile_notice  # numba: only when work runs
 
@@ -175,9 +176,13 @@ def progress_bar(
         def print_line(label: str) -> None:
             nonlocal done
             done += 1
-            console.print(f"{description} {done}/{total} {label}", highlight=False)
+            console.print(
+                f"{description} {done}/{total} {label}", highlight=False, soft_wrap=True
+            )
 
-        with compile_notice(lambda text: console.print(text, highlight=False)):
+        with compile_notice(
+            lambda text: console.print(text, highlight=False, soft_wrap=True)
+        ):
             yield print_line
         return
     progress = Progress(

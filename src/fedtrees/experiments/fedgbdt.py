@@ -337,7 +337,7 @@ def _report(config: FedGBDTConfig, raw: pd.DataFrame) -> Report:
         tables["Accuracy sd over repeats"] = sd.round(4)
     if POOLED in accuracy.index:
         gap = (accuracy - accuracy.loc[POOLED]) * 100
-        tables[f"Accuracy minus {POOLED}'s (points)"] = gap.drop(index=POOLED).round(2)
+        tables[f"Accuracy gap to {POOLED} (points)"] = gap.drop(index=POOLED).round(2)
     federated = raw.dropna(subset=["rounds"])
     if not federated.empty:
         rounds = pivot_mean(federated, rows="method", columns="setting", value="rounds")

@@ -3,6 +3,14 @@
 Files: ``<name>.md`` (title, configuration, every table, notes, plot links),
 ``<name>_raw.csv`` (every measurement), ``<name>_<table>.csv`` per table, and one
 ``<name>_<plot>.png`` per plot (matplotlib, headless backend).
+
+**Decision (a table's file name):** ``<table>`` is the head of the table's title,
+before its first ``:`` or ``(`` (the qualifiers that follow are in the title, in
+the markdown), without possessives: ``"Accuracy (mean over repeats)"`` is
+``accuracy.csv``, ``"Ablations of the 'paper' variant: test accuracy (%), one
+repeat"`` is ``ablations_of_the_paper_variant.csv``. A quick run and a full run
+thus write a table to the same file, and two tables of one report may not share a
+name (:func:`table_file_name`).
 """
 
 from __future__ import annotations
@@ -14,13 +22,20 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pandas as pd
 
+from fedtrees.exceptions import ValidationError
 from fedtrees.experiments._report import Plot, Report
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["format_cells", "markdown_table", "render_plot", "write_report"]
+__all__ = [
+    "format_cells",
+    "markdown_table",
+    "render_plot",
+    "table_file_name",
+    "write_report",
+]
 
 WIDTH: Final = 9.0
 """Figure width in inches (saved at 120 dpi: 1080 pixels)."""
@@ -37,7 +52,13 @@ def write_report(report: Report, folder: str | Path) -> list[Path]:
     written = [out / f"{report.name}_raw.csv"]
     report.raw.to_csv(written[0], index=False)
     for key, table in report.tables.items():
-        path = out / f"{report.name}_{_slug(key)}.csv"
+        path = out / f"{report.name}_{table_file_name(key)}.csv"
+        if path in written:
+            raise ValidationError(
+                f"Report {report.name!r}: the tables {key!r} and another one would "
+                f"both be written to {path.name}; give one a title whose head (before "
+                "':' or '(') differs."
+            )
         table.to_csv(path)
         written.append(path)
     pictures = [
@@ -47,6 +68,25 @@ def write_report(report: Report, folder: str | Path) -> list[Path]:
     markdown = out / f"{report.name}.md"
     markdown.write_text(_markdown(report, pictures))
     return [markdown, *written, *pictures]
+
+
+def table_file_name(title: str) -> str:
+    """Return the file name (no suffix) of the table titled ``title``.
+
+    The title's head, before its first ``:`` or ``(``, without possessives, as
+    lowercase words joined by ``_`` (module docstring).
+
+    Examples
+    --------
+    >>> table_file_name("Accuracy gap to Pooled XGBoost (points)")
+    'accuracy_gap_to_pooled_xgboost'
+    >>> table_file_name("Paper 003's figures (Tables 1-2, Sec. 4)")
+    'paper_003_figures'
+    >>> table_file_name("Test MSE, main settings")
+    'test_mse_main_settings'
+    """
+    head = re.split(r"[:(]", title, maxsplit=1)[0]
+    return _slug(re.sub(r"'s\b", "", head))
 
 
 def _slug(text: str) -> str:

@@ -62,6 +62,7 @@ _HOMES: Final[dict[str, str]] = {
     "Delivery": "fedtrees.federation._transport",
     "Envelope": "fedtrees.federation._codec",
     "Fault": "fedtrees.federation._transport",
+    "FLOWER_ROUND_SECONDS": "fedtrees.federation._plan",
     "Federation": "fedtrees.federation._federation",
     "FederationInfo": "fedtrees.federation._driver",
     "Field": "fedtrees.federation._payload",
@@ -92,6 +93,7 @@ _HOMES: Final[dict[str, str]] = {
     "Task": "fedtrees.federation._schema",
     "Transport": "fedtrees.federation._transport",
     "agree": "fedtrees.federation._schema",
+    "announce_plan": "fedtrees.federation._plan",
     "as_frame": "fedtrees.federation._data",
     "as_reply": "fedtrees.federation._checks",
     "category_positions": "fedtrees.federation._values",
@@ -103,11 +105,13 @@ _HOMES: Final[dict[str, str]] = {
     "check_timeout": "fedtrees.federation._driver",
     "decode": "fedtrees.federation._codec",
     "dispatch": "fedtrees.federation._client",
+    "duration_text": "fedtrees.federation._plan",
     "encode": "fedtrees.federation._codec",
     "encode_broadcast": "fedtrees.federation._codec",
     "handler": "fedtrees.federation._client",
     "payload": "fedtrees.federation._payload",
     "payload_class": "fedtrees.federation._payload",
+    "plan_line": "fedtrees.federation._plan",
     "receive": "fedtrees.federation._driver",
     "recording": "fedtrees.federation._ledger",
     "refuse": "fedtrees.federation._client",
@@ -117,6 +121,7 @@ _HOMES: Final[dict[str, str]] = {
 """Every public name and the module it loads from."""
 
 __all__ = [
+    "FLOWER_ROUND_SECONDS",
     "MAX_MESSAGE_BYTES",
     "MAX_ROUNDS",
     "MAX_TIMEOUT",
@@ -164,6 +169,7 @@ __all__ = [
     "Task",
     "Transport",
     "agree",
+    "announce_plan",
     "as_frame",
     "as_reply",
     "category_positions",
@@ -177,6 +183,7 @@ __all__ = [
     "check_timeout",
     "decode",
     "dispatch",
+    "duration_text",
     "encode",
     "encode_broadcast",
     "from_fixed",
@@ -187,6 +194,7 @@ __all__ = [
     "no_cohort_keys",
     "payload",
     "payload_class",
+    "plan_line",
     "receive",
     "recording",
     "refuse",
@@ -246,6 +254,12 @@ if TYPE_CHECKING:
         ReplySpec,
         payload,
         payload_class,
+    )
+    from fedtrees.federation._plan import (
+        FLOWER_ROUND_SECONDS,
+        announce_plan,
+        duration_text,
+        plan_line,
     )
     from fedtrees.federation._schema import (
         Schema,

@@ -121,9 +121,14 @@ class FedForestStrategy:
         return (*self.mode.setup, self.mode.first)[0]
 
     def expected_rounds(self) -> int:
-        """Upper bound of the rounds after the agreement (for progress bars)."""
+        """Upper bound of the rounds after the agreement (progress bars, job logs).
+
+        The mode's rounds, plus the class-count round of ``class_weight``'s
+        presets, the out-of-bag score's round, and the held-out score's round
+        when ``holdout`` asks for one (:mod:`._diagnose`).
+        """
         c = self.config
-        extra = int(c.oob_score) + int(c.class_weight in _COUNTED)
+        extra = int(c.oob_score) + int(c.class_weight in _COUNTED) + int(c.holdout > 0)
         return self.mode.expected_rounds(len(self.state.clients)) + extra
 
     def round_metrics(self, round: int) -> dict[str, float]:

@@ -39,6 +39,7 @@ from fedtrees.federation._data import DeclaredCategories
 from fedtrees.federation._driver import RoundCallback, RoundEnv
 from fedtrees.federation._federation import Federation
 from fedtrees.federation._ledger import Ledger
+from fedtrees.federation._plan import announce_plan
 from fedtrees.federation.flower._config import (
     check_run_config,
     declared_categories,
@@ -54,6 +55,7 @@ __all__ = [
     "ServerConfig",
     "check_output_path",
     "declared_categories",
+    "job_callbacks",
     "make_server_app",
     "max_message_bytes",
     "write_outputs",
@@ -162,12 +164,27 @@ def make_server_app(run_job: JobRunner, check_job: JobCheck | None = None) -> Se
             ),
             config.params,
             config.round_timeout,
-            [_log_round],
+            job_callbacks(config.job),
         )
         write_outputs(config.output_path, document, ledger)
         log(INFO, "%s", job_summary(config.output_path, ledger))
 
     return app
+
+
+def job_callbacks(job: str) -> list[RoundCallback]:
+    """Return the ServerApp's round callbacks: the plan after round 0, every round.
+
+    After the agreement the log says how many rounds the job takes at most and
+    about how long over Flower (:func:`fedtrees.federation.plan_line`); then one
+    line per round (what it sent, how long it took). ``flwr run --stream`` and
+    ``flwr log`` show them.
+    """
+    return [announce_plan(job, _log_line), _log_round]
+
+
+def _log_line(text: str) -> None:
+    log(INFO, "%s", text)
 
 
 def _log_round(env: RoundEnv) -> None:
