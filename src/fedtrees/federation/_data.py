@@ -127,11 +127,16 @@ def _check_cell_types(series: pd.Series, column: str, owner: str) -> None:
             )
 
 
-def _declared_codes(series: pd.Series, names: tuple[str, ...]) -> IntArray:
-    """Each row's index in ``names`` (:func:`category_positions`); -1 if absent."""
-    position = category_positions(list(series.cat.categories), names)
+def _declared_codes(
+    local: npt.NDArray[np.integer], categories: list[object], names: tuple[str, ...]
+) -> IntArray:
+    """Each row's index in ``names`` (:func:`category_positions`); -1 if absent.
+
+    ``local``: the rows' codes in the column's own ``categories`` (-1: missing).
+    """
+    position = category_positions(categories, names)
     table = np.append(position, -1).astype(np.int64)  # code -1 (missing) -> -1
-    codes: IntArray = table[series.cat.codes.to_numpy()]
+    codes: IntArray = table[local]
     return codes
 
 
@@ -152,6 +157,10 @@ class ClientData:
     budget: SiteBudget | None = None
     noise: SiteNoise = field(default_factory=SiteNoise)
     _declared: DeclaredCategories = field(default_factory=dict, init=False, repr=False)
+    _declared_codes: dict[str, IntArray] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    """Each declared column's codes, computed once by :meth:`declare_categories`."""
 
     @classmethod
     def build(
@@ -247,10 +256,8 @@ class ClientData:
     def feature_kinds(self) -> tuple[FeatureKind, ...]:
         """Kind of every column (the frame's dtypes: fixed when the data is built)."""
         return tuple(
-            "categorical"
-            if isinstance(self.X[c].dtype, pd.CategoricalDtype)
-            else "numeric"
-            for c in self.X.columns
+            "categorical" if isinstance(dtype, pd.CategoricalDtype) else "numeric"
+            for dtype in self.X.dtypes
         )
 
     @property
@@ -261,11 +268,16 @@ class ClientData:
         local dtype's categories.
         """
         return tuple(
-            self._declared.get(str(c), tuple(str(v) for v in self.X[c].cat.categories))
-            if kind == "categorical"
-            else None
+            None if kind == "numeric" else self._category_names(str(c))
             for c, kind in zip(self.X.columns, self.feature_kinds, strict=True)
         )
+
+    def _category_names(self, column: str) -> tuple[str, ...]:
+        """Return a categorical column's names: declared, else its dtype's (as text)."""
+        declared = self._declared.get(column)
+        if declared is not None:
+            return declared
+        return tuple(str(v) for v in self.X[column].cat.categories)
 
     @property
     def declared_columns(self) -> tuple[str, ...]:
@@ -289,19 +301,19 @@ class ClientData:
             is the number of rows holding such values (no client error states a
             row count, :mod:`fedtrees.algorithms._requests`).
         """
-        checked = {
-            column: self._checked_declaration(column, tuple(names))
-            for column, names in check_categories(
-                categories, f"Client {self.client_id!r}"
-            ).items()
+        declared = check_categories(categories, f"Client {self.client_id!r}")
+        codes = {
+            column: self._checked_codes(column, tuple(names))
+            for column, names in declared.items()
         }
         self._declared.clear()
-        self._declared.update(checked)
+        self._declared.update({column: tuple(n) for column, n in declared.items()})
+        self._declared_codes.clear()
+        self._declared_codes.update(codes)
         self.__dict__.pop("matrix", None)  # recompute the codes in the new order
 
-    def _checked_declaration(
-        self, column: str, names: tuple[str, ...]
-    ) -> tuple[str, ...]:
+    def _checked_codes(self, column: str, names: tuple[str, ...]) -> IntArray:
+        """Return a declared column's codes (-1: missing), or refuse the column."""
         if column not in self.X.columns:
             raise ValidationError(
                 f"Client {self.client_id!r}: categories are declared for column "
@@ -314,14 +326,16 @@ class ClientData:
                 f"{column!r}, but it is numeric here ({series.dtype}); make it a "
                 "pandas category or string column."
             )
-        outside = int((_declared_codes(series, names) < 0).sum() - series.isna().sum())
+        local = series.cat.codes.to_numpy()  # -1: missing
+        codes = _declared_codes(local, list(series.cat.categories), names)
+        outside = int((codes < 0).sum() - (local < 0).sum())
         if outside:
             raise ValidationError(
                 f"Client {self.client_id!r}: column {column!r} holds a value outside "
                 "the declared categories (neither the value nor its rows are "
                 "counted or named here, as this message travels to the server)."
             )
-        return names
+        return codes
 
     @cached_property
     def matrix(self) -> FloatArray:
@@ -333,11 +347,9 @@ class ClientData:
         for column, kind in zip(self.X.columns, self.feature_kinds, strict=True):
             series = self.X[column]
             if kind == "categorical":
-                names = self._declared.get(str(column))
+                declared = self._declared_codes.get(str(column))
                 codes = (
-                    series.cat.codes.to_numpy()
-                    if names is None
-                    else _declared_codes(series, names)
+                    series.cat.codes.to_numpy() if declared is None else declared
                 ).astype(np.float64)
                 columns.append(np.where(codes < 0, np.nan, codes))
             else:
