@@ -95,8 +95,8 @@ class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimat
         used "balanced".
     random_state : int, Generator or None
         Client k's CART uses ``[seed, 9, crc32(k)]``; the rows made from client
-        k's tree (values and flips) ``[seed, 10, crc32(k)]``; the global tree
-        ``[seed, 11]``.
+        k's tree (values and flips) ``[seed, 10, crc32(k)]``. The global tree
+        (a binned CART) draws nothing.
     flip_schedule : sequence of float, optional
         Flip probabilities by the number of conditions cut from the path (1, 2,
         ...; the last one repeats), replacing ``p_max·(1 − i/L)``. The authors'
