@@ -17,8 +17,8 @@ Timed in one run, for each setting (best of ``--repeats`` whole fits):
 - the server's two steps, which the estimator does not time: they are re-run
   here on the fitted ``client_trees_`` exactly as ``SyntheticStrategy.finish``
   runs them — ``threshold_ranges`` + ``generate`` (Algorithm 1, the vote of all
-  trees, the flips) and ``fit_cart`` (the global entropy CART, seed
-  ``[seed, 11]``) — and checked to give the fit's own synthetic labels and
+  trees, the flips) and ``fit_binned_cart`` (the global binned entropy
+  CART) — and checked to give the fit's own synthetic labels and
   global tree; best of ``--repeats`` too; "other" is the rest of the wall
   time (encoding, the codec, the round loop, one-hot, the fitted attributes);
 - the synthetic set's size (rows x one-hot columns, MB of float64).
@@ -43,14 +43,13 @@ from _table import print_frame
 from sklearn.tree import DecisionTreeClassifier
 
 from fedtrees import FedAvgClassifier, SyntheticDataClassifier, datasets
-from fedtrees._random import keyed_rng
+from fedtrees.algorithms.histogram import fit_binned_cart
 from fedtrees.algorithms.synthetic import (
     FillSpec,
     GenerationSpec,
     generate,
     threshold_ranges,
 )
-from fedtrees.learners import fit_cart
 
 TARGET_SECONDS = 5.0
 SETTINGS = {"paper (fill='outside')": "outside", "fill='uniform'": "uniform"}
@@ -70,7 +69,9 @@ def one_shot(
     best, model = np.inf, None
     for _ in range(repeats):
         start = time.perf_counter()
-        model = SyntheticDataClassifier(global_max_depth=7, fill=fill, random_state=0)
+        model = SyntheticDataClassifier(
+            global_max_depth=7, samples_per_path=100, fill=fill, random_state=0
+        )
         model.fit(X, y, groups=groups)
         best = min(best, time.perf_counter() - start)
     assert model is not None
@@ -92,16 +93,14 @@ def server_steps(
         synthetic = generate(model.client_trees_, ranges, spec, model.n_categories_)
         generation = min(generation, time.perf_counter() - start)
         start = time.perf_counter()
-        tree = fit_cart(
+        tree = fit_binned_cart(
             synthetic.X,
             synthetic.y,
             n_classes=len(model.classes_),
             max_depth=7,
-            seed=int(keyed_rng(0, 11).integers(2**31 - 1)),
             criterion="entropy",
             min_samples_split=2,
             min_samples_leaf=1,
-            class_weight=None,
         )
         global_fit = min(global_fit, time.perf_counter() - start)
     assert np.array_equal(model.classes_[synthetic.y], model.synthetic_y_)

@@ -8,7 +8,8 @@ test; ``_federations.random_split``) and fitted with the estimator's defaults
 except the global tree's depth rule:
 
 - ``auto``: the default — depth at most 10, every leaf at least
-  ``samples_per_path`` (100) synthetic rows;
+  ``samples_per_path`` (50; 100 when the table in docs/synthetic.md was
+  measured) synthetic rows;
 - ``7`` and ``4``: the paper's fixed depths (census, IoT), leaves of 1 row;
 - ``None``: grown until pure (the default before ``auto``);
 - ``10``: the depth bound of ``auto`` without its leaf size, to show which part

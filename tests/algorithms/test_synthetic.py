@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.utils.class_weight import compute_sample_weight
 
 from fedtrees import SyntheticDataClassifier, Tree, datasets
-from fedtrees._random import keyed_rng
+from fedtrees.algorithms.histogram import fit_binned_cart
 from fedtrees.algorithms.synthetic import (
     FillSpec,
     GenerationSpec,
@@ -232,18 +233,19 @@ def test_adult_with_200_clients_beats_the_majority_rate_by_3_points(
     assert model.tree_.max_depth <= 10
 
 
-def _global_reference(model: SyntheticDataClassifier, depth: Any, leaf: int) -> Tree:
-    """The global tree refitted on the model's synthetic set: CART, given limits."""
-    return fit_cart(
+def _global_reference(
+    model: SyntheticDataClassifier, depth: Any, leaf: int, weight: Any = None
+) -> Tree:
+    """The global tree refitted on the model's synthetic set: binned CART, given limits."""
+    return fit_binned_cart(
         model.synthetic_X_.to_numpy(),
         np.searchsorted(model.classes_, model.synthetic_y_),
         n_classes=len(model.classes_),
         max_depth=depth,
-        seed=int(keyed_rng(model.random_state, 11).integers(2**31 - 1)),
         criterion="entropy",
         min_samples_split=2,
         min_samples_leaf=leaf,
-        class_weight=None,
+        sample_weight=weight,
     )
 
 
@@ -283,6 +285,34 @@ def test_the_default_global_tree_is_bounded_and_every_leaf_holds_a_sub_path(
         ].min()
         < m
     )
+
+
+def test_the_global_tree_is_the_binned_cart_of_the_synthetic_rows() -> None:
+    # The server's own rows, binned (docs/synthetic.md): at most 254 thresholds
+    # per column, cut at the rows' quantiles; class weights weigh the rows as
+    # scikit-learn's class_weight does. scikit-learn's exact CART on the same
+    # rows (the global tree before) splits between adjacent values instead.
+    X, y, groups = _noisy_federation()
+    model = SyntheticDataClassifier(
+        samples_per_path=50, class_weight="balanced", random_state=2
+    ).fit(X, y, groups=groups)
+    rows = model.synthetic_X_.to_numpy()
+    codes = np.searchsorted(model.classes_, model.synthetic_y_)
+    assert min(np.unique(rows[:, j]).shape[0] for j in range(3)) > 255
+    weights = compute_sample_weight("balanced", codes)
+    reference = _global_reference(model, 10, 50, weights)
+    tree = model.tree_
+    assert tree.n_leaves > 8
+    for name in ("feature", "threshold", "left", "right", "count", "value"):
+        np.testing.assert_array_equal(getattr(tree, name), getattr(reference, name))
+    for j in range(3):
+        used = np.unique(tree.threshold[tree.feature == j])
+        assert used.shape[0] <= 254
+    exact = fit_cart(
+        rows, codes, n_classes=2, max_depth=10, seed=0, criterion="entropy",
+        min_samples_leaf=50, class_weight="balanced",
+    )  # fmt: skip
+    assert not np.array_equal(tree.threshold, exact.threshold, equal_nan=True)
 
 
 @pytest.mark.parametrize(("depth", "leaf"), [(None, 1), (7, 1), (4, 3)])

@@ -149,11 +149,16 @@ class AgreedCoding:
     positions: IntArray
 
 
-def _declared_codes(series: pd.Series, names: tuple[str, ...]) -> IntArray:
-    """Each row's index in ``names`` (:func:`category_positions`); -1 if absent."""
-    position = category_positions(list(series.cat.categories), names)
+def _declared_codes(
+    local: npt.NDArray[np.integer], categories: list[object], names: tuple[str, ...]
+) -> IntArray:
+    """Each row's index in ``names`` (:func:`category_positions`); -1 if absent.
+
+    ``local``: the rows' codes in the column's own ``categories`` (-1: missing).
+    """
+    position = category_positions(categories, names)
     table = np.append(position, -1).astype(np.int64)  # code -1 (missing) -> -1
-    codes: IntArray = table[series.cat.codes.to_numpy()]
+    codes: IntArray = table[local]
     return codes
 
 
@@ -184,6 +189,10 @@ class ClientData:
     _agreed: dict[str, AgreedCoding] = field(
         default_factory=dict, init=False, repr=False
     )
+    _declared_rows: dict[str, IntArray] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    """Each declared column's codes, computed once by :meth:`declare_categories`."""
 
     @classmethod
     def build(
@@ -292,10 +301,8 @@ class ClientData:
     def feature_kinds(self) -> tuple[FeatureKind, ...]:
         """Kind of every column (the frame's dtypes: fixed when the data is built)."""
         return tuple(
-            "categorical"
-            if isinstance(self.X[c].dtype, pd.CategoricalDtype)
-            else "numeric"
-            for c in self.X.columns
+            "categorical" if isinstance(dtype, pd.CategoricalDtype) else "numeric"
+            for dtype in self.X.dtypes
         )
 
     @property
@@ -313,14 +320,18 @@ class ClientData:
         )
 
     def _column_categories(self, column: str) -> tuple[str, ...]:
+        """Return a categorical column's names: declared, agreed, else its dtype's."""
+        declared = self._declared.get(column)
+        if declared is not None:
+            return declared
         own = tuple(str(v) for v in self.X[column].cat.categories)
         coding = self._agreed.get(column)
-        if coding is not None:
-            names = [""] * coding.size
-            for name, position in zip(own, coding.positions.tolist(), strict=True):
-                names[position] = name
-            return tuple(names)
-        return self._declared.get(column, own)
+        if coding is None:
+            return own
+        names = [""] * coding.size
+        for name, position in zip(own, coding.positions.tolist(), strict=True):
+            names[position] = name
+        return tuple(names)
 
     @property
     def declared_columns(self) -> tuple[str, ...]:
@@ -388,20 +399,20 @@ class ClientData:
             is the number of rows holding such values (no client error states a
             row count, :mod:`fedtrees.algorithms._requests`).
         """
-        checked = {
-            column: self._checked_declaration(column, tuple(names))
-            for column, names in check_categories(
-                categories, f"Client {self.client_id!r}"
-            ).items()
+        declared = check_categories(categories, f"Client {self.client_id!r}")
+        codes = {
+            column: self._checked_codes(column, tuple(names))
+            for column, names in declared.items()
         }
         self._declared.clear()
-        self._declared.update(checked)
+        self._declared.update({column: tuple(n) for column, n in declared.items()})
+        self._declared_rows.clear()
+        self._declared_rows.update(codes)
         self._agreed.clear()
         self.__dict__.pop("matrix", None)  # recompute the codes in the new order
 
-    def _checked_declaration(
-        self, column: str, names: tuple[str, ...]
-    ) -> tuple[str, ...]:
+    def _checked_codes(self, column: str, names: tuple[str, ...]) -> IntArray:
+        """Return a declared column's codes (-1: missing), or refuse the column."""
         if column not in self.X.columns:
             raise ValidationError(
                 f"Client {self.client_id!r}: categories are declared for column "
@@ -414,14 +425,16 @@ class ClientData:
                 f"{column!r}, but it is numeric here ({series.dtype}); make it a "
                 "pandas category or string column."
             )
-        outside = int((_declared_codes(series, names) < 0).sum() - series.isna().sum())
+        local = series.cat.codes.to_numpy()  # -1: missing
+        codes = _declared_codes(local, list(series.cat.categories), names)
+        outside = int((codes < 0).sum() - (local < 0).sum())
         if outside:
             raise ValidationError(
                 f"Client {self.client_id!r}: column {column!r} holds a value outside "
                 "the declared categories (neither the value nor its rows are "
                 "counted or named here, as this message travels to the server)."
             )
-        return names
+        return codes
 
     @cached_property
     def matrix(self) -> FloatArray:
@@ -443,9 +456,9 @@ class ClientData:
 
     def _codes(self, column: str, series: pd.Series) -> IntArray:
         """Return a categorical column's codes: declared, agreed or local (-1: NaN)."""
-        names = self._declared.get(column)
-        if names is not None:
-            return _declared_codes(series, names)
+        declared = self._declared_rows.get(column)
+        if declared is not None:
+            return declared
         local: IntArray = series.cat.codes.to_numpy().astype(np.int64)
         coding = self._agreed.get(column)
         if coding is None:

@@ -129,8 +129,16 @@ def category_positions(values: Sequence[object], names: Sequence[str]) -> IntArr
     >>> names = ["1", "2", "3", "b", "0"]
     >>> category_positions([1.0, 3, "b", 2.5, "02", 0.0], names).tolist()
     [0, 2, 3, -1, -1, 4]
+    >>> category_positions(["a", "b"], ("a", "b")).tolist()  # the names, in order
+    [0, 1]
     """
-    text = pd.Index([str(v) for v in values], dtype=object)
+    texts = [str(v) for v in values]
+    if texts == list(names) and len(set(texts)) == len(texts):
+        # the common case (a client's own categories are the declared ones): no
+        # index to build (measured on adult's 8 categorical columns: 0.03 ms a
+        # client against 1.4 ms)
+        return np.arange(len(texts), dtype=np.int64)
+    text = pd.Index(texts, dtype=object)
     positions = np.asarray(
         pd.Index(list(names), dtype=object).get_indexer(text), dtype=np.int64
     )

@@ -211,15 +211,25 @@ def _by_column(X: FloatArray) -> npt.NDArray[np.float32]:
 
 
 def _agreed_columns(estimator: Any, present: IntArray, n_classes: int) -> Tree:
-    """Spread a tree's value columns (classes seen here) over the agreed classes."""
-    tree = _from_sklearn(estimator)
+    """Spread a tree's value columns (classes seen here) over the agreed classes.
+
+    The tree routes NaN as :func:`_from_sklearn`'s; one ``replace`` (each
+    validates the whole tree).
+    """
+    tree = Tree.from_sklearn(estimator)
     value = np.zeros((tree.n_nodes, n_classes))
     value[:, present] = tree.value
-    return dataclasses.replace(tree, value=value, classes=np.arange(n_classes))
+    return dataclasses.replace(
+        tree, value=value, classes=np.arange(n_classes), missing=_larger(tree)
+    )
 
 
 def _from_sklearn(estimator: Any) -> Tree:
     """Return the Tree of a scikit-learn tree fit on finite X (no NaN direction)."""
     tree = Tree.from_sklearn(estimator)
-    larger = np.full(tree.n_nodes, Missing.LARGER, dtype=np.int8)
-    return dataclasses.replace(tree, missing=larger)
+    return dataclasses.replace(tree, missing=_larger(tree))
+
+
+def _larger(tree: Tree) -> npt.NDArray[np.int8]:
+    """``Missing.LARGER`` at every node (the module docstring)."""
+    return np.full(tree.n_nodes, Missing.LARGER, dtype=np.int8)

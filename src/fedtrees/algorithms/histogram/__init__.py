@@ -28,6 +28,10 @@ server names, and the root grid from fine histograms over declared ranges;
 the pooled sums are checked for what no honest sites can add up to
 (:mod:`._pooled`).
 
+On one table, with no federation (:mod:`._local`): a binned CART of rows the
+caller holds itself (:func:`fit_binned_cart`; the synthetic-data server's
+global tree).
+
 On the wire (:mod:`._wire`): the grid round's reply and the grid a client
 keeps for the run, shared by the protocols on the engine.
 
@@ -76,6 +80,7 @@ from fedtrees.algorithms.histogram._level import (
     level_histograms,
     plan_level,
 )
+from fedtrees.algorithms.histogram._local import fit_binned_cart
 from fedtrees.algorithms.histogram._pooled import (
     check_pooled_fine,
     check_pooled_level,
@@ -122,6 +127,7 @@ __all__ = [
     "fine_edges",
     "fine_grid",
     "fine_histograms",
+    "fit_binned_cart",
     "grid_reply_fields",
     "keep_grid",
     "keep_split",

@@ -6,8 +6,17 @@ the server, with no further message:
 1. resolves the ranges of the one-hot columns (:func:`column_ranges`);
 2. runs Algorithm 1 over every client tree (:func:`._generate.generate`):
    sub-path rows, the majority vote of all trees, the flips;
-3. trains the global CART (entropy) on the synthetic set; its seed is
-   ``[seed, 11]``, its depth and leaf size are :func:`global_limits`'.
+3. trains the global CART (entropy) on the synthetic set, its depth and leaf
+   size :func:`global_limits`'. **Decision** (beyond the paper): a binned CART
+   (:func:`fedtrees.algorithms.histogram.fit_binned_cart`): at most
+   :data:`GLOBAL_MAX_BINS` bins per column, cut at the synthetic rows'
+   quantiles, so at most 254 thresholds per column; on a column with fewer
+   distinct values it is scikit-learn's exact CART. scikit-learn sorts every
+   column at every node; on adult with 200 clients (361,400 synthetic rows x
+   104 one-hot columns) its tree took 14.6 s of CPU, the binned one 3.9 s,
+   with the same accuracy (docs/synthetic.md; a busy machine). No randomness:
+   scikit-learn drew only its order of equal-gain features; here the first
+   feature wins.
 """
 
 from __future__ import annotations
@@ -18,13 +27,14 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 import numpy as np
+from sklearn.utils.class_weight import compute_sample_weight
 
-from fedtrees._random import keyed_rng
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms._class_weight import class_weight_codes
 from fedtrees.algorithms._one_round import OneRoundStrategy
 from fedtrees.algorithms._onehot import category_counts, expanded_names
 from fedtrees.algorithms._ranges import resolve_ranges
+from fedtrees.algorithms.histogram import MAX_BINS, fit_binned_cart
 from fedtrees.algorithms.synthetic._generate import (
     GenerationSpec,
     Synthetic,
@@ -34,7 +44,6 @@ from fedtrees.algorithms.synthetic._generate import (
 from fedtrees.algorithms.synthetic._payloads import TreeReply, TreeRequest, cart_params
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import FederationInfo
-from fedtrees.learners import fit_cart
 from fedtrees.tree import NodeKind, Tree
 
 __all__ = [
@@ -46,9 +55,10 @@ __all__ = [
     "threshold_ranges",
 ]
 
-GLOBAL_STREAM: Final = 11
 AUTO_DEPTH: Final = 10
 """Depth of the global tree with ``global_max_depth="auto"`` (:func:`global_limits`)."""
+GLOBAL_MAX_BINS: Final = MAX_BINS
+"""Bins per column of the global tree's grid (the engine's most: 255)."""
 
 
 @dataclass(frozen=True)
@@ -205,20 +215,25 @@ class SyntheticStrategy(OneRoundStrategy):
         )
 
     def _global_tree(self, synthetic: Synthetic, request: TreeRequest) -> Tree:
-        """Fit the global entropy CART on the synthetic set (weights, leaf sizes)."""
+        """Fit the global binned entropy CART on the synthetic rows (module doc)."""
         s = self.settings
-        seed = keyed_rng(s.generation.seed, GLOBAL_STREAM)
         depth, leaf = global_limits(
             s.global_max_depth, s.min_samples_leaf, s.generation.samples_per_path
         )
         params = cart_params(request, np.unique(synthetic.y))
-        return fit_cart(
+        weights = params["class_weight"]
+        return fit_binned_cart(
             synthetic.X,
             synthetic.y,
             n_classes=int(request.classes.shape[0]),
             max_depth=depth,
-            seed=int(seed.integers(2**31 - 1)),
-            **(params | {"min_samples_leaf": leaf}),
+            criterion=params["criterion"],
+            min_samples_split=params["min_samples_split"],
+            min_samples_leaf=leaf,
+            sample_weight=None
+            if weights is None
+            else compute_sample_weight(weights, synthetic.y),
+            max_bins=GLOBAL_MAX_BINS,
         )
 
 
