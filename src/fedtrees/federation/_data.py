@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fedtrees._categories import category_codes
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import MAX_ABS_TARGET, check_sample_weight, label_array
 from fedtrees.exceptions import UnsupportedInputError, ValidationError
@@ -37,7 +38,6 @@ from fedtrees.federation._noise import SiteNoise, data_digest, release_key
 from fedtrees.federation._payload import Payload
 from fedtrees.federation._values import (
     DeclaredCategories,
-    category_positions,
     check_categories,
     check_classes,
 )
@@ -125,14 +125,6 @@ def _check_cell_types(series: pd.Series, column: str, owner: str) -> None:
                 f"{owner}: column {column!r} holds a {type(value).__name__} at row "
                 f"{row}; argument must be a string or a number."
             )
-
-
-def _declared_codes(series: pd.Series, names: tuple[str, ...]) -> IntArray:
-    """Each row's index in ``names`` (:func:`category_positions`); -1 if absent."""
-    position = category_positions(list(series.cat.categories), names)
-    table = np.append(position, -1).astype(np.int64)  # code -1 (missing) -> -1
-    codes: IntArray = table[series.cat.codes.to_numpy()]
-    return codes
 
 
 @dataclass(frozen=True, eq=False)
@@ -314,7 +306,7 @@ class ClientData:
                 f"{column!r}, but it is numeric here ({series.dtype}); make it a "
                 "pandas category or string column."
             )
-        outside = int((_declared_codes(series, names) < 0).sum() - series.isna().sum())
+        outside = int((category_codes(series, names) < 0).sum() - series.isna().sum())
         if outside:
             raise ValidationError(
                 f"Client {self.client_id!r}: column {column!r} holds a value outside "
@@ -337,7 +329,7 @@ class ClientData:
                 codes = (
                     series.cat.codes.to_numpy()
                     if names is None
-                    else _declared_codes(series, names)
+                    else category_codes(series, names)
                 ).astype(np.float64)
                 columns.append(np.where(codes < 0, np.nan, codes))
             else:
