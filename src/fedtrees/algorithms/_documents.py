@@ -219,10 +219,9 @@ def floats(value: object, name: str, length: int | None = None) -> FloatArray:
 def client_map(
     document: Mapping[str, Any], name: str, clients: Sequence[str]
 ) -> dict[str, Any]:
-    """Return field ``name``: a JSON object whose keys are clients of the run."""
+    """Return field ``name``: a JSON object keyed by (at least one) clients."""
     value = mapping(document, name)
-    unknown = [c for c in value if c not in clients]
-    if unknown:
+    if not value or any(c not in clients for c in value):
         raise bad_field(name, f"an object keyed by clients of {list(clients)}", value)
     return value
 

@@ -35,7 +35,7 @@ from typing import Any, Final, TypeVar
 import numpy as np
 import pandas as pd
 
-from fedtrees._validation import check_choice, is_integral
+from fedtrees._validation import check_choice, is_integral, is_real
 from fedtrees.algorithms._discretize import Binning
 from fedtrees.algorithms._documents import (
     bad_field,
@@ -246,10 +246,16 @@ def _dpforest(estimator: Any, document: Document, schema: Schema) -> None:
     estimator.client_trees_ = dict(zip(owners, trees, strict=True))
     estimator.trees_ = trees
     inf = float("inf")
-    estimator.epsilon_spent_ = _number_map(document, "epsilon_spent", clients, none=inf)
-    estimator.n_queries_ = {
-        c: int(n) for c, n in _number_map(document, "n_queries", clients).items()
-    }
+    spent = _number_map(document, "epsilon_spent", tuple(owners), none=inf)
+    queries = _number_map(document, "n_queries", tuple(owners))
+    if set(spent) != set(owners) or set(queries) != set(owners):
+        raise bad_field(
+            "epsilon_spent" if set(spent) != set(owners) else "n_queries",
+            f"an entry for every client of tree_clients ({owners})",
+            spent if set(spent) != set(owners) else queries,
+        )
+    estimator.epsilon_spent_ = spent
+    estimator.n_queries_ = {c: int(n) for c, n in queries.items()}
     estimator.feature_ranges_ = _ranges(document.get("feature_ranges"), schema)
 
 
@@ -321,8 +327,13 @@ def _checked_edges(edges: object, j: int) -> Any:
 def _icdta_report(estimator: Any, document: Document) -> None:
     clients = estimator.clients_
     kept = document.get("kept")
-    if not isinstance(kept, list) or not all(c in clients for c in kept):
-        raise bad_field("kept", f"a list of clients of {list(clients)}", kept)
+    if (
+        not isinstance(kept, list)
+        or not kept
+        or not all(isinstance(c, str) and c in clients for c in kept)
+        or len(set(kept)) != len(kept)
+    ):
+        raise bad_field("kept", f"a list of distinct clients of {list(clients)}", kept)
     estimator.kept_ = list(kept)
     scores = _number_map(document, "tree_scores", clients, none=float("nan"))
     estimator.tree_scores_ = pd.Series(scores, name="score", dtype=np.float64)
@@ -342,6 +353,9 @@ def _fedid3_report(estimator: Any, document: Document) -> None:
 def _synthetic(estimator: Any, document: Document, schema: Schema) -> None:
     """Restore the global tree and the client trees, over the one-hot columns."""
     _checked(estimator._settings)
+    if document.get("bins") is not None:
+        bins = document.get("bins")
+        raise bad_field("bins", "null (the tree routes one-hot columns)", bins)
     names = expanded_names(schema.feature_names, schema.categories)
     estimator.binning_ = None
     estimator.feature_names_out_ = np.asarray(names, dtype=object)
@@ -371,9 +385,10 @@ def _fedga(estimator: Any, document: Document, schema: Schema) -> None:
         raise bad_field("depth", "an int >= 1", depth)
     estimator.depth_ = int(depth)
     estimator.fitness_history_ = _history(document.get("fitness_history"))
-    estimator.train_ratio_ = float(
-        floats([document.get("train_ratio")], "train_ratio")[0]
-    )
+    ratio = document.get("train_ratio")
+    if not (is_real(ratio) and 0.0 < ratio <= 1.0):
+        raise bad_field("train_ratio", "a number in (0, 1]", ratio)
+    estimator.train_ratio_ = float(ratio)
     elitism = document.get("elitism")
     if not isinstance(elitism, bool):
         raise bad_field("elitism", "true or false", elitism)
