@@ -32,7 +32,7 @@ _HOMES: Final[dict[str, str]] = {
     "LocalModelsRegressor": "fedtrees.algorithms",
     "SyntheticDataClassifier": "fedtrees.algorithms",
     "Tree": "fedtrees.tree",
-    "load": "fedtrees.algorithms._load",
+    "load": "fedtrees.algorithms",
 }
 """Every public name and the module it loads from (the methods: their index)."""
 
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from fedtrees.algorithms._load import load
+    from fedtrees.algorithms import load
     from fedtrees.algorithms.dpforest import DPForestClassifier
     from fedtrees.algorithms.fedavg import FedAvgClassifier
     from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor

@@ -50,7 +50,7 @@ from fedtrees.algorithms._documents import (
 from fedtrees.algorithms._jobs import job_estimator
 from fedtrees.algorithms._onehot import category_counts, expanded_names
 from fedtrees.algorithms._params import MAX_GRID
-from fedtrees.algorithms.fedgbdt._config import with_classes
+from fedtrees.algorithms.fedgbdt import with_classes
 from fedtrees.exceptions import SerializationError, ValidationError
 from fedtrees.federation import FederationInfo, Schema
 from fedtrees.stats import check_increasing
