@@ -158,16 +158,6 @@ HEADER_AND_JOB: dict[str, tuple[str, Mutation, str]] = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(HEADER_AND_JOB))
-def test_a_bad_header_job_or_params_is_named(
-    documents: dict[str, dict[str, Any]], case: str
-) -> None:
-    job, mutate, field = HEADER_AND_JOB[case]
-    document = copy.deepcopy(documents[job])
-    mutate(document)
-    _refused(document, field)
-
-
 def test_a_newer_version_asks_for_an_upgrade(
     documents: dict[str, dict[str, Any]],
 ) -> None:
@@ -195,16 +185,6 @@ COLUMNS: dict[str, tuple[str, Mutation, str]] = {
     ),
     "fewer classes than the trees": ("fedforest", _set("classes", ["no"]), "trees[0]"),
 }  # fmt: skip
-
-
-@pytest.mark.parametrize("case", sorted(COLUMNS))
-def test_bad_columns_clients_or_labels_are_named(
-    documents: dict[str, dict[str, Any]], case: str
-) -> None:
-    job, mutate, field = COLUMNS[case]
-    document = copy.deepcopy(documents[job])
-    mutate(document)
-    _refused(document, field)
 
 
 # -- the trees and each method's fields ----------------------------------------------
@@ -286,11 +266,17 @@ MODELS: dict[str, tuple[str, Mutation, str]] = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("case", sorted(MODELS))
-def test_bad_trees_and_method_fields_are_named(
+FAMILIES = {"header and job": HEADER_AND_JOB, "columns": COLUMNS, "models": MODELS}
+CASES = {
+    f"{f}: {case}": v for f, cases in FAMILIES.items() for case, v in cases.items()
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_malformed_field_is_named(
     documents: dict[str, dict[str, Any]], case: str
 ) -> None:
-    job, mutate, field = MODELS[case]
+    job, mutate, field = CASES[case]
     document = copy.deepcopy(documents[job])
     mutate(document)
     _refused(document, field)
