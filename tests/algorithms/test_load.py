@@ -343,3 +343,16 @@ def test_a_loaded_boosted_model_exports_to_xgboost_and_shap() -> None:
         explanation.sum(axis=1) + explainer.expected_value, margin, rtol=0, atol=1e-4
     )
     np.testing.assert_allclose(margin, loaded.decision_function(X), atol=1e-4)
+
+
+def test_a_one_site_icdta_document_loads_with_its_unscored_tree() -> None:
+    """One site: no other client scores its tree, whose score is NaN (JSON NaN)."""
+    X, y = _numeric_setting()
+    one_site = np.zeros(N, dtype=np.int64)
+    document, _ = run_job("icdta", Federation.from_groups(X, y, one_site), {})
+
+    loaded = fedtrees.load(json.dumps(document))
+
+    assert np.isnan(loaded.tree_scores_["0"])
+    fitted = fedtrees.ICDTAClassifier().fit(X, y, groups=one_site)
+    np.testing.assert_array_equal(loaded.predict_proba(X), fitted.predict_proba(X))

@@ -29,6 +29,7 @@ a bad field is refused by name before it reaches the estimator.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
@@ -188,11 +189,15 @@ def _number_map(
     *,
     none: float | None = None,
 ) -> dict[str, float]:
-    """Return a client -> number field (``none`` stands for JSON null, if allowed)."""
+    """Return a client -> number field (``none`` stands for JSON null, if allowed).
+
+    With ``none=nan`` (a score no client gave), JSON's NaN is accepted too.
+    """
     value = client_map(document, name, clients)
     out: dict[str, float] = {}
     for client, number in value.items():
-        if number is None and none is not None:
+        unknown = none is not None and math.isnan(none) and is_real(number)
+        if none is not None and (number is None or (unknown and math.isnan(number))):
             out[client] = none
             continue
         out[client] = float(floats([number], f"{name}[{client!r}]")[0])
