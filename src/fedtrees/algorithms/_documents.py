@@ -16,24 +16,34 @@ from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
+import pandas as pd
 
 from fedtrees._typing import FloatArray
 from fedtrees._validation import is_integral, is_real, load_json, shown
+from fedtrees.algorithms._discretize import Binning
 from fedtrees.algorithms._jobs import JOB_FORMAT, JOB_VERSION
+from fedtrees.algorithms._params import MAX_GRID
 from fedtrees.exceptions import (
     DataNotFoundError,
     SerializationError,
     ValidationError,
 )
+from fedtrees.federation import Schema
+from fedtrees.stats import check_increasing
 from fedtrees.tree import Tree
 
 __all__ = [
     "bad_field",
+    "bins_field",
     "client_map",
     "column_lists",
     "floats",
+    "history_field",
+    "int_list",
     "label_list",
+    "losses_field",
     "mapping",
+    "ranges_field",
     "read_document",
     "tree_at",
 ]
@@ -243,3 +253,76 @@ def tree_at(value: object, name: str, n_features: int, n_outputs: int) -> Tree:
             f"a tree of {tree.n_features} features and {tree.value.shape[1]} outputs",
         )
     return tree
+
+
+def ranges_field(value: object, schema: Schema) -> Any:
+    """Return the DP forest's ranges, shape (n_features, 2): [low, high] per column.
+
+    A categorical column's range is that of its codes; ``[null, null]`` (NaN)
+    stands for a range not used.
+    """
+    n = schema.n_features
+    if not isinstance(value, list) or len(value) != n:
+        raise bad_field("feature_ranges", f"a list of {n} [low, high] pairs", value)
+    rows = []
+    for j, pair in enumerate(value):
+        if pair == [None, None]:
+            rows.append([np.nan, np.nan])
+            continue
+        low, high = floats(pair, f"feature_ranges[{j}]", 2)
+        if not low <= high:
+            raise bad_field(f"feature_ranges[{j}]", "[low, high], low <= high", pair)
+        rows.append([low, high])
+    return np.asarray(rows, dtype=np.float64).reshape(n, 2)
+
+
+def bins_field(value: object, schema: Schema) -> Binning:
+    """Return the bins: interior edges per numeric column, null per categorical one."""
+    if not isinstance(value, list) or len(value) != schema.n_features:
+        raise bad_field("bins", f"a list of {schema.n_features} entries", value)
+    found = {}
+    for j, (edges, categories) in enumerate(zip(value, schema.categories, strict=True)):
+        if categories is not None or edges is None:
+            if categories is None or edges is not None:
+                raise bad_field(
+                    f"bins[{j}]", "null exactly for a categorical column", edges
+                )
+            continue
+        found[j] = np.zeros(0) if edges == [] else _checked_edges(edges, j)
+    return Binning.of(schema, found)
+
+
+def _checked_edges(edges: object, j: int) -> Any:
+    try:
+        return check_increasing(edges, f"bins[{j}]", "fedtrees.load", MAX_GRID - 1)
+    except ValidationError as exc:
+        raise SerializationError(f"Result document field 'bins[{j}]': {exc}") from None
+
+
+def int_list(value: object, name: str) -> Any:
+    if not isinstance(value, list) or not all(is_integral(v) for v in value):
+        raise bad_field(name, "a list of ints", value)
+    return np.asarray(value, dtype=np.int64)
+
+
+def history_field(value: object) -> pd.DataFrame:
+    """FedGA's fitness per generation: [best, mean] pairs, generations from 1."""
+    if not isinstance(value, list) or not all(
+        isinstance(pair, list) and len(pair) == 2 for pair in value
+    ):
+        raise bad_field("fitness_history", "a list of [best, mean] pairs", value)
+    rows = [floats(pair, f"fitness_history[{g}]", 2) for g, pair in enumerate(value)]
+    history = pd.DataFrame(
+        np.asarray(rows).reshape(-1, 2), columns=["best", "mean"]
+    ).rename_axis("generation")
+    history.index += 1
+    return history
+
+
+def losses_field(value: object) -> dict[str, list[float]]:
+    if not isinstance(value, dict):
+        raise bad_field("evals_result", "an object of per-iteration losses", value)
+    return {
+        str(name): floats(losses, f"evals_result[{name!r}]").tolist()
+        for name, losses in value.items()
+    }

@@ -37,24 +37,26 @@ import numpy as np
 import pandas as pd
 
 from fedtrees._validation import check_choice, is_integral, is_real
-from fedtrees.algorithms._discretize import Binning
 from fedtrees.algorithms._documents import (
     bad_field,
+    bins_field,
     client_map,
     column_lists,
     floats,
+    history_field,
+    int_list,
     label_list,
+    losses_field,
     mapping,
+    ranges_field,
     read_document,
     tree_at,
 )
 from fedtrees.algorithms._jobs import job_estimator
 from fedtrees.algorithms._onehot import category_counts, expanded_names
-from fedtrees.algorithms._params import MAX_GRID
 from fedtrees.algorithms.fedgbdt import with_classes
 from fedtrees.exceptions import SerializationError, ValidationError
 from fedtrees.federation import FederationInfo, Schema
-from fedtrees.stats import check_increasing
 from fedtrees.tree import Tree
 
 __all__ = ["load"]
@@ -261,28 +263,7 @@ def _dpforest(estimator: Any, document: Document, schema: Schema) -> None:
         )
     estimator.epsilon_spent_ = spent
     estimator.n_queries_ = {c: int(n) for c, n in queries.items()}
-    estimator.feature_ranges_ = _ranges(document.get("feature_ranges"), schema)
-
-
-def _ranges(value: object, schema: Schema) -> Any:
-    """Return the DP forest's ranges, shape (n_features, 2): [low, high] per column.
-
-    A categorical column's range is that of its codes; ``[null, null]`` (NaN)
-    stands for a range not used.
-    """
-    n = schema.n_features
-    if not isinstance(value, list) or len(value) != n:
-        raise bad_field("feature_ranges", f"a list of {n} [low, high] pairs", value)
-    rows = []
-    for j, pair in enumerate(value):
-        if pair == [None, None]:
-            rows.append([np.nan, np.nan])
-            continue
-        low, high = floats(pair, f"feature_ranges[{j}]", 2)
-        if not low <= high:
-            raise bad_field(f"feature_ranges[{j}]", "[low, high], low <= high", pair)
-        rows.append([low, high])
-    return np.asarray(rows, dtype=np.float64).reshape(n, 2)
+    estimator.feature_ranges_ = ranges_field(document.get("feature_ranges"), schema)
 
 
 def _single_tree(estimator: Any, document: Document, schema: Schema) -> None:
@@ -298,35 +279,12 @@ def _single_tree(estimator: Any, document: Document, schema: Schema) -> None:
             else "null (a CART base splits raw values)",
             bins,
         )
-    estimator.binning_ = None if bins is None else _binning(bins, schema)
+    estimator.binning_ = None if bins is None else bins_field(bins, schema)
     tree = document.get("tree")
     estimator.tree_ = tree_at(
         tree, "tree", estimator.n_features_in_, _outputs(estimator)
     )
     _RESTORE_REPORT[document["job"]](estimator, document)
-
-
-def _binning(value: object, schema: Schema) -> Binning:
-    """Return the bins: interior edges per numeric column, null per categorical one."""
-    if not isinstance(value, list) or len(value) != schema.n_features:
-        raise bad_field("bins", f"a list of {schema.n_features} entries", value)
-    found = {}
-    for j, (edges, categories) in enumerate(zip(value, schema.categories, strict=True)):
-        if categories is not None or edges is None:
-            if categories is None or edges is not None:
-                raise bad_field(
-                    f"bins[{j}]", "null exactly for a categorical column", edges
-                )
-            continue
-        found[j] = np.zeros(0) if edges == [] else _checked_edges(edges, j)
-    return Binning.of(schema, found)
-
-
-def _checked_edges(edges: object, j: int) -> Any:
-    try:
-        return check_increasing(edges, f"bins[{j}]", "fedtrees.load", MAX_GRID - 1)
-    except ValidationError as exc:
-        raise SerializationError(f"Result document field 'bins[{j}]': {exc}") from None
 
 
 def _icdta_report(estimator: Any, document: Document) -> None:
@@ -383,13 +341,13 @@ def _fedga(estimator: Any, document: Document, schema: Schema) -> None:
     }
     structures = client_map(document, "structures", clients)
     estimator.structures_ = {
-        c: _ints(s, f"structures[{c!r}]") for c, s in sorted(structures.items())
+        c: int_list(s, f"structures[{c!r}]") for c, s in sorted(structures.items())
     }
     depth = document.get("depth")
     if not is_integral(depth) or depth < 1:
         raise bad_field("depth", "an int >= 1", depth)
     estimator.depth_ = int(depth)
-    estimator.fitness_history_ = _history(document.get("fitness_history"))
+    estimator.fitness_history_ = history_field(document.get("fitness_history"))
     ratio = document.get("train_ratio")
     if not (is_real(ratio) and 0.0 < ratio <= 1.0):
         raise bad_field("train_ratio", "a number in (0, 1]", ratio)
@@ -401,26 +359,6 @@ def _fedga(estimator: Any, document: Document, schema: Schema) -> None:
     estimator.epsilon_spent_ = _number_map(document, "epsilon_spent", clients)
 
 
-def _ints(value: object, name: str) -> Any:
-    if not isinstance(value, list) or not all(is_integral(v) for v in value):
-        raise bad_field(name, "a list of ints", value)
-    return np.asarray(value, dtype=np.int64)
-
-
-def _history(value: object) -> pd.DataFrame:
-    """FedGA's fitness per generation: [best, mean] pairs, generations from 1."""
-    if not isinstance(value, list) or not all(
-        isinstance(pair, list) and len(pair) == 2 for pair in value
-    ):
-        raise bad_field("fitness_history", "a list of [best, mean] pairs", value)
-    rows = [floats(pair, f"fitness_history[{g}]", 2) for g, pair in enumerate(value)]
-    history = pd.DataFrame(
-        np.asarray(rows).reshape(-1, 2), columns=["best", "mean"]
-    ).rename_axis("generation")
-    history.index += 1
-    return history
-
-
 def _fedgbdt(estimator: Any, document: Document, schema: Schema) -> None:
     """Restore the boosted model: per iteration a tree per output, the margin."""
     config = _checked(estimator._config)
@@ -430,7 +368,7 @@ def _fedgbdt(estimator: Any, document: Document, schema: Schema) -> None:
     outputs = config.n_trees_per_iteration
     estimator.trees_ = _iterations(document.get("trees"), estimator, outputs)
     estimator.base_margin_ = floats(document.get("base_margin"), "base_margin", outputs)
-    estimator.evals_result_ = _evals(document.get("evals_result"))
+    estimator.evals_result_ = losses_field(document.get("evals_result"))
     best = document.get("best_iteration")
     if best != len(estimator.trees_) - 1 or not is_integral(best):
         expected = f"{len(estimator.trees_) - 1} (the last kept iteration, 0-based)"
@@ -455,15 +393,6 @@ def _iterations(value: object, estimator: Any, outputs: int) -> list[list[Tree]]
         [tree_at(t, f"trees[{i}][{k}]", n, 1) for k, t in enumerate(it)]
         for i, it in enumerate(value)
     ]
-
-
-def _evals(value: object) -> dict[str, list[float]]:
-    if not isinstance(value, dict):
-        raise bad_field("evals_result", "an object of per-iteration losses", value)
-    return {
-        str(name): floats(losses, f"evals_result[{name!r}]").tolist()
-        for name, losses in value.items()
-    }
 
 
 Restore = Callable[[Any, Document, Schema], None]
