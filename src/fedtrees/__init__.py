@@ -32,6 +32,7 @@ _HOMES: Final[dict[str, str]] = {
     "LocalModelsRegressor": "fedtrees.algorithms",
     "SyntheticDataClassifier": "fedtrees.algorithms",
     "Tree": "fedtrees.tree",
+    "load": "fedtrees.algorithms",
 }
 """Every public name and the module it loads from (the methods: their index)."""
 
@@ -55,9 +56,11 @@ __all__ = [
     "SyntheticDataClassifier",
     "Tree",
     "__version__",
+    "load",
 ]
 
 if TYPE_CHECKING:
+    from fedtrees.algorithms import load
     from fedtrees.algorithms.dpforest import DPForestClassifier
     from fedtrees.algorithms.fedavg import FedAvgClassifier
     from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor

@@ -174,13 +174,16 @@ def _json_depth(text: str) -> int:
     return int(np.cumsum(steps, dtype=np.int32).max())
 
 
-def load_json(text: str, what: str) -> object:
+def load_json(
+    text: str, what: str, *, max_chars: int | None = MAX_JSON_CHARS
+) -> object:
     """Parse a user's JSON text, its size and nesting bounded before parsing.
 
     ``what`` names the text in errors (``"Run config 'params'"``). A text of
-    more than :data:`MAX_JSON_CHARS` characters, or nesting arrays and objects
-    more than :data:`MAX_JSON_DEPTH` deep (a recursion bomb such as ``"[" *
-    100000``), is refused before the parser sees it.
+    more than ``max_chars`` characters (None: no bound, for a result document
+    of many trees), or nesting arrays and objects more than
+    :data:`MAX_JSON_DEPTH` deep (a recursion bomb such as ``"[" * 100000``), is
+    refused before the parser sees it.
 
     Raises
     ------
@@ -196,10 +199,10 @@ def load_json(text: str, what: str) -> object:
     ...
     fedtrees.exceptions.ValidationError: Run config 'params' nests JSON arrays ...
     """
-    if len(text) > MAX_JSON_CHARS:
+    if max_chars is not None and len(text) > max_chars:
         raise ValidationError(
             f"{what} is {len(text)} characters long; JSON of at most "
-            f"{MAX_JSON_CHARS} characters is read."
+            f"{max_chars} characters is read."
         )
     if _json_depth(text) > MAX_JSON_DEPTH:
         raise ValidationError(

@@ -28,6 +28,11 @@ PARAMS: dict[str, dict[str, Any]] = {
     "toy": {"feature": 0, "n_bins": 2, "n_rounds": 1, "initial": [50.0]},
     "fedforest": {"n_estimators": 2, "max_depth": 2, "random_state": 0},
     "local-ensemble": {"n_estimators": 2, "max_depth": 2, "random_state": 0},
+    "dpforest": {
+        "epsilon": 1000.0,
+        "max_depth": 2,
+        "feature_ranges": {"age": [30.0, 70.0]},
+    },
     "icdta": {"base": "cart", "max_depth": 2, "random_state": 0},
     "federated-id3": {
         "epsilon": 50.0,
@@ -90,9 +95,11 @@ def test_the_document_names_the_agreed_columns(sites: dict[str, Any], job: str) 
 
     assert document["feature_names"] == NAMES, job
     assert document["categories"] == [None, PAIN], job
+    assert (document["format"], document["version"]) == ("fedtrees.job", 1), job
 
 
 TREE_JOBS = ["fedforest", "federated-id3", "icdta", "local-ensemble", "synthetic"]
+TREE_JOBS += ["dpforest"]
 TREE_JOBS += ["fedgbdt", "fedga"]
 
 
@@ -113,7 +120,7 @@ def test_saved_trees_render_with_the_feature_names(
         assert not re.search(r"\bx[01]\b", text), text
 
 
-@pytest.mark.parametrize("job", ["fedforest", "icdta", "local-ensemble"])
+@pytest.mark.parametrize("job", ["fedforest", "icdta", "local-ensemble", "dpforest"])
 def test_saved_trees_keep_the_agreed_categories(
     sites: dict[str, Any], job: str
 ) -> None:

@@ -53,6 +53,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "toy": {"n_bins": 3, "n_rounds": 1},
     "fedforest": {"n_estimators": 1, "max_depth": 2},
     "local-ensemble": {"n_estimators": 1, "max_depth": 2},
+    "dpforest": {"feature_ranges": RANGES, "max_depth": 2},
     "icdta": {"max_depth": 2},
     "federated-id3": {"max_depth": 2},
     "synthetic": {
@@ -69,7 +70,7 @@ SMALL: dict[str, dict[str, Any]] = {
 BAD_PARAM: dict[str, object] = {
     name: {"bogus": [name]}  # an object where a number, flag or name is expected
     for name in (
-        "alpha", "base", "base_score", "binary", "bootstrap", "candidates",
+        "alpha", "base", "base_score", "binary", "bootstrap", "budget", "candidates",
         "class_weight", "client_fraction", "client_max_depth", "colsample_bytree",
         "criterion", "cv_folds", "depth_range", "early_stopping_rounds", "epsilon",
         "f1_average", "feature", "fill", "filter", "flip_rate", "flip_schedule", "gain", "gamma",
@@ -79,7 +80,8 @@ BAD_PARAM: dict[str, object] = {
         "mu_star", "n_bins", "n_estimators", "n_generations", "n_jobs", "n_quantiles",
         "n_rounds", "nil_rate", "noise", "on_dropout", "oob_score", "p_max", "phi_star",
         "population_size", "protocol", "random_state", "reg_lambda", "rule_gain",
-        "samples_per_path", "secure_aggregation", "significance", "split_on_client", "subsample",
+        "samples_per_path", "secure_aggregation", "significance", "split_on_client",
+        "split_score", "subsample",
         "swap_rate", "task", "theta_star", "timeout", "top_k", "tournament_size",
         "train_ratio", "trees_per_round", "validation_fraction", "verbose",
         "weighting", "workers",

@@ -7,9 +7,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+import fedtrees
 from fedtrees import datasets
 from fedtrees.algorithms import run_job
 from fedtrees.exceptions import ClientDropoutWarning
@@ -226,6 +228,15 @@ def test_fedgbdt_boosts_the_same_model_over_flower(
 
     expected = _in_process(site_files, "fedgbdt", params)
     assert over_flower["trees"] == expected["trees"]  # same splits, same weights
+    # The written document loads as the estimator fit grows in process.
+    model = fedtrees.load(tmp_path / "gbdt.json")
+    sites = [datasets.load_client_file(path) for path in site_files.values()]
+    X = pd.concat([site[0] for site in sites], ignore_index=True)
+    y = np.concatenate([site[1] for site in sites])
+    groups = np.repeat(list(site_files), [len(site[1]) for site in sites])
+    fitted = fedtrees.FedGBDTClassifier(**params).fit(X, y, groups=groups)
+    np.testing.assert_array_equal(model.predict_proba(X), fitted.predict_proba(X))
+    assert model.score(X, y) == fitted.score(X, y)
     assert over_flower["base_margin"] == expected["base_margin"]
     assert over_flower["evals_result"] == expected["evals_result"]
     rounds = over_flower["communication"]["rounds"]  # type: ignore[index]

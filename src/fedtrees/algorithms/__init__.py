@@ -48,6 +48,7 @@ _HOMES: Final[dict[str, str]] = {
     "fedgbdt": "fedtrees.algorithms.fedgbdt",
     "fedid3": "fedtrees.algorithms.fedid3",
     "icdta": "fedtrees.algorithms.icdta",
+    "load": "fedtrees.algorithms._load",
     "load_handlers": "fedtrees.algorithms._handlers",
     "local": "fedtrees.algorithms.local",
     "run_job": "fedtrees.algorithms._jobs",
@@ -93,6 +94,7 @@ __all__ = [
     "fedid3",
     "icdta",
     "job_params",
+    "load",
     "load_handlers",
     "local",
     "run_job",
@@ -116,6 +118,7 @@ if TYPE_CHECKING:
     )
     from fedtrees.algorithms._handlers import JOB_PACKAGES, load_handlers
     from fedtrees.algorithms._jobs import JOBS, check_job, job_params, run_job
+    from fedtrees.algorithms._load import load
     from fedtrees.algorithms._metrics import client_scores
     from fedtrees.algorithms._params import (
         MAX_GRID,

@@ -90,6 +90,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from fedtrees._categories import category_codes
 from fedtrees._compiling import kernel_threads
 from fedtrees._typing import FloatArray
 from fedtrees._validation import (
@@ -118,7 +119,6 @@ from fedtrees.federation import (
     RunResult,
     ServerStrategy,
     as_frame,
-    category_positions,
     check_noise,
     check_timeout,
 )
@@ -475,12 +475,11 @@ class FederatedEstimator:
         if categories is None:
             values = pd.to_numeric(column, errors="coerce")
             return np.asarray(values, dtype=np.float64)
-        local = column.cat.codes.to_numpy()  # -1: missing
-        position = category_positions(list(column.cat.categories), categories)
-        codes = np.append(position, -1)[local]
+        codes = category_codes(column, categories)
         known: FloatArray = np.where(codes < 0, len(categories), codes).astype(float)
-        missing = local < 0
-        return known if self._accepts_missing() else np.where(missing, np.nan, known)
+        if self._accepts_missing():
+            return known
+        return np.where(column.isna().to_numpy(), np.nan, known)
 
 
 def checked_init(init: Callable[..., None]) -> Callable[..., None]:

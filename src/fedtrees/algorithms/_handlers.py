@@ -16,6 +16,7 @@ JOB_PACKAGES: Final[dict[str, tuple[str, ...]]] = {
     "toy": ("fedtrees.algorithms.toy",),
     "fedforest": ("fedtrees.algorithms.fedforest",),
     "local-ensemble": ("fedtrees.algorithms.local",),
+    "dpforest": ("fedtrees.algorithms.dpforest",),
     "icdta": ("fedtrees.algorithms.icdta",),
     "federated-id3": ("fedtrees.algorithms.fedid3",),
     "synthetic": ("fedtrees.algorithms.synthetic",),

@@ -10,6 +10,10 @@ Every document names the agreed columns: ``"feature_names"`` and ``"categories"`
 (:meth:`fedtrees.tree.Tree.to_dict`) carries them too, so a saved model renders
 ``age <= 54.5`` rather than ``x0 <= 54.5`` (FedGA's structures and the toy's
 feature are column positions in that list).
+
+Every document opens with ``"format": "fedtrees.job"`` and its ``"version"``
+(:data:`JOB_FORMAT`, :data:`JOB_VERSION`); :func:`fedtrees.load` turns a
+fitting job's document back into its fitted estimator.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any, Final
 import numpy as np
 
 from fedtrees._validation import invalid, shown
+from fedtrees.algorithms.dpforest import DPForestClassifier
 from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
 from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
 from fedtrees.algorithms.fedgbdt import FedGBDTClassifier, FedGBDTRegressor
@@ -30,7 +35,24 @@ from fedtrees.algorithms.synthetic import SyntheticDataClassifier
 from fedtrees.algorithms.toy import run_toy
 from fedtrees.federation import Federation, Ledger, RoundCallback
 
-__all__ = ["JOBS", "check_job", "job_params", "run_job"]
+__all__ = [
+    "JOBS",
+    "JOB_FORMAT",
+    "JOB_VERSION",
+    "check_job",
+    "job_estimator",
+    "job_params",
+    "run_job",
+]
+
+JOB_FORMAT: Final = "fedtrees.job"
+"""The ``"format"`` of every job's result document."""
+JOB_VERSION: Final = 1
+"""The ``"version"`` of the documents this fedtrees writes (and the newest it loads).
+
+Version 1 is the first that names its format and version, and the first
+:func:`fedtrees.load` reads: a document without them is refused, naming the field.
+"""
 
 Job = Callable[
     [Federation, Mapping[str, Any], float, Sequence[RoundCallback]],
@@ -69,30 +91,59 @@ def _toy(
     return document, outcome.ledger
 
 
+def job_estimator(
+    job: str, params: Mapping[str, Any], timeout: float | None = None
+) -> tuple[Any, dict[str, Any]]:
+    """Return the estimator job ``job`` fits with ``params``, and its run settings.
+
+    ``params["task"]`` ("classification", the default, or "regression") picks
+    the estimator where the job has both; the other params are its arguments,
+    checked by name (their values are checked by the estimator), beside the
+    run settings the job passes to ``fit_federation`` (FedGA's ``join_at``).
+    ``timeout``, if given, is the estimator's ``timeout`` unless ``params``
+    sets one. The jobs and :func:`fedtrees.load` build their estimator here.
+
+    Examples
+    --------
+    >>> model, settings = job_estimator("fedforest", {"task": "regression"})
+    >>> type(model).__name__, settings
+    ('FedForestRegressor', {})
+    """
+    kinds = _ESTIMATORS[job]
+    kwargs = dict(params)
+    settings = {k: kwargs.pop(k) for k in _RUN_SETTINGS.get(job, ()) if k in kwargs}
+    if len(kinds) == 2:
+        estimator, kwargs = _by_task(job, kwargs, kinds[0], kinds[1])
+    else:
+        estimator = kinds[0]()
+    _check_params(job, kwargs, set(estimator.get_params()))
+    given = {} if timeout is None else {"timeout": timeout}
+    estimator.set_params(**{**given, **kwargs})  # params' own timeout wins
+    return estimator, settings
+
+
 def _fitted(
     name: str,
-    estimator: Any,
     params: Mapping[str, Any],
     federation: Federation,
     timeout: float,
     callbacks: Sequence[RoundCallback],
-    **fit_params: Any,
-) -> dict[str, Any]:
-    """Fit ``estimator`` with the job's params; return the document's common part.
+) -> tuple[Any, dict[str, Any]]:
+    """Fit the job's estimator (:func:`job_estimator`); return it and the common part.
 
-    The round timeout becomes the estimator's ``timeout``; ``fit_params`` go to
-    ``fit_federation``.
+    The round timeout becomes the estimator's ``timeout``; the run settings go
+    to ``fit_federation``.
     """
-    _check_params(name, params, set(estimator.get_params()))
-    estimator.set_params(**{"timeout": timeout, **params})
-    estimator.fit_federation(federation, callbacks=callbacks, **fit_params)
+    estimator, settings = job_estimator(name, params, timeout)
+    estimator.fit_federation(federation, callbacks=callbacks, **settings)
     classes = getattr(estimator, "classes_", None)
-    return {
+    return estimator, {
         "job": name,
         "estimator": type(estimator).__name__,
         "clients": list(estimator.clients_),
         "classes": None if classes is None else classes.tolist(),
         **_columns(estimator.feature_names_in_, estimator.categories_),
+        "params": dict(params),
     }
 
 
@@ -120,7 +171,7 @@ def _by_task(
     return (classifier() if task == "classification" else regressor()), kwargs
 
 
-def _forest_job(name: str, classifier: type[Any], regressor: type[Any]) -> Job:
+def _forest_job(name: str) -> Job:
     """Return a job fitting a forest estimator; ``params`` are its arguments.
 
     ``params["task"]`` ("classification", the default, or "regression") picks
@@ -134,12 +185,11 @@ def _forest_job(name: str, classifier: type[Any], regressor: type[Any]) -> Job:
         timeout: float,
         callbacks: Sequence[RoundCallback],
     ) -> tuple[dict[str, Any], Ledger]:
-        estimator, kwargs = _by_task(name, params, classifier, regressor)
-        common = _fitted(name, estimator, kwargs, federation, timeout, callbacks)
+        estimator, common = _fitted(name, params, federation, timeout, callbacks)
         document = {
             **common,
-            "params": dict(params),
             "trees": [tree.to_dict() for tree in estimator.trees_],
+            **_forest_extras(estimator),
             "communication": estimator.communication_.summary(),
         }
         return document, estimator.communication_
@@ -147,7 +197,38 @@ def _forest_job(name: str, classifier: type[Any], regressor: type[Any]) -> Job:
     return job
 
 
-def _tree_job(name: str, classifier: type[Any]) -> Job:
+def _forest_extras(estimator: Any) -> dict[str, Any]:
+    """Return what a forest's predictions need beside its trees.
+
+    FedForest: the feature importances; local ensembles: the client of every
+    tree (``"tree_clients"``) and every client's weight, which weight the
+    trees; the DP forest: the client of every tree, each client's spend and
+    the ranges.
+    """
+    if isinstance(estimator, LocalEnsembleClassifier | LocalEnsembleRegressor):
+        return {
+            "tree_clients": [c for c, t in estimator.forests_.items() for _ in t],
+            "client_weights": dict(estimator.client_weights_),
+        }
+    if isinstance(estimator, DPForestClassifier):
+        return {
+            "tree_clients": list(estimator.client_trees_),
+            "epsilon_spent": _finite_or_none(estimator.epsilon_spent_),
+            "n_queries": dict(estimator.n_queries_),
+            "feature_ranges": [
+                [None if np.isnan(v) else float(v) for v in row]
+                for row in np.asarray(estimator.feature_ranges_, dtype=float)
+            ],
+        }
+    return {"feature_importances": estimator.feature_importances_.tolist()}
+
+
+def _finite_or_none(spent: Mapping[str, float]) -> dict[str, float | None]:
+    """ε per client, JSON-ready: None for an unbounded (exact, no noise) spend."""
+    return {c: None if e == float("inf") else e for c, e in spent.items()}
+
+
+def _tree_job(name: str) -> Job:
     """Return a job fitting a single-tree estimator; ``params`` are its arguments.
 
     The document holds the fitted tree (:meth:`fedtrees.tree.Tree.to_dict`; it
@@ -161,12 +242,10 @@ def _tree_job(name: str, classifier: type[Any]) -> Job:
         timeout: float,
         callbacks: Sequence[RoundCallback],
     ) -> tuple[dict[str, Any], Ledger]:
-        estimator = classifier()
-        common = _fitted(name, estimator, params, federation, timeout, callbacks)
+        estimator, common = _fitted(name, params, federation, timeout, callbacks)
         binning = estimator.binning_
         document = {
             **common,
-            "params": dict(params),
             "tree": estimator.tree_.to_dict(),
             "bins": None
             if binning is None
@@ -197,9 +276,7 @@ def _report(estimator: Any) -> dict[str, Any]:
                 c: t.to_dict() for c, t in estimator.client_trees_.items()
             },
         }
-    spent = {
-        c: None if e == float("inf") else e for c, e in estimator.epsilon_spent_.items()
-    }
+    spent = _finite_or_none(estimator.epsilon_spent_)
     return {"epsilon_spent": spent, "levels": estimator.levels_}
 
 
@@ -217,14 +294,9 @@ def _fedga(
     sent in the last round), the depth, the fitness history and the privacy
     spend.
     """
-    estimator, kwargs = _by_task("fedga", params, FedGAClassifier, FedGARegressor)
-    join_at = kwargs.pop("join_at", None)
-    common = _fitted(
-        "fedga", estimator, kwargs, federation, timeout, callbacks, join_at=join_at
-    )
+    estimator, common = _fitted("fedga", params, federation, timeout, callbacks)
     document = {
         **common,
-        "params": dict(params),
         "depth": estimator.depth_,
         "structures": {c: s.tolist() for c, s in estimator.structures_.items()},
         "trees": {c: t.to_dict() for c, t in estimator.trees_.items()},
@@ -253,15 +325,14 @@ def _fedgbdt(
     row is the base margin plus its leaves' values over the iterations. Also the
     pooled validation losses and the best iteration when early stopping ran.
     """
-    estimator, kwargs = _by_task("fedgbdt", params, FedGBDTClassifier, FedGBDTRegressor)
-    common = _fitted("fedgbdt", estimator, kwargs, federation, timeout, callbacks)
+    estimator, common = _fitted("fedgbdt", params, federation, timeout, callbacks)
     document = {
         **common,
-        "params": dict(params),
         "base_margin": np.atleast_1d(estimator.base_margin_).tolist(),
         "trees": [[tree.to_dict() for tree in it] for it in estimator.trees_],
         "evals_result": estimator.evals_result_,
         "best_iteration": estimator.best_iteration_,
+        "feature_importances": estimator.feature_importances_.tolist(),
         "communication": estimator.communication_.summary(),
     }
     return document, estimator.communication_
@@ -271,6 +342,7 @@ TOY_PARAMS: Final = frozenset({"feature", "n_bins", "n_rounds", "initial"})
 """The toy job's parameters (:func:`fedtrees.algorithms.toy.run_toy`)."""
 _ESTIMATORS: Final[dict[str, tuple[type[Any], ...]]] = {
     "fedforest": (FedForestClassifier, FedForestRegressor),
+    "dpforest": (DPForestClassifier,),
     "local-ensemble": (LocalEnsembleClassifier, LocalEnsembleRegressor),
     "icdta": (ICDTAClassifier,),
     "federated-id3": (FederatedID3Classifier,),
@@ -279,6 +351,8 @@ _ESTIMATORS: Final[dict[str, tuple[type[Any], ...]]] = {
     "fedgbdt": (FedGBDTClassifier, FedGBDTRegressor),
 }
 """Every fitting job's estimators (classifier, then regressor where it has one)."""
+_RUN_SETTINGS: Final[dict[str, tuple[str, ...]]] = {"fedga": ("join_at",)}
+"""Job parameters that go to ``fit_federation``, not to the estimator."""
 _JOB_EXTRAS: Final[dict[str, frozenset[str]]] = {
     "fedforest": frozenset({"task"}),
     "local-ensemble": frozenset({"task"}),
@@ -329,13 +403,12 @@ def check_job(job: object, params: object) -> None:
 
 JOBS: Final[dict[str, Job]] = {
     "toy": _toy,
-    "fedforest": _forest_job("fedforest", FedForestClassifier, FedForestRegressor),
-    "local-ensemble": _forest_job(
-        "local-ensemble", LocalEnsembleClassifier, LocalEnsembleRegressor
-    ),
-    "icdta": _tree_job("icdta", ICDTAClassifier),
-    "federated-id3": _tree_job("federated-id3", FederatedID3Classifier),
-    "synthetic": _tree_job("synthetic", SyntheticDataClassifier),
+    "fedforest": _forest_job("fedforest"),
+    "local-ensemble": _forest_job("local-ensemble"),
+    "dpforest": _forest_job("dpforest"),
+    "icdta": _tree_job("icdta"),
+    "federated-id3": _tree_job("federated-id3"),
+    "synthetic": _tree_job("synthetic"),
     "fedga": _fedga,
     "fedgbdt": _fedgbdt,
 }
@@ -360,4 +433,5 @@ def run_job(
     ([4.0, 4.0], 3)
     """
     check_job(job, params)
-    return JOBS[job](federation, params, timeout, callbacks)
+    document, ledger = JOBS[job](federation, params, timeout, callbacks)
+    return {"format": JOB_FORMAT, "version": JOB_VERSION, **document}, ledger

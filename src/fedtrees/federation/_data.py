@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fedtrees._categories import category_codes
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees._validation import MAX_ABS_TARGET, check_sample_weight, label_array
 from fedtrees.exceptions import UnsupportedInputError, ValidationError
@@ -46,7 +47,6 @@ from fedtrees.federation._noise import SiteNoise, data_digest, release_key
 from fedtrees.federation._payload import Payload
 from fedtrees.federation._values import (
     DeclaredCategories,
-    category_positions,
     check_categories,
     check_classes,
 )
@@ -147,19 +147,6 @@ class AgreedCoding:
 
     size: int
     positions: IntArray
-
-
-def _declared_codes(
-    local: npt.NDArray[np.integer], categories: list[object], names: tuple[str, ...]
-) -> IntArray:
-    """Each row's index in ``names`` (:func:`category_positions`); -1 if absent.
-
-    ``local``: the rows' codes in the column's own ``categories`` (-1: missing).
-    """
-    position = category_positions(categories, names)
-    table = np.append(position, -1).astype(np.int64)  # code -1 (missing) -> -1
-    codes: IntArray = table[local]
-    return codes
 
 
 @dataclass(frozen=True, eq=False)
@@ -425,9 +412,8 @@ class ClientData:
                 f"{column!r}, but it is numeric here ({series.dtype}); make it a "
                 "pandas category or string column."
             )
-        local = series.cat.codes.to_numpy()  # -1: missing
-        codes = _declared_codes(local, list(series.cat.categories), names)
-        outside = int((codes < 0).sum() - (local < 0).sum())
+        codes = category_codes(series, names)
+        outside = int((codes < 0).sum() - (series.cat.codes.to_numpy() < 0).sum())
         if outside:
             raise ValidationError(
                 f"Client {self.client_id!r}: column {column!r} holds a value outside "

@@ -33,9 +33,8 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 import numpy as np
-import pandas as pd
 
-from fedtrees._typing import IntArray
+from fedtrees._categories import canonical_number, category_positions
 from fedtrees.exceptions import ValidationError
 
 __all__ = [
@@ -115,42 +114,7 @@ def _declared_list(what: str, values: object, owner: str) -> tuple[str, ...]:
     return names
 
 
-_AMBIGUOUS: Final = -2
 _BOOLS: Final = frozenset({"True", "False"})
-
-
-def category_positions(values: Sequence[object], names: Sequence[str]) -> IntArray:
-    """Return the position in ``names`` of each value; -1 where none matches.
-
-    By text (``str(value)``), then, for a number, by value (module docstring).
-
-    Examples
-    --------
-    >>> names = ["1", "2", "3", "b", "0"]
-    >>> category_positions([1.0, 3, "b", 2.5, "02", 0.0], names).tolist()
-    [0, 2, 3, -1, -1, 4]
-    >>> category_positions(["a", "b"], ("a", "b")).tolist()  # the names, in order
-    [0, 1]
-    """
-    texts = [str(v) for v in values]
-    if texts == list(names) and len(set(texts)) == len(texts):
-        # the common case (a client's own categories are the declared ones): no
-        # index to build (measured on adult's 8 categorical columns: 0.03 ms a
-        # client against 1.4 ms)
-        return np.arange(len(texts), dtype=np.int64)
-    text = pd.Index(texts, dtype=object)
-    positions = np.asarray(
-        pd.Index(list(names), dtype=object).get_indexer(text), dtype=np.int64
-    )
-    missing = np.flatnonzero(positions < 0).tolist()
-    numbers = {i: _number(values[i]) for i in missing}
-    unmatched = {i: x for i, x in numbers.items() if x is not None}
-    if unmatched:
-        by_value = _numeric_names(names)
-        for i, number in unmatched.items():
-            found = by_value.get(number, -1)
-            positions[i] = max(found, -1)  # an ambiguous number matches nothing
-    return positions
 
 
 def label_text_problem(labels: Sequence[str], label_type: str) -> str | None:
@@ -177,7 +141,7 @@ def label_text_problem(labels: Sequence[str], label_type: str) -> str | None:
 
 
 def _is_int_text(text: str) -> bool:
-    number = _parsed(text)
+    number = canonical_number(text)
     return isinstance(number, int)
 
 
@@ -197,36 +161,3 @@ _LABEL_TEXT: Final = {
     "bool": _BOOLS.__contains__,
 }
 _LABEL_WHAT: Final = {"int": "an int", "float": "a finite float", "bool": "a bool"}
-
-
-def _numeric_names(names: Sequence[str]) -> dict[int | float, int]:
-    """Map each number a name prints canonically to its position (-2: twice)."""
-    out: dict[int | float, int] = {}
-    for k, name in enumerate(names):
-        number = _parsed(name)
-        if number is not None:  # 1 and 1.0 are one key: equal numbers hash alike
-            out[number] = _AMBIGUOUS if number in out else k
-    return out
-
-
-def _parsed(name: str) -> int | float | None:
-    """Return the number ``name`` is the canonical text of (``"1"``, ``"0.5"``)."""
-    try:
-        number: int | float = int(name)
-    except ValueError:
-        try:
-            number = float(name)
-        except ValueError:
-            return None
-    return number if math.isfinite(number) and str(number) == name else None
-
-
-def _number(value: object) -> int | float | None:
-    """Return a finite int or float value as a Python number (not a bool)."""
-    if isinstance(value, bool | np.bool_):
-        return None
-    if isinstance(value, np.integer | np.floating):
-        value = value.item()
-    if isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
-        return value
-    return None

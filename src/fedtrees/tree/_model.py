@@ -153,10 +153,14 @@ class Tree:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or DataFrame of shape (n_samples, n_features)
             Finite values or NaN (missing; routed by ``missing`` at numeric
             nodes, to the default branch at categorical ones); categorical
-            features as integer codes.
+            features as integer codes. A DataFrame is read by column name when
+            the tree has ``feature_names`` (any order; other columns are left
+            out), its categorical columns (``category`` dtype, or text) coded
+            by the tree's ``categories``; a category the tree does not know
+            gets code K, which no category has (:mod:`fedtrees.tree._frame`).
         client : str, array-like of str, or None
             Client id of every row (or one for all rows), needed only if the tree
             has client-indicator splits.
@@ -165,7 +169,8 @@ class Tree:
         ------
         ValidationError
             If X holds an infinity or has the wrong width, or a row reaches a client
-            split without a known client (use ``predict`` to mix both branches).
+            split without a known client (use ``predict`` to mix both branches); for
+            a DataFrame, naming a missing column or one of the wrong kind.
         """
         return self._routing.apply(X, client)
 
@@ -184,7 +189,24 @@ class Tree:
         return self.predict_value(X, client)
 
     def predict(self, X: npt.ArrayLike, client: object = None) -> npt.NDArray[Any]:
-        """Predicted class labels (first class on ties) or regression means."""
+        """Predicted class labels (first class on ties) or regression means.
+
+        ``X`` as :meth:`apply` takes it: codes, or a DataFrame read by name.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from fedtrees.tree import NodeStats, TreeBuilder
+        >>> b = TreeBuilder(n_features=2, classes=np.array(["no", "yes"]),
+        ...                 feature_names=["age", "pain"],
+        ...                 categories=[None, ["atypical", "typical"]])
+        >>> root = b.add_root(NodeStats.from_class_counts([4, 4]))
+        >>> _ = b.split_categorical(root, 1, [([0], NodeStats.from_class_counts(
+        ...     [0, 4]))], NodeStats.from_class_counts([4, 0]))
+        >>> X = pd.DataFrame({"pain": ["atypical", "typical", "none"], "age": 50})
+        >>> b.build().predict(X).tolist()  # "none": unseen, the default branch
+        ['yes', 'no', 'no']
+        """
         values = self.predict_value(X, client)
         if self.classes is None:
             return values[:, 0]

@@ -25,6 +25,7 @@ import pandas as pd
 from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees._validation import check_client_id, check_matrix, shown
 from fedtrees.exceptions import ValidationError
+from fedtrees.tree._frame import frame_matrix
 from fedtrees.tree._kinds import LEAF, NodeKind
 from fedtrees.tree._structure import branch_owner, children_csr, missing_goes_left
 
@@ -101,6 +102,10 @@ class Routing:
         self, X: npt.ArrayLike, client: object, owner: str
     ) -> tuple[FloatArray, IntArray]:
         tree = self.tree
+        if isinstance(X, pd.DataFrame):
+            X = frame_matrix(
+                X, tree.n_features, tree.feature_names, tree.categories, owner
+            )
         matrix = check_matrix(
             X,
             "X",

@@ -24,6 +24,7 @@ __all__ = [
     "FedGBDTClassifier",
     "FedGBDTRegressor",
     "FedGBDTStrategy",
+    "with_classes",
 ]
 
 _HOMES: Final[dict[str, str]] = {
@@ -34,6 +35,7 @@ _HOMES: Final[dict[str, str]] = {
     "FedGBDTStrategy": "fedtrees.algorithms.fedgbdt._strategy",
     "MAX_BOOSTING_DEPTH": "fedtrees.algorithms.fedgbdt._config",
     "MAX_BOOSTING_ROUNDS": "fedtrees.algorithms.fedgbdt._config",
+    "with_classes": "fedtrees.algorithms.fedgbdt._config",
 }
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
         MAX_BOOSTING_DEPTH,
         MAX_BOOSTING_ROUNDS,
         BoostConfig,
+        with_classes,
     )
     from fedtrees.algorithms.fedgbdt._estimator import (
         FedGBDTClassifier,

@@ -138,6 +138,11 @@ class _Ensemble(_LocalForests):
             self.weighting, "weighting", type(self).__name__, ("uniform", "size")
         )
         super()._fit(federation, classes, callbacks)
+        self._pool_forests()
+        return self
+
+    def _pool_forests(self) -> None:
+        """Pool ``forests_`` into ``trees_`` and their weights (fit, fedtrees.load)."""
         self.trees_ = [t for trees in self.forests_.values() for t in trees]
         self.tree_weights_ = np.concatenate(
             [
@@ -145,7 +150,6 @@ class _Ensemble(_LocalForests):
                 for client, trees in self.forests_.items()
             ]
         )
-        return self
 
     def _client_share(self, client: str) -> float:
         if self.weighting == "uniform":
