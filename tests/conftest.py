@@ -7,8 +7,45 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+# Hypothesis profiles. The default run gives a property that is parametrized over
+# many cases (the codec's round trip of every payload type: about a hundred) a
+# handful of examples per case (:func:`per_case`); the ``thorough`` profile gives
+# every property hypothesis's full count. Select it with
+# ``pytest --hypothesis-profile=thorough`` or ``HYPOTHESIS_PROFILE=thorough``; the
+# slow run uses it (README, docs/benchmarks.md).
+THOROUGH = "thorough"
+FULL_COUNT = 100  # hypothesis's own default max_examples
+settings.register_profile(THOROUGH, max_examples=FULL_COUNT)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def per_case(handful: int) -> settings:
+    """Settings of a property run once per case of a long parametrization.
+
+    Parameters
+    ----------
+    handful : int
+        Examples per case in the default run; the ``thorough`` profile (loaded
+        by the environment variable or ``--hypothesis-profile``, both before
+        the test modules are imported) runs :data:`FULL_COUNT` instead.
+
+    Returns
+    -------
+    hypothesis.settings
+        The decorator to put above ``@given``. It sets no deadline and lets
+        drawing be slow: nothing may rely on timing, and a loaded machine (the
+        whole suite on every core) slows every draw.
+    """
+    thorough = settings.default == settings.get_profile(THOROUGH)
+    return settings(
+        max_examples=FULL_COUNT if thorough else handful,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
 
 
 @pytest.fixture

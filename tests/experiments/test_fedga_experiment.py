@@ -7,6 +7,7 @@ ours) on nursery (5 classes) and adult (two classes, the bundled binary set).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,32 +18,68 @@ from typer.testing import CliRunner
 
 from fedtrees.cli import app
 from fedtrees.exceptions import ValidationError
-from fedtrees.experiments import FedGAConfig, Report, run_fedga
+from fedtrees.experiments import FedGAConfig, Report, fedga, run_fedga
 from fedtrees.experiments._fedga_data import load_problem
 from fedtrees.experiments._fedga_fits import Scorer
 from fedtrees.experiments._fedga_report import HEADLINE, HEADLINE_BINARY, MAIN
 from fedtrees.experiments.fedga import run_settings
+from tests.experiments.conftest import check_plots, check_tables
+
+
+@dataclasses.dataclass
+class QuickRun:
+    """The one quick run of this module, through the command line."""
+
+    report: Report  # what ``run_fedga`` returned to the command
+    out: Path  # the folder the command wrote
+    output: str  # what it printed
+    plots: list[str]  # the figures drawn and the tables printed, and what is
+    tables: list[str]  # unreadable in them (tests/experiments/conftest.py)
+    problems: list[str]
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> QuickRun:
+    """Run ``fedtrees experiment fedga --quick`` once; keep its files and its report.
+
+    The tests of the written files and of the report's numbers read this one run
+    (the longest part of the module) instead of each making their own.
+    """
     empty = tmp_path_factory.mktemp("no_fedga_data")  # abalone: skipped
-    return run_fedga(FedGAConfig.quick(str(empty)))
+    out = tmp_path_factory.mktemp("fedga") / "out"
+    runs: list[tuple[FedGAConfig, Report]] = []
+    plots: list[str] = []
+    tables: list[str] = []
+    problems: list[str] = []
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        check_plots(monkeypatch, plots, problems)
+        check_tables(monkeypatch, tables, problems)
 
+        def kept(config: FedGAConfig, advance: Callable[[str], None]) -> Report:
+            runs.append((config, run_fedga(config, advance)))
+            return runs[-1][1]
 
-def test_quick_cli_run_writes_tables_and_plots(
-    tmp_path: Path,
-    readable_plots: list[str],
-    readable_tables: list[str],
-) -> None:
-    empty = tmp_path / "data"
-    empty.mkdir()
-    out = tmp_path / "out"
-    result = CliRunner().invoke(
-        app,
-        ["experiment", "fedga", "--quick", "--data", str(empty), "--out", str(out)],
-    )
+        monkeypatch.setattr(fedga, "run_fedga", kept)
+        result = CliRunner().invoke(
+            app,
+            ["experiment", "fedga", "--quick", "--data", str(empty), "--out", str(out)],
+        )
     assert result.exit_code == 0, result.output
+    ((config, report),) = runs
+    assert config == FedGAConfig.quick(str(empty))  # the report of the quick run
+    return QuickRun(report, out, result.output, plots, tables, problems)
+
+
+@pytest.fixture(scope="module")
+def report(quick_run: QuickRun) -> Report:
+    return quick_run.report
+
+
+def test_quick_cli_run_writes_tables_and_plots(quick_run: QuickRun) -> None:
+    assert quick_run.plots, "no figure was rendered"
+    assert quick_run.tables, "no table was printed"
+    assert not quick_run.problems, "\n".join(quick_run.problems)
+    out = quick_run.out
     names = {p.name for p in out.iterdir()}
     assert {
         "fedga.md",

@@ -10,10 +10,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import fedtrees.algorithms  # noqa: F401 - registers every method's payloads
+import fedtrees.algorithms
 from fedtrees.exceptions import CodecError, LocalProtocolError
 from fedtrees.federation import Envelope, Payload, decode, encode, payload
 from fedtrees.federation._payload import _REGISTRY, field_types
+from tests.conftest import per_case
+
+# Names load on first use: importing every method's package registers all the
+# payload types here, not only those an earlier test module happened to import.
+for _name in fedtrees.algorithms.__all__:
+    getattr(fedtrees.algorithms, _name)
 
 DTYPES = ["<f8", "<f4", "<i8", ">i4", "|u1", "|b1", "<U5", "<c16", "<f2"]
 
@@ -31,7 +37,11 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
 }
 
 
+# Every registered type (about a hundred) with ten examples each by default: the
+# field kinds and dtypes are shared, so the types together cover them; the
+# thorough profile runs each type with the full count.
 @pytest.mark.parametrize("kind", sorted(_REGISTRY))
+@per_case(10)
 @given(data=st.data())
 def test_every_payload_type_round_trips_exactly(kind: str, data: st.DataObject) -> None:
     cls = _REGISTRY[kind]
