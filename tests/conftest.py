@@ -17,10 +17,14 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # every property hypothesis's full count. Select it with
 # ``pytest --hypothesis-profile=thorough`` or ``HYPOTHESIS_PROFILE=thorough``; the
 # slow run uses it (README, docs/benchmarks.md).
+# Neither profile has a deadline: nothing may rely on timing, and a loaded machine
+# (the whole suite on every core) slows every example.
+DEFAULT = "fedtrees"
 THOROUGH = "thorough"
 FULL_COUNT = 100  # hypothesis's own default max_examples
-settings.register_profile(THOROUGH, max_examples=FULL_COUNT)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+settings.register_profile(DEFAULT, deadline=None)
+settings.register_profile(THOROUGH, max_examples=FULL_COUNT, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", DEFAULT))
 
 
 def per_case(handful: int) -> settings:

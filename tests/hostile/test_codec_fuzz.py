@@ -32,6 +32,7 @@ from typing import Any, Literal
 from unittest import mock
 
 import numpy as np
+import pandas as pd
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from hypothesis import given, settings
@@ -146,6 +147,28 @@ def _toy() -> tuple[Federation, Ledger]:
     return fed, ledger
 
 
+def _union() -> tuple[Federation, Ledger]:
+    """Sites whose category lists differ: the agreement's union step.
+
+    Site "c" declares an unused category "Z" in its dtype, so its list differs
+    from the others' and it gets the union's positions (``federation.categories``).
+    """
+    ward = pd.Categorical(np.where(X[:, 1] > 0, "A", "B"))
+    frame = pd.DataFrame({"x": X[:, 0], "ward": ward})
+    clients = {}
+    for site in ("a", "b", "c"):
+        rows = np.equal(GROUPS, site)
+        part = frame[rows].reset_index(drop=True)
+        if site == "c":
+            part["ward"] = part["ward"].cat.add_categories(["Z"])
+        clients[site] = (part, Y_CLASS[rows])
+    fed = Federation.from_clients(clients)
+    with recording() as ledgers:
+        FederatedID3Classifier(max_depth=2, random_state=0).fit_federation(fed)
+    (ledger,) = ledgers
+    return fed, ledger
+
+
 def _forest(**kw: Any) -> FedForestClassifier:
     return FedForestClassifier(1, max_depth=2, random_state=0, **kw)
 
@@ -159,6 +182,9 @@ SECURE_DROP = (Fault("d", "drop", round=3),)
 METHODS: dict[str, Callable[[], tuple[Federation, Ledger]]] = {
     "fedforest-quantile": _fit(_forest(candidates="quantile"), Y_CLASS, FORGET),
     "fedforest-exact": _fit(_forest(candidates="exact"), Y_CLASS),
+    "fedforest-weighted": _fit(  # the class-count round and the out-of-bag round
+        _forest(class_weight="balanced", oob_score=True), Y_CLASS
+    ),
     "fedforest-hist": _fit(_forest(candidates="hist"), Y_CLASS, FORGET),
     "fedforest-uniform": _fit(_forest(candidates="uniform"), Y_CLASS),
     "fedforest-alone": _fit(  # one client: sketch and evaluate folded, a resync
@@ -214,6 +240,7 @@ METHODS: dict[str, Callable[[], tuple[Federation, Ledger]]] = {
         FORGET,
     ),
     "toy": _toy,
+    "agreement-union": _union,
 }
 PER_KIND = 2  # samples kept per (method, kind, direction)
 
