@@ -15,6 +15,7 @@ from fedtrees.federation import (
     Payload,
     ReplySpec,
     RoundPlan,
+    ServerStrategy,
     handler,
     payload,
     run,
@@ -75,7 +76,7 @@ def leak(request: Leak, data: ClientData) -> LeakReply:
     return LeakReply(data.matrix[:, 0])  # row-level data: exactly what must not happen
 
 
-class Leaky:
+class Leaky(ServerStrategy):
     def start(self, info: FederationInfo) -> None:
         self.clients = info.clients
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fedtrees.federation import FederationInfo, Payload, RoundPlan
+from fedtrees.federation import FederationInfo, Payload, RoundPlan, ServerStrategy
 
 
-class NullStrategy:
+class NullStrategy(ServerStrategy):
     """Agrees, then stops: exercises round 0 only."""
 
     def __init__(self) -> None:

@@ -31,6 +31,7 @@ from fedtrees.federation import (
     RoundEnv,
     RoundPlan,
     Schema,
+    ServerStrategy,
     handler,
     payload,
     run,
@@ -295,7 +296,7 @@ def nap(request: Nap, data: ClientData) -> NapReply:
     return NapReply(True)
 
 
-class Napper:
+class Napper(ServerStrategy):
     def __init__(self, request: Nap) -> None:
         self.request = request
 

@@ -36,6 +36,7 @@ from fedtrees.federation import (
     Payload,
     ReplySpec,
     RoundPlan,
+    ServerStrategy,
     handler,
     payload,
 )
@@ -86,7 +87,7 @@ def leak(request: Leak, data: ClientData) -> LeakReply:
     return LeakReply(LEAKS[request.how](data))
 
 
-class Leaky:
+class Leaky(ServerStrategy):
     def __init__(self, how: str) -> None:
         self.how = how
 
@@ -191,7 +192,7 @@ def chunk(request: Chunk, data: ClientData) -> ChunkReply:
     return ChunkReply(column[start : start + 4], start + 4 < data.n_rows)
 
 
-class Chunked:
+class Chunked(ServerStrategy):
     """Uploads column 0 four values a round, as long as any client has more."""
 
     def start(self, info: FederationInfo) -> None:

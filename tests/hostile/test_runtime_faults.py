@@ -35,6 +35,7 @@ from fedtrees.federation import (
     Payload,
     ReplySpec,
     RoundPlan,
+    ServerStrategy,
     decode,
     encode,
     handler,
@@ -124,7 +125,7 @@ def _nothing(request: Nothing, data: ClientData) -> Payload:
     return None  # type: ignore[return-value]
 
 
-class Script:
+class Script(ServerStrategy):
     """Sends the given requests, one round each, and keeps the replies."""
 
     def __init__(

@@ -27,6 +27,7 @@ from fedtrees.federation import (
     Payload,
     ReplySpec,
     RoundPlan,
+    ServerStrategy,
     handler,
     payload,
     run,
@@ -111,7 +112,7 @@ def _nap(request: Nap, data: ClientData) -> NapReply:
     return NapReply(data.n_rows)
 
 
-class Naps:
+class Naps(ServerStrategy):
     def __init__(self, seconds: float) -> None:
         self.seconds, self.replies = seconds, 0
 

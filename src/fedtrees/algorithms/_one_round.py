@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from fedtrees.federation import FederationInfo, Payload, RoundPlan
+from fedtrees.federation import FederationInfo, Payload, RoundPlan, ServerStrategy
 
 __all__ = ["OneRoundStrategy"]
 
 
-class OneRoundStrategy:
+class OneRoundStrategy(ServerStrategy):
     """Broadcast one request after the agreement; keep every validated reply.
 
     A subclass builds :attr:`request` in :meth:`start` (calling

@@ -45,6 +45,7 @@ from fedtrees.federation import (
     RoundCallback,
     RoundPlan,
     RunResult,
+    ServerStrategy,
     handler,
     payload,
 )
@@ -168,7 +169,7 @@ class ToyResult:
         }
 
 
-class ToyStrategy:
+class ToyStrategy(ServerStrategy):
     """Server side of the toy protocol (pure computation, no transport)."""
 
     def __init__(

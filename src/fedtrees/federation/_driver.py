@@ -9,6 +9,7 @@ reach the strategy. Round 0 is the opening agreement (docs/runtime.md).
 
 from __future__ import annotations
 
+import abc
 import threading
 import time
 import warnings
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal
 
 from fedtrees._validation import check_float, check_int, shown
 from fedtrees.exceptions import (
@@ -154,24 +155,48 @@ class RoundPlan:
         return cls(dict.fromkeys(clients, payload), on_dropout, resync)
 
 
-class ServerStrategy(Protocol):
-    """The server side of an algorithm: plans requests, folds replies. No I/O."""
+class ServerStrategy(abc.ABC):
+    """The server side of an algorithm: plans requests, folds replies. No I/O.
 
+    Every strategy derives from this base: the four abstract methods are the
+    round loop's protocol; the three hooks below have defaults a strategy
+    overrides when it has them (the loop calls them, never looks them up by
+    name). :class:`fedtrees.algorithms._phased.PhasedStrategy` builds the four
+    methods from a table of phases.
+    """
+
+    @abc.abstractmethod
     def start(self, info: FederationInfo) -> None:
         """Receive the agreed schema and client ids (after round 0)."""
-        ...
 
+    @abc.abstractmethod
     def plan_round(self, round: int) -> RoundPlan | None:
         """Return the requests of ``round`` (1, 2, ...), or None when done."""
-        ...
 
+    @abc.abstractmethod
     def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
         """Fold the validated replies of ``round`` (keyed by client) into the state."""
-        ...
 
+    @abc.abstractmethod
     def finish(self) -> Any:
         """Return the result of the run (e.g. the fitted trees)."""
-        ...
+
+    @property
+    def secure_aggregation(self) -> bool:
+        """Whether the run exchanges keys and masks its rounds (docs/security.md)."""
+        return False
+
+    def expected_rounds(self) -> int | None:
+        """Upper bound of the rounds after the agreement, or None when unknown.
+
+        Called after :meth:`start`; progress bars, job logs and the round
+        limit's early refusal use it.
+        """
+        return None
+
+    def round_metrics(self, round: int) -> Mapping[str, float]:
+        """Numbers about the state after ``round`` (progress bars and logs)."""
+        return {}
 
 
 @dataclass(frozen=True)
@@ -322,7 +347,7 @@ def _run(
             f"{len(clients)} clients are available; min_clients={min_clients}."
         )
     report = _Reporter(callbacks, strategy, ledger)
-    secure = secure or bool(getattr(strategy, "secure_aggregation", False))
+    secure = secure or strategy.secure_aggregation
     request = SchemaRequest.declaring(
         task, categories, classes, secure=secure, require_declared=require_declared
     )
@@ -419,9 +444,8 @@ def _public_keys(replies: Mapping[str, SchemaReply]) -> dict[str, bytes]:
 
 def _check_round_limit(strategy: ServerStrategy, max_rounds: int) -> None:
     """Refuse, before any round, a run whose strategy expects more than the limit."""
-    expected_of = getattr(strategy, "expected_rounds", None)
-    expected = expected_of() if callable(expected_of) else None
-    if isinstance(expected, int) and expected > max_rounds:
+    expected = strategy.expected_rounds()
+    if expected is not None and expected > max_rounds:
         raise ValidationError(
             f"This run needs up to {expected} rounds, more than the round loop's "
             f"limit of {max_rounds}: lower the settings that count rounds "
@@ -643,8 +667,6 @@ class _Reporter:
         if not self.callbacks:
             return
         entries = self.ledger.entries[outcome.first_entry :]
-        metrics_of = getattr(self.strategy, "round_metrics", None)
-        expected_of = getattr(self.strategy, "expected_rounds", None)
         env = RoundEnv(
             round=outcome.round,
             kind=",".join(sorted({p.kind for p in outcome.plan.requests.values()})),
@@ -654,10 +676,10 @@ class _Reporter:
             bytes_down=sum(e.bytes_down for e in entries),
             bytes_up=sum(e.bytes_up for e in entries),
             seconds=outcome.seconds,
-            metrics=dict(metrics_of(outcome.round))
-            if outcome.round and metrics_of
+            metrics=dict(self.strategy.round_metrics(outcome.round))
+            if outcome.round
             else {},
-            expected_rounds=expected_of() if expected_of else None,
+            expected_rounds=self.strategy.expected_rounds(),
         )
         for callback in self.callbacks:
             callback(env)

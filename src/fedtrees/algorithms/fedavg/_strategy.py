@@ -24,6 +24,7 @@ from fedtrees.federation import (
     FederationInfo,
     Payload,
     RoundPlan,
+    ServerStrategy,
 )
 
 __all__ = [
@@ -117,7 +118,7 @@ EvaluatorFactory: TypeAlias = Callable[[FederationInfo], Evaluate]
 _MIN_SCALE: Final = 1e-12
 
 
-class FedAvgStrategy:
+class FedAvgStrategy(ServerStrategy):
     """Server: one moments round, then up to ``n_rounds`` FedAvg rounds.
 
     ``evaluator`` (optional) is called at :meth:`start` with the agreed schema and

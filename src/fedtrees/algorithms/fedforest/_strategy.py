@@ -49,7 +49,13 @@ from fedtrees.algorithms.fedforest._steps import (
     Step,
 )
 from fedtrees.exceptions import LocalProtocolError
-from fedtrees.federation import FederationInfo, Payload, RoundPlan, check_cohort
+from fedtrees.federation import (
+    FederationInfo,
+    Payload,
+    RoundPlan,
+    ServerStrategy,
+    check_cohort,
+)
 
 __all__ = ["FedForestStrategy", "ForestResult"]
 
@@ -70,7 +76,7 @@ class ForestResult:
     """Pooled out-of-bag sums (``oob_score``; :func:`._oob.oob_score`)."""
 
 
-class FedForestStrategy:
+class FedForestStrategy(ServerStrategy):
     """Server side of FedForest; see the module docstring for the protocol."""
 
     def __init__(self, config: ForestConfig, owner: str = "FedForest") -> None:

@@ -52,7 +52,7 @@ from fedtrees.algorithms.fedga._payloads import (
     TreeReply,
     TreeRequest,
 )
-from fedtrees.federation import FederationInfo, Payload, RoundPlan
+from fedtrees.federation import FederationInfo, Payload, RoundPlan, ServerStrategy
 from fedtrees.tree import Tree
 
 __all__ = ["ROUNDS_BESIDE_GENERATIONS", "FedGAResult", "FedGASettings", "FedGAStrategy"]
@@ -108,7 +108,7 @@ class FedGAResult:
     trees: dict[str, Tree]
 
 
-class FedGAStrategy:
+class FedGAStrategy(ServerStrategy):
     """Server of Algorithm 1 (steps 3–49)."""
 
     def __init__(self, settings: FedGASettings) -> None:

@@ -84,6 +84,7 @@ from fedtrees.federation import (
     MaskedRounds,
     Payload,
     RoundPlan,
+    ServerStrategy,
     as_reply,
     check_cohort,
     rounding_bound,
@@ -124,7 +125,7 @@ class _Progress:
     valid: list[float] = field(default_factory=list)
 
 
-class FedGBDTStrategy:
+class FedGBDTStrategy(ServerStrategy):
     """Server side of FedGBDT (see the module docstring)."""
 
     def __init__(self, config: BoostConfig, fit_id: int) -> None:

@@ -23,6 +23,7 @@ from fedtrees.federation import (
     FederationInfo,
     Payload,
     RoundPlan,
+    ServerStrategy,
     as_reply,
 )
 from fedtrees.learners import Id3Growth, default_max_depth
@@ -106,7 +107,7 @@ class _Spent:
     queries: dict[str, int] = field(default_factory=dict)
 
 
-class FedID3Strategy:
+class FedID3Strategy(ServerStrategy):
     """Server side of Federated-ID3 (see :mod:`._payloads`)."""
 
     def __init__(self, settings: FedID3Settings) -> None:

@@ -29,7 +29,13 @@ from fedtrees.algorithms.icdta._payloads import (
 )
 from fedtrees.algorithms.icdta._rules import Base, Merge, RuleSet, aggregate
 from fedtrees.exceptions import RuleLimitExceeded
-from fedtrees.federation import FederationInfo, Payload, RoundPlan, as_reply
+from fedtrees.federation import (
+    FederationInfo,
+    Payload,
+    RoundPlan,
+    ServerStrategy,
+    as_reply,
+)
 from fedtrees.learners import default_max_depth
 from fedtrees.tree import Tree, pack_trees
 
@@ -85,7 +91,7 @@ class _State:
     global_scores: dict[str, float] = field(default_factory=dict)
 
 
-class ICDTAStrategy:
+class ICDTAStrategy(ServerStrategy):
     """Server side of ICDTA4FL (see the module docstring for the protocol)."""
 
     def __init__(self, settings: ICDTASettings) -> None:
