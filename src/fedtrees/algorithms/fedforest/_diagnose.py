@@ -12,7 +12,8 @@ Held-out rows (``holdout``, keyed per client) never train; clients score them an
 send histograms of predicted probabilities or sums, never rows.
 **Decision** (thresholds, exposed as parameters): covariate shift when the mean
 client AUC is at least 0.6; outcome shift when the score gain of (X, H) over X is
-above 0.01 (accuracy or R²). ``gain="auto"`` uses AvgImp only when neither holds.
+above 0.01 (accuracy or R²). ``gain="auto"`` uses AvgImp only when neither holds
+(sketch modes only: under ``candidates="hist"`` it is the exact gain, undiagnosed).
 """
 
 from __future__ import annotations
