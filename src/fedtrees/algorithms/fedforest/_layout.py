@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BinLayout",
     "ClientRange",
+    "Segments",
     "check_bin_index",
     "check_pair_sums",
     "check_ragged_points",
@@ -60,6 +61,9 @@ __all__ = [
 
 Sketches = Sequence[tuple[int, IntArray, "SketchReply"]]
 """A level's sketch replies: (client index, asked positions, reply)."""
+
+Segments = tuple[IntArray, IntArray, IntArray, FloatArray, FloatArray]
+"""Sketches as ragged segments: pair, start, length, weight, points."""
 
 
 # -- dtypes -----------------------------------------------------------------------
@@ -278,9 +282,7 @@ def rebase_bins(
 
 
 # -- sketches -------------------------------------------------------------------------
-def segments(
-    sketches: Sketches, n_open: int, todo: IntArray
-) -> tuple[IntArray, IntArray, IntArray, FloatArray, FloatArray]:
+def segments(sketches: Sketches, n_open: int, todo: IntArray) -> Segments:
     """Return the clients' sketches of the ``todo`` nodes as ragged segments.
 
     Returns, per segment (one client's points of one pair) sorted by pair and

@@ -36,7 +36,8 @@ from fedtrees.algorithms.fedforest._client import (
 )
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
 from fedtrees.algorithms.fedforest._payloads import COUNTS, ForestState, LevelFields
-from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, fixed
+from fedtrees.algorithms.fedforest._phase import Got, Phase
+from fedtrees.algorithms.fedforest._steps import Ask, fixed
 from fedtrees.algorithms.histogram import matrix_with_missing
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (

@@ -25,8 +25,9 @@ from fedtrees.algorithms.fedforest._fold import FoldPolicy
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._layout import compact_ints
 from fedtrees.algorithms.fedforest._payloads import LevelFields, SketchReply
+from fedtrees.algorithms.fedforest._phase import Phase
 from fedtrees.algorithms.fedforest._state import LevelState
-from fedtrees.algorithms.fedforest._steps import Ask, Phase
+from fedtrees.algorithms.fedforest._steps import Ask
 from fedtrees.federation import InvalidField, Payload, RoundPlan
 
 __all__ = ["Planned", "RequestBuilder"]

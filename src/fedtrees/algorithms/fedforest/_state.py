@@ -5,11 +5,13 @@ and what the clients have been told of it (:class:`._forest.ForestDeltas`),
 where each client may have rows (:class:`._reach.Reach`), the clients' node
 totals for the cross-round checks (:class:`._consistency.NodeTotals`), the
 clients still active, what each was asked in the current round and the bins'
-layout it was sent, and what a level's first round leaves for its next
-(:class:`Pending`). The steps (:mod:`._steps`) read and fold into it; its
-methods are the pooling every level shares (docs/fedforest.md: client
-statistics are summed, never averaged) and the level's end: split, then the
-next level, the leaves' statistics, the score, or done.
+layout it was sent, and what a level's rounds leave for its next (AvgImp's
+shortlist, then the candidates of :class:`Pending`), all forgotten together
+after a dropout (:meth:`LevelState.forget_level`). The steps (:mod:`._steps`)
+read and fold into it; its methods are the pooling every level shares
+(docs/fedforest.md: client statistics are summed, never averaged) and the
+level's end: split, then the next level, the leaves' statistics, the score, or
+done.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from fedtrees.algorithms.fedforest._forest import ForestDeltas
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._layout import ClientRange
 from fedtrees.algorithms.fedforest._payloads import ScoreReply
+from fedtrees.algorithms.fedforest._phase import Got, Phase
 from fedtrees.algorithms.fedforest._reach import Reach
-from fedtrees.algorithms.fedforest._steps import Got, Phase
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import FederationInfo, MaskedRounds, SumCheck
 from fedtrees.stats import Best, combine
@@ -81,6 +83,9 @@ class LevelState:
     layouts: dict[int, object] = field(default_factory=dict)
     """Per client index, what its last request's fields returned for its reply."""
     pending: Pending | None = None
+    shortlist: IntArray | None = None
+    """The level's considered features from AvgImp's shortlist round (-1
+    padding; None: the drawn ones); the level's sketch reads and forgets it."""
     splits_made: int = 0
     scores: tuple[ScoreReply, ...] = ()
     oob: FloatArray | None = None
@@ -257,7 +262,13 @@ class LevelState:
         """Return the held-out score round if asked, else done."""
         return Phase.SCORE if self.config.holdout > 0 else Phase.DONE
 
-    def forget_open_stats(self) -> None:
-        """Forget the open nodes' statistics (they hold a dropped client's rows)."""
+    def forget_level(self) -> None:
+        """Forget what the level gathered: it holds a dropped client's rows.
+
+        The open nodes' statistics, the level's shortlist and its pending
+        candidates (none yet during the level's first round).
+        """
         g = self.growth
         g.table.stats[g.open] = np.nan
+        self.shortlist = None
+        self.pending = None

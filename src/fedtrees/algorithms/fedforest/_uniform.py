@@ -41,9 +41,10 @@ from fedtrees.algorithms.fedforest._payloads import (
     EvaluateReply,
     EvaluateRequest,
 )
+from fedtrees.algorithms.fedforest._phase import Got, Phase
 from fedtrees.algorithms.fedforest._scoring import node_weights
 from fedtrees.algorithms.fedforest._state import LevelState
-from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, Step
+from fedtrees.algorithms.fedforest._steps import Ask, Step
 from fedtrees.algorithms.histogram import Grid
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
