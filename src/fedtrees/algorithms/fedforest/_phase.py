@@ -4,7 +4,8 @@ A fit is a sequence of rounds, each one :class:`Phase` answered by one step
 (:mod:`._steps`); the replies of a round reach the step as :class:`Got`. The
 fit's state (:mod:`._state`) names the phase that follows a level and pools
 replies, so both it and the steps import this module, and neither the other
-for these names.
+for these names. After the last level come the out-of-bag and held-out score
+rounds, if asked (:func:`final_phase`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import enum
 from typing import NamedTuple
 
 from fedtrees._typing import IntArray
+from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.federation import Payload
 
-__all__ = ["Got", "Phase"]
+__all__ = ["Got", "Phase", "final_phase", "score_phase"]
 
 
 class Phase(enum.Enum):
@@ -51,3 +53,13 @@ class Got(NamedTuple):
     client: int
     asked: IntArray
     reply: Payload
+
+
+def final_phase(config: ForestConfig) -> Phase:
+    """Return the phase after the forest's last level: out-of-bag, score or done."""
+    return Phase.OOB if config.oob_score else score_phase(config)
+
+
+def score_phase(config: ForestConfig) -> Phase:
+    """Return the held-out score round if asked, else done."""
+    return Phase.SCORE if config.holdout > 0 else Phase.DONE

@@ -39,7 +39,10 @@ from fedtrees.algorithms.fedforest._layout import (
     segments,
     separating,
 )
-from fedtrees.algorithms.fedforest._payloads import (
+from fedtrees.algorithms.fedforest._phase import Got, Phase
+from fedtrees.algorithms.fedforest._reach import positions
+from fedtrees.algorithms.fedforest._scoring import averaged_gains, other_candidates
+from fedtrees.algorithms.fedforest._sketch_payloads import (
     AvgImpReply,
     EvaluateReply,
     EvaluateRequest,
@@ -50,10 +53,7 @@ from fedtrees.algorithms.fedforest._payloads import (
     TopKReply,
     TopKRequest,
 )
-from fedtrees.algorithms.fedforest._phase import Got, Phase
-from fedtrees.algorithms.fedforest._reach import positions
-from fedtrees.algorithms.fedforest._scoring import averaged_gains, other_candidates
-from fedtrees.algorithms.fedforest._state import LevelState, Pending
+from fedtrees.algorithms.fedforest._state import LevelState, Pending, Replies
 from fedtrees.algorithms.fedforest._steps import Ask, Fold, fixed
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
@@ -108,7 +108,7 @@ class SketchStep:
     def ask(self, state: LevelState) -> Ask:
         """Ask every client to sketch the open nodes it may reach."""
         pairs = self.pairs(state)
-        categorical = state.categorical(pairs)
+        is_categorical = categorical(state, pairs)
         most = int(state.growth.n_categories.max(initial=0))
         q, name = self.config.n_quantiles, self.config.candidates
 
@@ -117,7 +117,7 @@ class SketchStep:
                 "q": q,
                 "candidates": name,
                 "max_categories": most,
-                "n_categorical_pairs": int(categorical[rows].sum()),
+                "n_categorical_pairs": int(is_categorical[rows].sum()),
             }, None
 
         # AvgImp keeps its rounds: its evaluation sends gains, not bins.
@@ -131,10 +131,10 @@ class SketchStep:
         sketches = [(k, asked, as_reply(r, SketchReply)) for k, asked, r in got]
         pairs = self.pairs(state)
         state.shortlist = None
-        todo = state.pool_level(sketches)
+        todo = pool_level(state, sketches)
         nodes = g.open[todo]
         thresholds = self._thresholds(state, sketches, pairs, todo)
-        cat = state.pooled_categories(sketches, pairs)[todo]
+        cat = pooled_categories(state, sketches, pairs)[todo]
         per_client = state.per_client(sketches, todo, "node_stats")
         counts = (
             state.per_client(sketches, todo, "counts")[..., 0]
@@ -294,3 +294,39 @@ class FoldedStep:
                 "folded level must have one client per node."
             )
         return own
+
+
+# -- pooling a sketch level (client statistics add up to the pooled ones) -----------
+def pool_level(state: LevelState, replies: Replies) -> IntArray:
+    """Sum the open nodes' statistics, learn where clients have rows.
+
+    Returns the positions of the open nodes that may still split.
+    """
+    g = state.growth
+    pooled = np.zeros((g.open.shape[0], g.width))
+    for _, asked, reply in replies:
+        pooled[asked] += reply.node_stats.astype(np.float64)
+    g.set_stats(g.open, pooled)  # from the clients answering now: no phantoms
+    state.learn_reach(g.open, [(k, a, r.counts) for k, a, r in replies])
+    todo: IntArray = np.flatnonzero(g.splittable(g.open))
+    return todo
+
+
+def categorical(state: LevelState, pairs: IntArray) -> np.ndarray:
+    """Which (node, feature) pairs are of a categorical feature."""
+    is_cat = state.growth.is_categorical
+    out: np.ndarray = (pairs >= 0) & is_cat[np.maximum(pairs, 0)]
+    return out
+
+
+def pooled_categories(
+    state: LevelState, replies: Replies, pairs: IntArray
+) -> FloatArray:
+    """Sum the per-category statistics, dense ``(n_open, F', categories, S)``."""
+    g = state.growth
+    dense = np.zeros((*pairs.shape, int(g.n_categories.max(initial=0)), g.width))
+    is_categorical = categorical(state, pairs)
+    for _, asked, s in replies:
+        rows, cols = np.nonzero(is_categorical[asked])
+        dense[asked[rows], cols] += s.cat_stats.astype(np.float64)
+    return dense

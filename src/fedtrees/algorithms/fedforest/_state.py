@@ -8,8 +8,9 @@ clients still active, what each was asked in the current round and the bins'
 layout it was sent, and what a level's rounds leave for its next (AvgImp's
 shortlist, then the candidates of :class:`Pending`), all forgotten together
 after a dropout (:meth:`LevelState.forget_level`). The steps (:mod:`._steps`)
-read and fold into it; its methods are the pooling every level shares
-(docs/fedforest.md: client statistics are summed, never averaged) and the
+read and fold into it; its methods are what every mode's level shares (who is
+asked, the masked sums, where clients have rows, per-client statistics;
+docs/fedforest.md: client statistics are summed, never averaged) and the
 level's end: split, then the next level, the leaves' statistics, the score, or
 done.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -29,13 +30,13 @@ from fedtrees.algorithms.fedforest._forest import ForestDeltas
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._layout import ClientRange
 from fedtrees.algorithms.fedforest._payloads import ScoreReply
-from fedtrees.algorithms.fedforest._phase import Got, Phase
-from fedtrees.algorithms.fedforest._reach import Reach
+from fedtrees.algorithms.fedforest._phase import Got, Phase, final_phase
+from fedtrees.algorithms.fedforest._reach import Reach, client_sides, root_reach
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import FederationInfo, MaskedRounds, SumCheck
 from fedtrees.stats import Best, combine
 
-__all__ = ["LevelState", "Pending"]
+__all__ = ["LevelState", "Pending", "Replies"]
 
 T = TypeVar("T")
 
@@ -108,7 +109,7 @@ class LevelState:
             clients=clients,
             index={c: k for k, c in enumerate(clients)},
             active=list(clients),
-            reach=growth.root_reach(),
+            reach=root_reach(growth),
             deltas=ForestDeltas(growth),
             masks=MaskedRounds(info.public_keys),
         )
@@ -153,7 +154,7 @@ class LevelState:
             return tuple(every for _ in self.clients)
         parents = g.parents(nodes)
         rows = self.reach.rows_for(nodes, parents)
-        at, reaches = g.client_sides(nodes, parents)
+        at, reaches = client_sides(g, nodes, parents)
         if at.shape[0] == 0:
             return rows
         return tuple(
@@ -176,20 +177,6 @@ class LevelState:
         return float(sum(self.info.weight_bounds.get(s, np.inf) for s in sites))
 
     # -- pooling (client statistics add up to the pooled ones; docs/fedforest.md) ----
-    def pool_level(self, replies: Replies) -> IntArray:
-        """Sum the open nodes' statistics, learn where clients have rows.
-
-        Returns the positions of the open nodes that may still split.
-        """
-        g = self.growth
-        pooled = np.zeros((g.open.shape[0], g.width))
-        for _, asked, reply in replies:
-            pooled[asked] += reply.node_stats.astype(np.float64)
-        g.set_stats(g.open, pooled)  # from the clients answering now: no phantoms
-        self.learn_reach(g.open, [(k, a, r.counts) for k, a, r in replies])
-        todo: IntArray = np.flatnonzero(g.splittable(g.open))
-        return todo
-
     def learn_reach(self, nodes: IntArray, counts: Replies) -> None:
         """Record where each client has rows (exact: weight > 0 iff rows)."""
         rows = [np.zeros(0, np.int64)] * len(self.clients)
@@ -197,7 +184,9 @@ class LevelState:
             rows[k] = asked[np.asarray(count) > 0]
         self.reach = Reach(nodes.copy(), tuple(rows))
 
-    def per_client(self, replies: Replies, todo: IntArray, name: str) -> FloatArray:
+    def per_client(
+        self, replies: Replies, todo: IntArray, name: Literal["node_stats", "counts"]
+    ) -> FloatArray:
         """Dense ``(K, n_todo, S)`` statistics per client (client splits, AvgImp).
 
         ``name`` is the reply field: ``"node_stats"`` (of the active clients
@@ -211,28 +200,13 @@ class LevelState:
         position[todo] = np.arange(todo.shape[0])
         out = np.zeros((len(self.clients), todo.shape[0], width))
         for k, asked, reply in replies:
-            values = np.asarray(getattr(reply, name), dtype=np.float64)
+            field = reply.node_stats if name == "node_stats" else reply.counts
+            values = np.asarray(field, dtype=np.float64)
             at = position[asked]
             out[k, at[at >= 0]] = values.reshape(asked.shape[0], width)[at >= 0]
         if name == "node_stats":
             out = out[[self.index[a] for a in self.active]]
         return out
-
-    def categorical(self, pairs: IntArray) -> np.ndarray:
-        """Which (node, feature) pairs are of a categorical feature."""
-        is_cat = self.growth.is_categorical
-        out: np.ndarray = (pairs >= 0) & is_cat[np.maximum(pairs, 0)]
-        return out
-
-    def pooled_categories(self, replies: Replies, pairs: IntArray) -> FloatArray:
-        """Sum the per-category statistics, dense ``(n_open, F', categories, S)``."""
-        g = self.growth
-        dense = np.zeros((*pairs.shape, int(g.n_categories.max(initial=0)), g.width))
-        categorical = self.categorical(pairs)
-        for _, asked, s in replies:
-            rows, cols = np.nonzero(categorical[asked])
-            dense[asked[rows], cols] += s.cat_stats.astype(np.float64)
-        return dense
 
     # -- the level's end ---------------------------------------------------------------
     def decide(self, nodes: IntArray, numeric: Best, other: Best) -> Phase:
@@ -252,15 +226,7 @@ class LevelState:
             return self.first
         if g.unknown_leaves().shape[0]:
             return Phase.LEAF_STATS
-        return self.final_phase()
-
-    def final_phase(self) -> Phase:
-        """Return the out-of-bag round if asked, else :meth:`score_phase`."""
-        return Phase.OOB if self.config.oob_score else self.score_phase()
-
-    def score_phase(self) -> Phase:
-        """Return the held-out score round if asked, else done."""
-        return Phase.SCORE if self.config.holdout > 0 else Phase.DONE
+        return final_phase(self.config)
 
     def forget_level(self) -> None:
         """Forget what the level gathered: it holds a dropped client's rows.

@@ -27,7 +27,7 @@ from fedtrees.algorithms.fedforest._payloads import (
     ScoreReply,
     ScoreRequest,
 )
-from fedtrees.algorithms.fedforest._phase import Got, Phase
+from fedtrees.algorithms.fedforest._phase import Got, Phase, final_phase
 from fedtrees.federation import as_reply
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ class LeafStatsStep:
         for _, asked, reply in got:
             pooled[asked] += as_reply(reply, LeafStatsReply).node_stats.astype(float)
         g.set_stats(nodes, pooled)
-        return state.final_phase()
+        return final_phase(state.config)
 
 
 class ScoreStep:

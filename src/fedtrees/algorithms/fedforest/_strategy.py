@@ -2,7 +2,7 @@
 
 All trees grow together, one depth level at a time, from sufficient statistics
 pooled over the clients (docs/fedforest.md). Each round is one
-:class:`._steps.Phase`, answered by one step of the fit's candidate mode
+:class:`._phase.Phase`, answered by one step of the fit's candidate mode
 (:mod:`._modes`, one per ``candidates=``):
 
 - ``"quantile"`` / ``"exact"``: per level a sketch round, which pools the node
