@@ -8,7 +8,9 @@ imports resolved, and ``from package import name`` pointing at the submodule
 packages is not an edge (every submodule would otherwise import its package
 and every package its submodules). A cycle is a strongly connected component
 of more than one module (or a module importing itself); each test names the
-modules of every cycle it finds.
+modules of every cycle it finds. The components come from the Tarjan of
+``tests/test_imports.py``, whose graph counts the imports that run (no
+``TYPE_CHECKING`` block); this one counts every import statement.
 
 No package ``__init__`` is left out: the lazy names (``_HOMES``) load their
 homes with :func:`importlib.import_module`, which is no import statement, and
@@ -19,8 +21,10 @@ exception.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from tests.test_imports import _cycles
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -81,54 +85,11 @@ def import_graph(root: Path) -> dict[str, frozenset[str]]:
 
 
 # -- its cycles ---------------------------------------------------------------------
-def strongly_connected(graph: Graph) -> list[list[str]]:
-    """Tarjan's strongly connected components of ``graph`` (iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[list[str]] = []
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, edges = work[-1]
-            nxt = next((m for m in edges if m in graph), None)
-            if nxt is None:
-                work.pop()
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[node])
-                if low[node] == index[node]:
-                    component = []
-                    while True:
-                        top = stack.pop()
-                        on_stack.discard(top)
-                        component.append(top)
-                        if top == node:
-                            break
-                    out.append(sorted(component))
-            elif nxt not in index:
-                index[nxt] = low[nxt] = len(index)
-                stack.append(nxt)
-                on_stack.add(nxt)
-                work.append((nxt, iter(sorted(graph[nxt]))))
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-    return out
-
-
 def cycles(graph: Graph) -> list[list[str]]:
-    """The components that are cycles: two or more modules, or a self-import."""
-    return [
-        c
-        for c in strongly_connected(graph)
-        if len(c) > 1 or c[0] in graph.get(c[0], ())
-    ]
+    """The cycles of ``graph``: its strongly connected components of two or more
+    modules, or a module importing itself (Tarjan, :func:`tests.test_imports._cycles`).
+    """
+    return sorted(_cycles({m: set(targets) for m, targets in graph.items()}))
 
 
 def describe(found: Iterable[list[str]]) -> str:
