@@ -200,8 +200,8 @@ class LevelState:
         position[todo] = np.arange(todo.shape[0])
         out = np.zeros((len(self.clients), todo.shape[0], width))
         for k, asked, reply in replies:
-            field = reply.node_stats if name == "node_stats" else reply.counts
-            values = np.asarray(field, dtype=np.float64)
+            sent = reply.node_stats if name == "node_stats" else reply.counts
+            values = np.asarray(sent, dtype=np.float64)
             at = position[asked]
             out[k, at[at >= 0]] = values.reshape(asked.shape[0], width)[at >= 0]
         if name == "node_stats":
