@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from sklearn.tree import DecisionTreeClassifier
 
 from fedtrees import FedForestClassifier, FedForestRegressor
+from fedtrees.algorithms.fedforest import _state
 from fedtrees.algorithms.fedforest._candidates import own_candidates
-from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._layout import first_bins, rebase_bins
-from fedtrees.algorithms.fedforest._payloads import (
+from fedtrees.algorithms.fedforest._sketch_payloads import (
     SketchEvaluateReply,
     SketchEvaluateRequest,
 )
@@ -426,7 +426,7 @@ def test_children_of_client_splits_are_asked_of_their_side_only() -> None:
     ledger = _fit(model, data.X, data.y, data.groups)
     blind = (np.zeros(0, np.int64), np.zeros((0, 0), bool))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ForestGrowth, "client_sides", lambda self, n, p: blind)
+        patch.setattr(_state, "client_sides", lambda g, n, p: blind)
         reference = unfolded(Regressor(random_state=0, **kw))
         before = _fit(reference, data.X, data.y, data.groups)
     assert model.trees_ == reference.trees_

@@ -240,12 +240,13 @@ def test_every_request_kind_has_its_handler_registered() -> None:
         _hist_payloads,
         _oob,
         _payloads,
+        _sketch_payloads,
     )
     from fedtrees.federation._client import _HANDLERS
 
     requests = {
         cls.kind
-        for module in (_payloads, _hist_payloads, _class_counts, _oob)
+        for module in (_payloads, _sketch_payloads, _hist_payloads, _class_counts, _oob)
         for cls in vars(module).values()
         if isinstance(cls, type)
         and issubclass(cls, _payloads.LevelFields)

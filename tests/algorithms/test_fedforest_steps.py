@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestStrategy
-from fedtrees.algorithms.fedforest._steps import Phase
+from fedtrees.algorithms.fedforest._phase import Phase
 from fedtrees.exceptions import ClientDropoutWarning
 from fedtrees.federation import Fault, Federation, RoundPlan
 

@@ -32,9 +32,9 @@ from fedtrees import (
     SyntheticDataClassifier,
 )
 from fedtrees.algorithms.fedforest import diagnose
-from fedtrees.algorithms.fedforest._payloads import (
+from fedtrees.algorithms.fedforest._payloads import ScoreReply
+from fedtrees.algorithms.fedforest._sketch_payloads import (
     AvgImpReply,
-    ScoreReply,
     SketchReply,
     TopKReply,
 )

@@ -26,7 +26,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import fedtrees
-from fedtrees.algorithms.fedforest._payloads import SketchReply
+from fedtrees.algorithms.fedforest._sketch_payloads import SketchReply
 from fedtrees.exceptions import LocalProtocolError, ValidationError
 from fedtrees.federation import Envelope, Federation, Payload, decode, encode, payload
 from tests.hostile.test_estimator_inputs import ALL

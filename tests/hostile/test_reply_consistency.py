@@ -28,7 +28,7 @@ from fedtrees import (
 )
 from fedtrees.algorithms.fedavg._payloads import MomentsReply
 from fedtrees.algorithms.fedforest._hist_payloads import HistogramReply
-from fedtrees.algorithms.fedforest._payloads import EvaluateReply, SketchReply
+from fedtrees.algorithms.fedforest._sketch_payloads import EvaluateReply, SketchReply
 from fedtrees.algorithms.fedid3._payloads import LevelReply
 from fedtrees.algorithms.toy import ToyCountsReply, run_toy
 from fedtrees.exceptions import RemoteProtocolError

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.tree import _predict, _structure
-from fedtrees.tree._kinds import NodeKind
+from fedtrees.tree._arrays import TreeArrays
 from fedtrees.tree._render import export_text
 from fedtrees.tree._rules import Rule, extract_rules
 from fedtrees.tree._serialize import tree_from_dict, tree_from_json, tree_to_dict
@@ -26,7 +26,7 @@ __all__ = ["Tree"]
 
 
 @dataclass(frozen=True, eq=False)
-class Tree:
+class Tree(TreeArrays):
     """A fitted decision tree stored as flat arrays (node 0 is the root).
 
     Children always have larger indices than their parent, so the arrays are in
@@ -91,26 +91,6 @@ class Tree:
     [0, -1, -1]
     """
 
-    kind: npt.NDArray[np.int8]
-    feature: IntArray
-    threshold: FloatArray
-    left: IntArray
-    right: IntArray
-    branch_ptr: IntArray
-    branch_code: IntArray
-    branch_child: IntArray
-    value: FloatArray
-    count: FloatArray
-    impurity: FloatArray
-    n_features: int
-    classes: npt.NDArray[Any] | None = None
-    feature_names: tuple[str, ...] | None = None
-    categories: tuple[tuple[str, ...] | None, ...] | None = None
-    clients: tuple[str, ...] | None = None
-    # The constructor takes an array-like or None (all LARGER); __post_init__ always
-    # stores a read-only int8 array, which is the type readers see.
-    missing: npt.NDArray[np.int8] = None  # type: ignore[assignment]
-
     def __post_init__(self) -> None:
         for name, array in _structure.coerce_arrays(self).items():
             object.__setattr__(self, name, array)
@@ -118,21 +98,6 @@ class Tree:
         object.__setattr__(self, "n_features", int(self.n_features))  # numpy ints
 
     # -- shape ------------------------------------------------------------------
-    @property
-    def n_nodes(self) -> int:
-        """Number of nodes."""
-        return int(self.kind.shape[0])
-
-    @property
-    def n_leaves(self) -> int:
-        """Number of leaves."""
-        return int(np.count_nonzero(self.kind == NodeKind.LEAF))
-
-    @property
-    def is_classifier(self) -> bool:
-        """Whether leaves hold class distributions (True) or means (False)."""
-        return self.classes is not None
-
     @cached_property
     def node_depth(self) -> IntArray:
         """Depth of every node (the root has depth 0)."""

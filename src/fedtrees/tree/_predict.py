@@ -30,7 +30,7 @@ from fedtrees.tree._kinds import LEAF, NodeKind
 from fedtrees.tree._structure import branch_owner, children_csr, missing_goes_left
 
 if TYPE_CHECKING:
-    from fedtrees.tree._model import Tree
+    from fedtrees.tree._arrays import TreeArrays
 
 _MAX_CODE = 2**40  # codes beyond this cannot be in any branch table
 
@@ -39,7 +39,7 @@ _MAX_CODE = 2**40  # codes beyond this cannot be in any branch table
 class Routing:
     """Lookup tables derived once per tree for fast routing."""
 
-    tree: Tree
+    tree: TreeArrays
     keys: IntArray
     key_child: IntArray
     stride: int
@@ -51,7 +51,7 @@ class Routing:
     """Per feature: the code of a categorical NaN (K categories: K), else -1."""
 
     @classmethod
-    def of(cls, tree: Tree) -> Routing:
+    def of(cls, tree: TreeArrays) -> Routing:
         """Build the lookup tables of ``tree``."""
         stride = int(tree.branch_code.max()) + 1 if tree.branch_code.size else 1
         keys = branch_owner(tree) * stride + tree.branch_code
@@ -215,7 +215,7 @@ class Routing:
         return rows[entry], kids, weights[entry] * share
 
 
-def missing_category_codes(tree: Tree) -> IntArray:
+def missing_category_codes(tree: TreeArrays) -> IntArray:
     """Per feature, the code a categorical NaN takes: K categories, code K; else -1.
 
     Examples

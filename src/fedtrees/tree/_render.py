@@ -12,12 +12,14 @@ from fedtrees.tree._kinds import NodeKind
 from fedtrees.tree._rules import CLIENT_FEATURE, Condition, child_conditions
 
 if TYPE_CHECKING:
-    from fedtrees.tree._model import Tree
+    from fedtrees.tree._arrays import TreeArrays
 
 __all__ = ["export_text", "format_condition"]
 
 
-def export_text(tree: Tree, *, decimals: int = 3, show_counts: bool = True) -> str:
+def export_text(
+    tree: TreeArrays, *, decimals: int = 3, show_counts: bool = True
+) -> str:
     """Render ``tree`` as indented text, one line per edge and per leaf.
 
     Features, categories, classes and clients are shown by name when the tree
@@ -73,7 +75,7 @@ def export_text(tree: Tree, *, decimals: int = 3, show_counts: bool = True) -> s
     return "\n".join(lines)
 
 
-def format_condition(tree: Tree, condition: Condition, decimals: int = 3) -> str:
+def format_condition(tree: TreeArrays, condition: Condition, decimals: int = 3) -> str:
     """Human-readable form of ``condition`` using the tree's names.
 
     A condition that also receives missing values ends in ``" or missing"``.
@@ -109,7 +111,7 @@ def _category(labels: Sequence[str] | None, code: int) -> str:
     return labels[code] if code < len(labels) else str(code)
 
 
-def _leaf_text(tree: Tree, node: int, decimals: int, show_counts: bool) -> str:
+def _leaf_text(tree: TreeArrays, node: int, decimals: int, show_counts: bool) -> str:
     value = tree.value[node]
     count = f"n={_number(float(tree.count[node]), decimals)}"
     if tree.classes is None:

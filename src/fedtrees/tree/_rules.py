@@ -24,7 +24,7 @@ from fedtrees.exceptions import ValidationError
 from fedtrees.tree._kinds import LEAF, Missing, NodeKind
 
 if TYPE_CHECKING:
-    from fedtrees.tree._model import Tree
+    from fedtrees.tree._arrays import TreeArrays
 
 __all__ = ["CLIENT_FEATURE", "Condition", "Rule", "child_conditions", "extract_rules"]
 
@@ -97,7 +97,7 @@ class Rule:
         return result
 
 
-def child_conditions(tree: Tree, node: int) -> list[tuple[int, Condition]]:
+def child_conditions(tree: TreeArrays, node: int) -> list[tuple[int, Condition]]:
     """Return the condition leading from ``node`` to each child, in order.
 
     At a numeric node with a learned missing direction, the condition of the side
@@ -132,7 +132,7 @@ def child_conditions(tree: Tree, node: int) -> list[tuple[int, Condition]]:
     return out
 
 
-def extract_rules(tree: Tree) -> list[Rule]:
+def extract_rules(tree: TreeArrays) -> list[Rule]:
     """Every root-to-leaf rule, left to right (depth-first).
 
     Examples

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -26,7 +26,10 @@ from fedtrees._validation import is_integral
 from fedtrees.exceptions import SerializationError, ValidationError
 
 if TYPE_CHECKING:
-    from fedtrees.tree._model import Tree
+    from fedtrees.tree._arrays import TreeArrays
+
+T = TypeVar("T", bound="TreeArrays")
+"""The tree class a reader builds (:class:`fedtrees.tree.Tree`)."""
 
 __all__ = ["FORMAT", "VERSION", "tree_from_dict", "tree_from_json", "tree_to_dict"]
 
@@ -49,7 +52,7 @@ _V1_NODE_FIELDS: Final = {
 _NODE_FIELDS: Final = {**_V1_NODE_FIELDS, "missing": "i"}
 
 
-def tree_to_dict(tree: Tree) -> dict[str, Any]:
+def tree_to_dict(tree: TreeArrays) -> dict[str, Any]:
     """Return the JSON-compatible document of ``tree`` (format :data:`VERSION`)."""
     return {
         "format": FORMAT,
@@ -79,7 +82,7 @@ def encode_array(array: npt.NDArray[Any]) -> dict[str, Any]:
     return {"dtype": array.dtype.str, "shape": list(array.shape), "data": data}
 
 
-def tree_from_json(text: str, tree_class: type[Tree]) -> Tree:
+def tree_from_json(text: str, tree_class: type[T]) -> T:
     """Parse a JSON string written by :meth:`Tree.to_json`."""
     try:
         document = json.loads(text)
@@ -88,7 +91,7 @@ def tree_from_json(text: str, tree_class: type[Tree]) -> Tree:
     return tree_from_dict(document, tree_class)
 
 
-def tree_from_dict(document: object, tree_class: type[Tree]) -> Tree:
+def tree_from_dict(document: object, tree_class: type[T]) -> T:
     """Rebuild a tree from its document, checking format, version and every field."""
     doc = _require_mapping(document, "document")
     version = _check_header(doc)

@@ -24,7 +24,7 @@ float64, which sends every finite value left too (a Tree routes no infinity).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -36,14 +36,17 @@ from fedtrees.exceptions import ValidationError
 from fedtrees.tree._kinds import LEAF, Missing, NodeKind
 
 if TYPE_CHECKING:
-    from fedtrees.tree._model import Tree
+    from fedtrees.tree._arrays import TreeArrays
+
+T = TypeVar("T", bound="TreeArrays")
+"""The tree class a reader builds (:class:`fedtrees.tree.Tree`)."""
 
 __all__ = ["float32_equivalent_threshold", "tree_from_sklearn"]
 
 _SKLEARN_LEAF = -1
 
 
-def tree_from_sklearn(estimator: object, tree_class: type[Tree]) -> Tree:
+def tree_from_sklearn(estimator: object, tree_class: type[T]) -> T:
     """Return the fedtrees Tree of a fitted single-output sklearn decision tree.
 
     Parameters

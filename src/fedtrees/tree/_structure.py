@@ -19,7 +19,7 @@ from fedtrees.exceptions import ValidationError
 from fedtrees.tree._kinds import LEAF, Missing, NodeKind
 
 if TYPE_CHECKING:
-    from fedtrees.tree._model import Tree
+    from fedtrees.tree._arrays import TreeArrays
 
 _INT_FIELDS = ("feature", "left", "right", "branch_ptr", "branch_code", "branch_child")
 _FLOAT_FIELDS = ("threshold", "count", "impurity")
@@ -40,7 +40,7 @@ def error(message: str) -> ValidationError:
     return ValidationError(f"Invalid Tree: {message}.")
 
 
-def coerce_arrays(tree: Tree) -> dict[str, Any]:
+def coerce_arrays(tree: TreeArrays) -> dict[str, Any]:
     """Return read-only, contiguous copies of the tree's arrays (canonical dtypes)."""
     out: dict[str, Any] = {"kind": _frozen(tree.kind, np.int8, "kind")}
     for name in _INT_FIELDS:
@@ -79,7 +79,7 @@ def _frozen_labels(classes: object) -> npt.NDArray[Any]:
     return labels
 
 
-def validate(tree: Tree) -> None:
+def validate(tree: TreeArrays) -> None:
     """Raise :class:`ValidationError` naming the first broken invariant."""
     _check_lengths(tree)
     _check_kinds(tree)
@@ -89,7 +89,7 @@ def validate(tree: Tree) -> None:
     _check_metadata(tree)
 
 
-def _check_lengths(tree: Tree) -> None:
+def _check_lengths(tree: TreeArrays) -> None:
     n = tree.kind.shape[0]
     if tree.kind.ndim != 1 or n == 0:
         raise error(
@@ -117,7 +117,7 @@ def _check_lengths(tree: Tree) -> None:
         raise error(f"n_features must be >= 1, got {tree.n_features}")
 
 
-def _check_kinds(tree: Tree) -> None:
+def _check_kinds(tree: TreeArrays) -> None:
     kind, idx, n = tree.kind, np.arange(tree.kind.shape[0]), tree.kind.shape[0]
     if not np.isin(kind, [k.value for k in NodeKind]).all():
         raise error("field 'kind' holds an unknown node kind")
@@ -152,7 +152,7 @@ def _check_kinds(tree: Tree) -> None:
     _check_missing(tree, num)
 
 
-def _check_missing(tree: Tree, num: BoolArray) -> None:
+def _check_missing(tree: TreeArrays, num: BoolArray) -> None:
     directions = [m.value for m in Missing]
     if not np.isin(tree.missing, directions).all():
         raise error(
@@ -173,7 +173,7 @@ def _require(where: BoolArray, condition: BoolArray, message: str) -> None:
         raise error(f"{message} (node {int(bad[0])})")
 
 
-def _check_branches(tree: Tree) -> None:
+def _check_branches(tree: TreeArrays) -> None:
     ptr, n = tree.branch_ptr, tree.kind.shape[0]
     if ptr[0] != 0 or ptr[-1] != tree.branch_code.shape[0] or np.any(np.diff(ptr) < 0):
         raise error("'branch_ptr' must rise from 0 to the number of branch entries")
@@ -202,12 +202,12 @@ def _repeated_pairs(owner: IntArray, code: IntArray) -> bool:
     return bool(np.unique(pairs, axis=0).shape[0] != pairs.shape[0])
 
 
-def branch_owner(tree: Tree) -> IntArray:
+def branch_owner(tree: TreeArrays) -> IntArray:
     """Node index owning each branch entry."""
     return np.repeat(np.arange(tree.kind.shape[0]), np.diff(tree.branch_ptr))
 
 
-def parent_child_pairs(tree: Tree) -> tuple[IntArray, IntArray]:
+def parent_child_pairs(tree: TreeArrays) -> tuple[IntArray, IntArray]:
     """Return the unique (parent, child) edges, sorted by parent then child."""
     idx = np.arange(tree.kind.shape[0])
     num = tree.kind == NodeKind.NUMERIC
@@ -221,7 +221,7 @@ def parent_child_pairs(tree: Tree) -> tuple[IntArray, IntArray]:
     return keys // n, keys % n
 
 
-def _check_single_parent(tree: Tree) -> None:
+def _check_single_parent(tree: TreeArrays) -> None:
     _, children = parent_child_pairs(tree)
     parents_of = np.bincount(children, minlength=tree.kind.shape[0])
     if parents_of[0] != 0:
@@ -234,7 +234,7 @@ def _check_single_parent(tree: Tree) -> None:
         )
 
 
-def _check_values(tree: Tree) -> None:
+def _check_values(tree: TreeArrays) -> None:
     if not np.all(np.isfinite(tree.count)) or np.any(tree.count < 0):
         raise error("'count' must be finite and >= 0")
     if np.any(np.isinf(tree.impurity)):
@@ -254,7 +254,7 @@ def _check_values(tree: Tree) -> None:
         raise error("class distributions in 'value' must be >= 0 and sum to 1")
 
 
-def _check_metadata(tree: Tree) -> None:
+def _check_metadata(tree: TreeArrays) -> None:
     f = tree.n_features
     names = tree.feature_names
     if names is not None and (
@@ -276,7 +276,7 @@ def _check_metadata(tree: Tree) -> None:
         raise error("'clients' must be unique strings")
 
 
-def node_depths(tree: Tree) -> IntArray:
+def node_depths(tree: TreeArrays) -> IntArray:
     """Depth of every node, computed level by level (vectorised over nodes)."""
     parents, children = parent_child_pairs(tree)
     parent_of = np.full(tree.kind.shape[0], -1, dtype=np.int64)
@@ -294,7 +294,7 @@ def node_depths(tree: Tree) -> IntArray:
     return depth
 
 
-def missing_goes_left(tree: Tree) -> BoolArray:
+def missing_goes_left(tree: TreeArrays) -> BoolArray:
     """Whether a NaN row goes left at each node (False at non-numeric nodes).
 
     A learned direction (``LEFT`` / ``RIGHT``) is taken as is; ``LARGER`` resolves
@@ -310,7 +310,7 @@ def missing_goes_left(tree: Tree) -> BoolArray:
     return resolved
 
 
-def children_csr(tree: Tree) -> tuple[IntArray, IntArray]:
+def children_csr(tree: TreeArrays) -> tuple[IntArray, IntArray]:
     """Distinct children of every node as (ptr, children), children ascending."""
     parents, children = parent_child_pairs(tree)
     ptr = np.zeros(tree.kind.shape[0] + 1, dtype=np.int64)

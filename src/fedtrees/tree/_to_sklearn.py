@@ -64,10 +64,10 @@ from fedtrees.exceptions import ValidationError
 from fedtrees.tree._kinds import NodeKind
 from fedtrees.tree._render import format_condition
 from fedtrees.tree._rules import child_conditions
-from fedtrees.tree._structure import missing_goes_left
+from fedtrees.tree._structure import missing_goes_left, node_depths
 
 if TYPE_CHECKING:
-    from fedtrees.tree._model import Tree
+    from fedtrees.tree._arrays import TreeArrays
 
 __all__ = [
     "check_exportable",
@@ -85,7 +85,7 @@ _ONE_HOT: Final = (
 
 
 def tree_to_sklearn(
-    tree: Tree,
+    tree: TreeArrays,
     *,
     classes: npt.ArrayLike | None = None,
     criterion: str | None = None,
@@ -139,7 +139,7 @@ def tree_to_sklearn(
 
 
 def forest_to_sklearn(
-    trees: Sequence[Tree],
+    trees: Sequence[TreeArrays],
     *,
     classes: npt.ArrayLike | None = None,
     criterion: str | None = None,
@@ -190,7 +190,7 @@ def forest_to_sklearn(
     return forest
 
 
-def check_exportable(trees: Sequence[Tree], owner: str, *, forest: bool) -> None:
+def check_exportable(trees: Sequence[TreeArrays], owner: str, *, forest: bool) -> None:
     """Refuse the first non-numeric split, then any categorical column."""
     for index, tree in enumerate(trees):
         split = (tree.kind != NodeKind.NUMERIC) & (tree.kind != NodeKind.LEAF)
@@ -201,7 +201,7 @@ def check_exportable(trees: Sequence[Tree], owner: str, *, forest: bool) -> None
     refuse_categorical_columns(trees[0].categories, trees[0].feature_names, owner)
 
 
-def _split_message(tree: Tree, node: int, where: str, owner: str) -> str:
+def _split_message(tree: TreeArrays, node: int, where: str, owner: str) -> str:
     """Say which split cannot be exported, and what to do instead."""
     branches = " | ".join(
         format_condition(tree, c) for _, c in child_conditions(tree, node)
@@ -246,7 +246,7 @@ def _column_name(feature_names: Sequence[str] | None, j: int) -> str:
     return repr(feature_names[j]) if feature_names is not None else str(j)
 
 
-def _check_alike(trees: Sequence[Tree], owner: str) -> None:
+def _check_alike(trees: Sequence[TreeArrays], owner: str) -> None:
     first = trees[0]
     for index, tree in enumerate(trees):
         same = (
@@ -262,7 +262,7 @@ def _check_alike(trees: Sequence[Tree], owner: str) -> None:
             )
 
 
-def _estimator(tree: Tree, criterion: str | None) -> Any:
+def _estimator(tree: TreeArrays, criterion: str | None) -> Any:
     """Return the unfitted tree estimator (with ``criterion`` if given)."""
     params = {} if criterion is None else {"criterion": criterion}
     if tree.is_classifier:
@@ -270,7 +270,7 @@ def _estimator(tree: Tree, criterion: str | None) -> Any:
     return DecisionTreeRegressor(**params)
 
 
-def _set_fitted(estimator: Any, tree: Tree, classes: npt.ArrayLike | None) -> Any:
+def _set_fitted(estimator: Any, tree: TreeArrays, classes: npt.ArrayLike | None) -> Any:
     """Give ``estimator`` the fitted attributes and the ``tree_`` of ``tree``."""
     _set_shape(estimator, tree, classes)
     estimator.max_features_ = tree.n_features
@@ -278,7 +278,7 @@ def _set_fitted(estimator: Any, tree: Tree, classes: npt.ArrayLike | None) -> An
     return estimator
 
 
-def _set_shape(estimator: Any, tree: Tree, classes: npt.ArrayLike | None) -> None:
+def _set_shape(estimator: Any, tree: TreeArrays, classes: npt.ArrayLike | None) -> None:
     """Set ``n_features_in_``, ``n_outputs_`` and (classifiers) the classes."""
     estimator.n_features_in_ = tree.n_features
     estimator.n_outputs_ = 1
@@ -288,13 +288,13 @@ def _set_shape(estimator: Any, tree: Tree, classes: npt.ArrayLike | None) -> Non
         estimator.n_classes_ = int(labels.shape[0])
 
 
-def _sklearn_tree(tree: Tree, criterion: str) -> Any:
+def _sklearn_tree(tree: TreeArrays, criterion: str) -> Any:
     """Build scikit-learn's ``Tree`` of ``tree`` through its public state."""
     n_classes = tree.value.shape[1] if tree.is_classifier else 1
     out = SklearnTree(tree.n_features, np.asarray([n_classes], dtype=np.intp), 1)
     out.__setstate__(
         {
-            "max_depth": tree.max_depth,
+            "max_depth": int(node_depths(tree).max()),
             "node_count": tree.n_nodes,
             "nodes": _nodes(tree, criterion),
             "values": np.ascontiguousarray(tree.value[:, None, :], dtype=np.float64),
@@ -303,7 +303,7 @@ def _sklearn_tree(tree: Tree, criterion: str) -> Any:
     return out
 
 
-def _nodes(tree: Tree, criterion: str) -> npt.NDArray[np.void]:
+def _nodes(tree: TreeArrays, criterion: str) -> npt.NDArray[np.void]:
     """Return the node records of ``tree`` in the installed scikit-learn's dtype."""
     leaf = tree.kind == NodeKind.LEAF
     nodes = np.zeros(tree.n_nodes, dtype=NODE_DTYPE)
@@ -337,7 +337,7 @@ def sklearn_threshold(threshold: npt.ArrayLike) -> FloatArray:
     return out
 
 
-def _impurity(tree: Tree, criterion: str) -> FloatArray:
+def _impurity(tree: TreeArrays, criterion: str) -> FloatArray:
     """Return the impurities; where NaN, that of the node's distribution (or 0)."""
     unknown = np.isnan(tree.impurity)
     if not unknown.any():

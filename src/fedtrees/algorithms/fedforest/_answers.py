@@ -18,11 +18,8 @@ from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest import _kernels as kernels
 from fedtrees.algorithms.fedforest._client import ClientFit
 from fedtrees.algorithms.fedforest._layout import compact
-from fedtrees.algorithms.fedforest._payloads import (
-    ForestState,
-    LevelFields,
-    SketchRequest,
-)
+from fedtrees.algorithms.fedforest._payloads import ForestState, LevelFields
+from fedtrees.algorithms.fedforest._sketch_payloads import SketchRequest
 from fedtrees.exceptions import ValidationError
 from fedtrees.stats import split_gains
 

@@ -33,7 +33,8 @@ from fedtrees.algorithms.fedforest._client import bootstrap_counts, check_sizes
 from fedtrees.algorithms.fedforest._forest import start_state
 from fedtrees.algorithms.fedforest._layout import compact
 from fedtrees.algorithms.fedforest._payloads import COUNTS, LevelFields
-from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, fixed
+from fedtrees.algorithms.fedforest._phase import Got, Phase
+from fedtrees.algorithms.fedforest._steps import Ask, fixed
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
     ClientData,

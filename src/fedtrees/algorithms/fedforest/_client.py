@@ -154,9 +154,9 @@ def check_sizes(request: Any, data: ClientData) -> None:
     check_request_size(
         kind, "participation", trees, MAX_N_ESTIMATORS, "one flag per tree"
     )
-    for name in ("q", "k"):
-        if hasattr(request, name):
-            value = getattr(request, name)
+    grid = {"q": getattr(request, "q", None), "k": getattr(request, "k", None)}
+    for name, value in grid.items():
+        if value is not None:
             check_request_size(kind, name, value, MAX_GRID, "the grid limit", low=1)
     _check_pairs(request, len(data.feature_kinds))
     width = request.width

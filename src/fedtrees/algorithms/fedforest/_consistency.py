@@ -34,12 +34,11 @@ import numpy as np
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms._plausible import GAIN_TOLERANCE
 from fedtrees.algorithms.fedforest._hist_payloads import HistogramReply
-from fedtrees.algorithms.fedforest._payloads import (
+from fedtrees.algorithms.fedforest._payloads import LeafStatsReply, LevelFields
+from fedtrees.algorithms.fedforest._sketch_payloads import (
     AvgImpReply,
     EvaluateReply,
     EvaluateRequest,
-    LeafStatsReply,
-    LevelFields,
     SketchReply,
     TopKReply,
     TopKRequest,

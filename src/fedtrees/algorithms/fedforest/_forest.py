@@ -12,6 +12,7 @@ differs from the request's ``base`` and asks for a resync.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import secrets
 from dataclasses import dataclass
@@ -281,7 +282,7 @@ def apply_batch(
         (checked before any compiled kernel routes rows through it).
     """
     if batch.size == 0:
-        return _replace(state, digest=digest)
+        return dataclasses.replace(state, digest=digest)
     n, m = state.node_tree.shape[0], batch.size
     _check_batch(state, batch, n, n_features)
     kids = n + 2 * np.arange(m, dtype=np.int64)
@@ -303,7 +304,7 @@ def apply_batch(
     else:  # no category or client set in the batch: the sets only grow empty
         set_ptr = np.concatenate([state.set_ptr, np.full(extra, state.set_ptr[-1])])
         set_codes = state.set_codes
-    return _replace(
+    return dataclasses.replace(
         state,
         digest=digest,
         node_tree=_trees(state.node_tree, batch.node, kids),
@@ -379,9 +380,3 @@ def _check_batch(
         or np.any(codes < 0)
     ):
         raise ValidationError("FedForest request: malformed category sets.")
-
-
-def _replace(state: ForestState, **changes: object) -> ForestState:
-    values = {name: getattr(state, name) for name in state.__dataclass_fields__}
-    values.update(changes)
-    return ForestState(**values)

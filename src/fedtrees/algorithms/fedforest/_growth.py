@@ -22,7 +22,6 @@ from fedtrees._typing import BoolArray, FloatArray, IntArray
 from fedtrees.algorithms._params import Amount
 from fedtrees.algorithms.fedforest._config import ForestConfig, resolve_max_features
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
-from fedtrees.algorithms.fedforest._reach import Reach
 from fedtrees.federation import FederationInfo
 from fedtrees.stats import CLIENT, Best, impurity, node_count
 from fedtrees.tree import LEAF, NodeKind, Tree
@@ -78,6 +77,32 @@ def _missing_goes_left(
     return out
 
 
+def _participation(config: ForestConfig, clients: int, trees: int) -> np.ndarray:
+    """Client subsampling per tree (``client_fraction``; docs/fedforest.md)."""
+    k = clients
+    chosen = np.ones((trees, k), dtype=bool)
+    if config.client_fraction < 1.0:
+        size = max(1, round(config.client_fraction * k))
+        for b in range(trees):
+            rng = keyed_rng(config.seed, PARTICIPATION, b)
+            chosen[b] = False
+            chosen[b, rng.choice(k, size=size, replace=False)] = True
+    return chosen
+
+
+def _values(config: ForestConfig, stats: FloatArray) -> FloatArray:
+    """Each node's value from its statistics: class shares, or the mean."""
+    n = node_count(stats, config.criterion)
+    if config.task == "regression":
+        return (stats[:, 1] / np.where(n > 0, n, 1.0))[:, None]
+    out: FloatArray = np.where(
+        n[:, None] > 0,
+        stats / np.where(n > 0, n, 1.0)[:, None],
+        1.0 / stats.shape[1],
+    )
+    return out
+
+
 class ForestGrowth:
     """Node table, open nodes and stopping rules of a FedForest fit."""
 
@@ -113,22 +138,10 @@ class ForestGrowth:
         self.sets: dict[int, IntArray] = {}
         self.open = np.arange(trees, dtype=np.int64)
         self.level = 0
-        self.participation = self._participation(trees)
+        self.participation = _participation(config, self.clients.shape[0], trees)
         self._root_total = np.full(trees, np.nan)
 
     # -- who takes part, what each node considers --------------------------------
-    def _participation(self, trees: int) -> np.ndarray:
-        """Client subsampling per tree (``client_fraction``; docs/fedforest.md)."""
-        k = self.clients.shape[0]
-        chosen = np.ones((trees, k), dtype=bool)
-        if self.config.client_fraction < 1.0:
-            size = max(1, round(self.config.client_fraction * k))
-            for b in range(trees):
-                rng = keyed_rng(self.config.seed, PARTICIPATION, b)
-                chosen[b] = False
-                chosen[b, rng.choice(k, size=size, replace=False)] = True
-        return chosen
-
     def pair_features(self) -> IntArray:
         """Features each open node considers: all, or ``max_features`` keyed draws.
 
@@ -150,15 +163,6 @@ class ForestGrowth:
             out[start:stop] = np.sort(np.argsort(keys, axis=1)[:, :fp], axis=1)
         return out
 
-    def root_reach(self) -> Reach:
-        """Clients reach the roots of the trees they take part in."""
-        roots = np.arange(self.config.n_estimators, dtype=np.int64)
-        rows = tuple(
-            np.flatnonzero(self.participation[:, k]).astype(np.int64)
-            for k in range(self.clients.shape[0])
-        )
-        return Reach(roots, rows)
-
     def parents(self, nodes: IntArray) -> IntArray:
         """Return the parent id of each node (-1 for a root)."""
         t = self.table
@@ -168,55 +172,6 @@ class ForestGrowth:
         parent[t.right[split]] = split
         out: IntArray = parent[nodes]
         return out
-
-    def boxes(
-        self, nodes: IntArray, features: IntArray
-    ) -> tuple[FloatArray, FloatArray]:
-        """Return ``(low, high)``: the interval each node's path allows a feature.
-
-        ``features`` is ``(n, F')`` (-1 padding, categorical features: no
-        bound); a row of node ``nodes[s]`` holds ``low < x_f <= high`` on every
-        feature its numeric splits test (``x <= t`` goes left).
-        """
-        t = self.table
-        low = np.full(features.shape, -np.inf)
-        high = np.full(features.shape, np.inf)
-        parent = self.parents(np.arange(t.tree.shape[0]))
-        node = np.asarray(nodes, dtype=np.int64).copy()
-        for _ in range(self.config.max_depth):
-            up = parent[node]
-            if not np.any(up >= 0):
-                break
-            split = np.maximum(up, 0)
-            f = t.feature[split]
-            numeric = (up >= 0) & (f >= 0) & ~self.is_categorical[np.maximum(f, 0)]
-            tested = numeric[:, None] & (features == f[:, None])
-            left = (t.left[split] == node)[:, None]
-            at = t.threshold[split][:, None]
-            high = np.where(tested & left, np.minimum(high, at), high)
-            low = np.where(tested & ~left, np.maximum(low, at), low)
-            node = np.where(up >= 0, up, node)
-        return low, high
-
-    def client_sides(
-        self, nodes: IntArray, parents: IntArray
-    ) -> tuple[IntArray, np.ndarray]:
-        """Children of client-indicator splits among ``nodes``, and who reaches them.
-
-        Returns the positions of those children in ``nodes`` and, for each,
-        which clients (by code) the split sends there: the clients in the
-        split's set to the left child, the others to the right.
-        """
-        t = self.table
-        split = (parents >= 0) & (t.feature[np.maximum(parents, 0)] == SPLIT_CLIENT)
-        at = np.flatnonzero(split)
-        reaches = np.zeros((at.shape[0], self.clients.shape[0]), dtype=bool)
-        for i, pos in enumerate(at):
-            parent = int(parents[pos])
-            reaches[i, self.sets[parent]] = True
-            if t.right[parent] == nodes[pos]:
-                reaches[i] = ~reaches[i]
-        return at, reaches
 
     # -- statistics and stopping --------------------------------------------
     def set_stats(self, nodes: IntArray, stats: FloatArray) -> None:
@@ -341,23 +296,12 @@ class ForestGrowth:
             branch_ptr=ptr,
             branch_code=np.concatenate([empty, *codes]).astype(np.int64),
             branch_child=np.repeat(np.where(tabled, left, LEAF), np.diff(ptr)),
-            value=self._values(stats),
+            value=_values(self.config, stats),
             count=node_count(stats, self.config.criterion),
             impurity=impurity(stats, self.config.criterion),
             missing=np.where(kind == NodeKind.NUMERIC, t.missing[ids], -1),
             **meta,
         )
-
-    def _values(self, stats: FloatArray) -> FloatArray:
-        n = node_count(stats, self.config.criterion)
-        if self.config.task == "regression":
-            return (stats[:, 1] / np.where(n > 0, n, 1.0))[:, None]
-        out: FloatArray = np.where(
-            n[:, None] > 0,
-            stats / np.where(n > 0, n, 1.0)[:, None],
-            1.0 / stats.shape[1],
-        )
-        return out
 
     def feature_importances(self) -> FloatArray:
         """Mean decrease in impurity per feature, as scikit-learn computes it.
@@ -379,4 +323,4 @@ class ForestGrowth:
 
     def node_values(self) -> FloatArray:
         """Values of every node (for scoring requests)."""
-        return self._values(np.nan_to_num(self.table.stats))
+        return _values(self.config, np.nan_to_num(self.table.stats))

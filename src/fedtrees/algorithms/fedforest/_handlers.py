@@ -9,7 +9,6 @@ which registers them with :func:`fedtrees.federation.handler`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Final
 
@@ -37,14 +36,17 @@ from fedtrees.algorithms.fedforest._layout import compact
 from fedtrees.algorithms.fedforest._oob import oob
 from fedtrees.algorithms.fedforest._payloads import (
     SCORE_BINS,
-    AvgImpReply,
-    EvaluateReply,
-    EvaluateRequest,
     ForestState,
     LeafStatsReply,
     LeafStatsRequest,
     ScoreReply,
     ScoreRequest,
+)
+from fedtrees.algorithms.fedforest._rows import padded_bins, ragged_thresholds
+from fedtrees.algorithms.fedforest._sketch_payloads import (
+    AvgImpReply,
+    EvaluateReply,
+    EvaluateRequest,
     SketchEvaluateReply,
     SketchEvaluateRequest,
     SketchReply,
@@ -52,7 +54,6 @@ from fedtrees.algorithms.fedforest._payloads import (
     TopKReply,
     TopKRequest,
 )
-from fedtrees.algorithms.fedforest._rows import padded_bins, ragged_thresholds
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import ClientState, Payload
 
@@ -113,8 +114,15 @@ def sketch_evaluate(
     count, thresholds = request.own_layout(sketched)
     nodes, pairs = request_nodes(request)
     index, bins = sparse_bins(fit, request, nodes, pairs, count, thresholds)
-    kept = {f.name: getattr(sketched, f.name) for f in dataclasses.fields(sketched)}
-    return SketchEvaluateReply(**kept, bin_index=index, bin_stats=bins)
+    return SketchEvaluateReply(
+        counts=sketched.counts,
+        node_stats=sketched.node_stats,
+        n_points=sketched.n_points,
+        points=sketched.points,
+        cat_stats=sketched.cat_stats,
+        bin_index=index,
+        bin_stats=bins,
+    )
 
 
 @forest_handler("fedforest.evaluate")

@@ -55,9 +55,10 @@ from fedtrees.algorithms.fedforest._hist_payloads import (
 )
 from fedtrees.algorithms.fedforest._kernels import SPLIT_NONE
 from fedtrees.algorithms.fedforest._layout import compact_ints
+from fedtrees.algorithms.fedforest._phase import Got, Phase
 from fedtrees.algorithms.fedforest._scoring import node_weights
 from fedtrees.algorithms.fedforest._state import LevelState
-from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, Step, fixed
+from fedtrees.algorithms.fedforest._steps import Ask, Step, fixed
 from fedtrees.algorithms.histogram import (
     FINE_BINS,
     DenseLayout,

@@ -1,14 +1,15 @@
 """How a level's arrays lie on the wire: each layout's encoding beside its decoding.
 
-Pure functions of arrays (no strategy state), shared by the server steps, the payload
-checks and the client (docs/fedforest.md; docs/runtime.md, "Per-run client state"):
+Pure functions of arrays (no strategy state, no payload class: a reply is read
+through the fields it has, :class:`Bins` and :class:`Sketch`), shared by the
+server steps, the payload checks and the client (docs/fedforest.md;
+docs/runtime.md, "Per-run client state"):
 
 - **dtypes** — :func:`compact` (counts in the smallest exact dtype) and
   :func:`compact_ints` (node ids, features);
 - **ragged bins** — pair p (row-major) owns ``count[p] + 1`` consecutive bins
-  (:func:`first_bins`); :func:`pair_totals` sums each pair's bins, which a
-  reply's check compares with the node's totals (:func:`check_pair_sums`,
-  :func:`check_bin_index`);
+  (:func:`first_bins`; the replies' checks, beside their payloads in
+  :mod:`._sketch_payloads`, sum each pair's bins with it);
 - **a client's candidates** — the server sends each client only the candidates
   inside its own range at each pair, :func:`separating` (encode); the client's
   bins come back in that client's layout, :class:`BinLayout`, and
@@ -17,49 +18,70 @@ checks and the client (docs/fedforest.md; docs/runtime.md, "Per-run client state
   candidates: :func:`rebase_bins` moves them to the evaluation's layout;
 - **sketches** — ragged quantile points: :func:`segments` lays them out for the
   mixture inversion, :func:`client_ranges` reads each client's range (its first
-  and last point) back for :func:`separating`; :func:`check_ragged_points`
-  checks a reply's points fit its counts and rise within each pair.
+  and last point) back for :func:`separating`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.histogram import whole_max
-from fedtrees.federation import InvalidField, check_moments, check_same_stats
-
-if TYPE_CHECKING:
-    from fedtrees.algorithms.fedforest._payloads import (
-        EvaluateReply,
-        SketchEvaluateReply,
-        SketchReply,
-    )
 
 __all__ = [
     "BinLayout",
+    "Bins",
     "ClientRange",
-    "check_bin_index",
-    "check_pair_sums",
-    "check_ragged_points",
+    "Segments",
+    "Sketch",
     "client_ranges",
     "compact",
     "compact_ints",
     "first_bins",
-    "pair_totals",
     "pooled_bins",
     "rebase_bins",
-    "rises_within",
     "segments",
     "separating",
 ]
 
-Sketches = Sequence[tuple[int, IntArray, "SketchReply"]]
+
+class Bins(Protocol):
+    """A reply's sparse bins: an evaluation's, or a folded sketch's."""
+
+    @property
+    def bin_index(self) -> np.ndarray:
+        """Increasing indices into the reply's ragged bin layout."""
+
+    @property
+    def bin_stats(self) -> np.ndarray:
+        """The statistic of each indexed bin, ``(len(bin_index), S)``."""
+
+
+class Sketch(Protocol):
+    """A reply's sketch: node weights and ragged points per (node, feature)."""
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Node weights, one per asked node."""
+
+    @property
+    def n_points(self) -> np.ndarray:
+        """Points per (asked node, feature) pair, row-major."""
+
+    @property
+    def points(self) -> np.ndarray:
+        """Every pair's points, concatenated."""
+
+
+Sketches = Sequence[tuple[int, IntArray, Sketch]]
 """A level's sketch replies: (client index, asked positions, reply)."""
+
+Segments = tuple[IntArray, IntArray, IntArray, FloatArray, FloatArray]
+"""Sketches as ragged segments: pair, start, length, weight, points."""
 
 
 # -- dtypes -----------------------------------------------------------------------
@@ -96,63 +118,6 @@ def first_bins(count: np.ndarray) -> IntArray:
     bins = np.asarray(count, dtype=np.int64).ravel() + 1
     out: IntArray = np.cumsum(bins) - bins
     return out
-
-
-def pair_totals(thr_count: np.ndarray, reply: Any, width: int) -> FloatArray:
-    """Sum of every pair's bins, shape ``(*thr_count.shape, S)``.
-
-    Pair p (row-major) owns ``thr_count[p] + 1`` consecutive bins of the
-    layout that ``reply.bin_index`` indexes (checked to be inside it).
-    """
-    count = np.asarray(thr_count, dtype=np.int64)
-    starts = first_bins(count)
-    pair = np.searchsorted(starts, reply.bin_index.astype(np.int64), "right") - 1
-    totals = np.zeros((count.size, width))
-    np.add.at(totals, pair, np.asarray(reply.bin_stats, dtype=np.float64))
-    out: FloatArray = totals.reshape(*count.shape, width)
-    return out
-
-
-def check_pair_sums(
-    totals: FloatArray, node_stats: np.ndarray | None, regression: bool
-) -> None:
-    """Every used pair's bins sum to its node's statistics (or to each other).
-
-    Categorical and unused pairs have one empty bin: pairs whose bins are all
-    zero are not compared. Without ``node_stats`` a node's pairs are compared
-    with its first used pair.
-    """
-    if regression:
-        check_moments("bin_stats", totals)
-    used = np.any(totals != 0, axis=2)  # (n_open, F')
-    first = np.argmax(used, axis=1)
-    if node_stats is None:
-        want = totals[np.arange(totals.shape[0]), first]
-    else:
-        want = np.asarray(node_stats, dtype=np.float64)
-    want = np.broadcast_to(want[:, None, :], totals.shape)
-    check_same_stats(
-        "bin_stats",
-        np.where(used[..., None], totals, want),
-        want,
-        "a pair's bins sum (vs the node's other pairs)"
-        if node_stats is None
-        else "a pair's bins sum (vs the node's statistics)",
-        regression,
-    )
-
-
-def check_bin_index(reply: Any, n_bins: int | None = None) -> None:
-    """Bins strictly increasing, one statistic each, inside ``n_bins`` if given."""
-    index = reply.bin_index
-    if reply.bin_stats.shape[0] != index.shape[0]:
-        raise InvalidField("bin_stats", "needs one row per bin_index entry")
-    if np.any(np.diff(index.astype(np.int64)) <= 0):
-        raise InvalidField("bin_index", "must be strictly increasing")
-    if n_bins is not None and index.size and int(index[-1]) >= n_bins:
-        raise InvalidField(
-            "bin_index", f"holds bin {int(index[-1])}; the layout has {n_bins} bins"
-        )
 
 
 # -- a client's candidates, and its bins back -----------------------------------
@@ -219,7 +184,7 @@ def separating(
 
 
 def pooled_bins(
-    evaluated: Sequence[tuple[int, IntArray, EvaluateReply]],
+    evaluated: Sequence[tuple[int, IntArray, Bins]],
     layouts: Mapping[int, BinLayout],
     present: np.ndarray,
     width: int,
@@ -252,7 +217,7 @@ def pooled_bins(
 
 
 def rebase_bins(
-    reply: SketchEvaluateReply, own: IntArray, at: IntArray, count: IntArray
+    reply: Bins, own: IntArray, at: IntArray, count: IntArray
 ) -> tuple[IntArray, np.ndarray]:
     """Move folded bins from the client's own layout to the evaluation's.
 
@@ -278,9 +243,7 @@ def rebase_bins(
 
 
 # -- sketches -------------------------------------------------------------------------
-def segments(
-    sketches: Sketches, n_open: int, todo: IntArray
-) -> tuple[IntArray, IntArray, IntArray, FloatArray, FloatArray]:
+def segments(sketches: Sketches, n_open: int, todo: IntArray) -> Segments:
     """Return the clients' sketches of the ``todo`` nodes as ragged segments.
 
     Returns, per segment (one client's points of one pair) sorted by pair and
@@ -341,24 +304,3 @@ def client_ranges(
         high = np.where(flat > 0, values[last], np.nan).reshape(n_points.shape)
         out[k] = ClientRange(at[keep], low[keep], high[keep])
     return out
-
-
-def rises_within(values: np.ndarray, starts: np.ndarray) -> bool:
-    """Whether a ragged array never falls inside a block (blocks at ``starts``)."""
-    falls = np.diff(values) < 0
-    cuts = np.asarray(starts, dtype=np.int64)
-    falls[cuts[(cuts > 0) & (cuts < values.shape[0])] - 1] = False
-    return not bool(np.any(falls))
-
-
-def check_ragged_points(reply: Any) -> None:
-    """Points must match ``n_points`` in number and rise within each pair."""
-    n_points = np.asarray(reply.n_points, dtype=np.int64).ravel()
-    points = reply.points
-    if int(n_points.sum()) != points.shape[0]:
-        raise InvalidField(
-            "points",
-            f"holds {points.shape[0]} values; n_points sums to {int(n_points.sum())}",
-        )
-    if not rises_within(points, np.cumsum(n_points) - n_points):
-        raise InvalidField("points", "must be non-decreasing within each pair")

@@ -20,8 +20,11 @@ A new mode is one more class that satisfies the protocol, named in
 :data:`MODES` (and in ``ForestConfig.candidates``): its setup phases and the
 phase that starts every level, a step per phase (its ``ask`` builds no state;
 what it needs back from a client's request its fields function returns, and
-the request builder records it in ``LevelState.layouts``), ``reset`` for what
-it caches during a level, and ``expected_rounds``. The strategy does not
+the request builder records it in ``LevelState.layouts``; what a level
+gathers for its next round is kept on the level state, which forgets it after a
+dropout, :meth:`._state.LevelState.forget_level`), ``reset`` for anything the
+mode itself still caches during a level, and ``expected_rounds``. The strategy
+does not
 change: it only runs the steps, addresses their requests and applies the
 dropout policy.
 """
@@ -29,12 +32,13 @@ dropout policy.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import ClassVar
 
-from fedtrees._typing import FloatArray, IntArray
+from fedtrees._typing import FloatArray
 from fedtrees.algorithms.fedforest._candidates import exact_thresholds
 from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.algorithms.fedforest._hist_mode import HistMode
+from fedtrees.algorithms.fedforest._layout import Segments
+from fedtrees.algorithms.fedforest._phase import Phase
 from fedtrees.algorithms.fedforest._sketching import (
     EvaluateStep,
     FoldedStep,
@@ -42,40 +46,35 @@ from fedtrees.algorithms.fedforest._sketching import (
     TopKStep,
 )
 from fedtrees.algorithms.fedforest._state import LevelState
-from fedtrees.algorithms.fedforest._steps import CandidateMode, Phase, Step
+from fedtrees.algorithms.fedforest._steps import CandidateMode, Step
 from fedtrees.algorithms.fedforest._uniform import UniformMode
 from fedtrees.exceptions import ValidationError
 from fedtrees.stats import mixtures_ragged
 
 __all__ = ["ExactMode", "QuantileMode", "SketchMode", "candidate_mode"]
 
-Segments = tuple[IntArray, IntArray, IntArray, FloatArray, FloatArray]
-"""Sketches as ragged segments (:func:`._layout.segments`)."""
-
 
 class SketchMode:
     """Candidates from the clients' sketches: a sketch, then an evaluation, per level.
 
     With ``gain="avgimp"`` and ``top_k`` each level starts with the clients'
-    shortlists (kept in :attr:`shortlist` until the level's sketch). Where
+    shortlists (kept on the level state until the level's sketch,
+    :attr:`._state.LevelState.shortlist`). Where
     every node of a level has one client, its sketch and evaluation fold into
     one round (:mod:`._fold`; exact gains only).
     """
 
-    name: ClassVar[str]
-
     def __init__(self, config: ForestConfig) -> None:
         self.config = config
-        self.shortlist: IntArray | None = None
         self.top_k = config.gain == "avgimp" and bool(config.top_k)
-        sketch, evaluate = SketchStep(self, config), EvaluateStep(config)
+        sketch, evaluate = SketchStep(config, self.thresholds), EvaluateStep(config)
         self._steps: dict[Phase, Step] = {
             Phase.SKETCH: sketch,
-            Phase.SKETCH_EVALUATE: FoldedStep(self, sketch, evaluate),
+            Phase.SKETCH_EVALUATE: FoldedStep(sketch, evaluate),
             Phase.EVALUATE: evaluate,
         }
         if self.top_k:
-            self._steps[Phase.TOP_K] = TopKStep(self, config)
+            self._steps[Phase.TOP_K] = TopKStep(config)
 
     def begin(self, state: LevelState) -> None:
         """Nothing to prepare."""
@@ -95,8 +94,7 @@ class SketchMode:
         return self._steps
 
     def reset(self) -> None:
-        """Forget the level's shortlist: it holds the dropped client's choices."""
-        self.shortlist = None
+        """Nothing to forget: the level's shortlist is on the level state."""
 
     def expected_rounds(self, n_clients: int) -> int:
         """Return the rounds per level times the depth, plus AvgImp's leaf round.
@@ -116,8 +114,6 @@ class SketchMode:
 class QuantileMode(SketchMode):
     """The pooled quantile mixture inverted at ``l/q`` (never averaged quantiles)."""
 
-    name = "quantile"
-
     def thresholds(self, segments: Segments, n_todo: int, fp: int) -> FloatArray:
         """Invert each pair's mixture of client CDFs at ``1/q .. (q-1)/q``."""
         q = self.config.n_quantiles
@@ -127,8 +123,6 @@ class QuantileMode(SketchMode):
 
 class ExactMode(SketchMode):
     """scikit-learn's midpoints of the pooled distinct values (a reference mode)."""
-
-    name = "exact"
 
     def thresholds(self, segments: Segments, n_todo: int, fp: int) -> FloatArray:
         """Return the midpoints of each pair's pooled distinct values."""

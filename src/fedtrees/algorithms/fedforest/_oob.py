@@ -36,7 +36,8 @@ from fedtrees.algorithms.fedforest._client import (
 )
 from fedtrees.algorithms.fedforest._kernels import SPLIT_CLIENT, SPLIT_NONE
 from fedtrees.algorithms.fedforest._payloads import COUNTS, ForestState, LevelFields
-from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, fixed
+from fedtrees.algorithms.fedforest._phase import Got, Phase, score_phase
+from fedtrees.algorithms.fedforest._steps import Ask, fixed
 from fedtrees.algorithms.histogram import matrix_with_missing
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
@@ -280,7 +281,7 @@ class OobStep:
             sums[:3] += np.asarray(r.counts, dtype=np.float64)
             sums[3:] += np.asarray(r.moments, dtype=np.float64)
         state.oob = sums
-        return state.score_phase()
+        return score_phase(state.config)
 
 
 def oob_score(sums: FloatArray, task: str) -> float:

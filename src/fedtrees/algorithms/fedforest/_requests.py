@@ -24,9 +24,12 @@ from fedtrees._typing import IntArray
 from fedtrees.algorithms.fedforest._fold import FoldPolicy
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._layout import compact_ints
-from fedtrees.algorithms.fedforest._payloads import LevelFields, SketchReply
+from fedtrees.algorithms.fedforest._payloads import LevelFields
+from fedtrees.algorithms.fedforest._phase import Phase
+from fedtrees.algorithms.fedforest._reach import boxes
+from fedtrees.algorithms.fedforest._sketch_payloads import SketchReply
 from fedtrees.algorithms.fedforest._state import LevelState
-from fedtrees.algorithms.fedforest._steps import Ask, Phase
+from fedtrees.algorithms.fedforest._steps import Ask
 from fedtrees.federation import InvalidField, Payload, RoundPlan
 
 __all__ = ["Planned", "RequestBuilder"]
@@ -140,7 +143,7 @@ def _check_in_boxes(
     g: ForestGrowth, request: LevelFields, reply: SketchReply, pairs: IntArray
 ) -> None:
     """Refuse a sketch point outside the interval its node's path allows."""
-    low, high = g.boxes(np.asarray(request.open_nodes, np.int64), pairs)
+    low, high = boxes(g, np.asarray(request.open_nodes, np.int64), pairs)
     counts = np.asarray(reply.n_points, np.int64).ravel()
     points = np.asarray(reply.points, np.float64)
     if counts.sum() != points.shape[0]:

@@ -21,8 +21,8 @@ round where every node has one client (:mod:`._fold`, **Decision**).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from fedtrees.algorithms.fedforest._candidates import own_candidates
 from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.algorithms.fedforest._layout import (
     BinLayout,
+    Segments,
     client_ranges,
     compact,
     pooled_bins,
@@ -38,7 +39,10 @@ from fedtrees.algorithms.fedforest._layout import (
     segments,
     separating,
 )
-from fedtrees.algorithms.fedforest._payloads import (
+from fedtrees.algorithms.fedforest._phase import Got, Phase
+from fedtrees.algorithms.fedforest._reach import positions
+from fedtrees.algorithms.fedforest._scoring import averaged_gains, other_candidates
+from fedtrees.algorithms.fedforest._sketch_payloads import (
     AvgImpReply,
     EvaluateReply,
     EvaluateRequest,
@@ -49,25 +53,24 @@ from fedtrees.algorithms.fedforest._payloads import (
     TopKReply,
     TopKRequest,
 )
-from fedtrees.algorithms.fedforest._reach import positions
-from fedtrees.algorithms.fedforest._scoring import averaged_gains, other_candidates
-from fedtrees.algorithms.fedforest._state import LevelState, Pending
-from fedtrees.algorithms.fedforest._steps import Ask, Fold, Got, Phase, fixed
+from fedtrees.algorithms.fedforest._state import LevelState, Pending, Replies
+from fedtrees.algorithms.fedforest._steps import Ask, Fold, fixed
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
 from fedtrees.stats import Best, best_numeric
 
-if TYPE_CHECKING:
-    from fedtrees.algorithms.fedforest._modes import SketchMode
+__all__ = ["EvaluateStep", "FoldedStep", "SketchStep", "Thresholds", "TopKStep"]
 
-__all__ = ["EvaluateStep", "FoldedStep", "SketchStep", "TopKStep"]
+Thresholds = Callable[[Segments, int, int], FloatArray]
+"""A mode's candidates from the pooled sketches: ``(segments, n_todo, F')`` ->
+``(n_todo, F', width)`` (:meth:`._modes.SketchMode.thresholds`)."""
 
 
 class TopKStep:
     """AvgImp's shortlist: each client's k best features (docs/fedforest.md)."""
 
-    def __init__(self, mode: SketchMode, config: ForestConfig) -> None:
-        self.mode, self.config = mode, config
+    def __init__(self, config: ForestConfig) -> None:
+        self.config = config
 
     def ask(self, state: LevelState) -> Ask:
         """Ask for the k best of every open node's considered features."""
@@ -83,34 +86,38 @@ class TopKStep:
             slots = as_reply(reply, TopKReply).slots
             rows, cols = np.nonzero(slots >= 0)
             picked[asked[rows], slots[rows, cols]] = True
-        self.mode.shortlist = np.where(picked, pairs, -1)
+        state.shortlist = np.where(picked, pairs, -1)
         return Phase.SKETCH
 
 
 class SketchStep:
-    """Node statistics, sketches and categories of every open node; candidates."""
+    """Node statistics, sketches and categories of every open node; candidates.
 
-    def __init__(self, mode: SketchMode, config: ForestConfig) -> None:
-        self.mode, self.config = mode, config
+    ``thresholds`` is the mode's rule (quantile or exact) from the pooled
+    sketches; ``config.candidates`` names it to the clients.
+    """
+
+    def __init__(self, config: ForestConfig, thresholds: Thresholds) -> None:
+        self.config, self.thresholds = config, thresholds
 
     def pairs(self, state: LevelState) -> IntArray:
         """Return the level's considered features: the shortlist, or the drawn ones."""
-        shortlist = self.mode.shortlist
+        shortlist = state.shortlist
         return shortlist if shortlist is not None else state.growth.pair_features()
 
     def ask(self, state: LevelState) -> Ask:
         """Ask every client to sketch the open nodes it may reach."""
         pairs = self.pairs(state)
-        categorical = state.categorical(pairs)
+        is_categorical = categorical(state, pairs)
         most = int(state.growth.n_categories.max(initial=0))
-        q, name = self.config.n_quantiles, self.mode.name
+        q, name = self.config.n_quantiles, self.config.candidates
 
         def fields(k: int, rows: IntArray, full: bool) -> tuple[dict[str, Any], None]:
             return {
                 "q": q,
                 "candidates": name,
                 "max_categories": most,
-                "n_categorical_pairs": int(categorical[rows].sum()),
+                "n_categorical_pairs": int(is_categorical[rows].sum()),
             }, None
 
         # AvgImp keeps its rounds: its evaluation sends gains, not bins.
@@ -123,11 +130,11 @@ class SketchStep:
         g, c = state.growth, self.config
         sketches = [(k, asked, as_reply(r, SketchReply)) for k, asked, r in got]
         pairs = self.pairs(state)
-        self.mode.shortlist = None
-        todo = state.pool_level(sketches)
+        state.shortlist = None
+        todo = pool_level(state, sketches)
         nodes = g.open[todo]
         thresholds = self._thresholds(state, sketches, pairs, todo)
-        cat = state.pooled_categories(sketches, pairs)[todo]
+        cat = pooled_categories(state, sketches, pairs)[todo]
         per_client = state.per_client(sketches, todo, "node_stats")
         counts = (
             state.per_client(sketches, todo, "counts")[..., 0]
@@ -160,7 +167,7 @@ class SketchStep:
         g = state.growth
         numeric = (pairs[todo] >= 0) & ~g.is_categorical[np.maximum(pairs[todo], 0)]
         pieces = segments(sketches, g.open.shape[0], todo)
-        out = self.mode.thresholds(pieces, todo.shape[0], pairs.shape[1])
+        out = self.thresholds(pieces, todo.shape[0], pairs.shape[1])
         return np.where(numeric[..., None], out, np.nan)
 
 
@@ -228,10 +235,8 @@ class EvaluateStep:
 class FoldedStep:
     """A sketch and its evaluation from one round (:mod:`._fold`, **Decision**)."""
 
-    def __init__(
-        self, mode: SketchMode, sketch: SketchStep, evaluate: EvaluateStep
-    ) -> None:
-        self.mode, self.sketch, self.evaluate = mode, sketch, evaluate
+    def __init__(self, sketch: SketchStep, evaluate: EvaluateStep) -> None:
+        self.sketch, self.evaluate = sketch, evaluate
 
     def ask(self, state: LevelState) -> Ask:
         """Return the sketch's request, folded."""
@@ -279,7 +284,7 @@ class FoldedStep:
             folded.n_points,
             folded.points,
             folded.counts,
-            self.mode.name,
+            self.sketch.config.candidates,
             self.sketch.config.n_quantiles,
         )
         if np.any(at < 0) or not np.array_equal(own[at], layout.count):
@@ -289,3 +294,39 @@ class FoldedStep:
                 "folded level must have one client per node."
             )
         return own
+
+
+# -- pooling a sketch level (client statistics add up to the pooled ones) -----------
+def pool_level(state: LevelState, replies: Replies) -> IntArray:
+    """Sum the open nodes' statistics, learn where clients have rows.
+
+    Returns the positions of the open nodes that may still split.
+    """
+    g = state.growth
+    pooled = np.zeros((g.open.shape[0], g.width))
+    for _, asked, reply in replies:
+        pooled[asked] += reply.node_stats.astype(np.float64)
+    g.set_stats(g.open, pooled)  # from the clients answering now: no phantoms
+    state.learn_reach(g.open, [(k, a, r.counts) for k, a, r in replies])
+    todo: IntArray = np.flatnonzero(g.splittable(g.open))
+    return todo
+
+
+def categorical(state: LevelState, pairs: IntArray) -> np.ndarray:
+    """Which (node, feature) pairs are of a categorical feature."""
+    is_cat = state.growth.is_categorical
+    out: np.ndarray = (pairs >= 0) & is_cat[np.maximum(pairs, 0)]
+    return out
+
+
+def pooled_categories(
+    state: LevelState, replies: Replies, pairs: IntArray
+) -> FloatArray:
+    """Sum the per-category statistics, dense ``(n_open, F', categories, S)``."""
+    g = state.growth
+    dense = np.zeros((*pairs.shape, int(g.n_categories.max(initial=0)), g.width))
+    is_categorical = categorical(state, pairs)
+    for _, asked, s in replies:
+        rows, cols = np.nonzero(is_categorical[asked])
+        dense[asked[rows], cols] += s.cat_stats.astype(np.float64)
+    return dense

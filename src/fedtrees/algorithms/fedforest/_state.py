@@ -5,18 +5,21 @@ and what the clients have been told of it (:class:`._forest.ForestDeltas`),
 where each client may have rows (:class:`._reach.Reach`), the clients' node
 totals for the cross-round checks (:class:`._consistency.NodeTotals`), the
 clients still active, what each was asked in the current round and the bins'
-layout it was sent, and what a level's first round leaves for its next
-(:class:`Pending`). The steps (:mod:`._steps`) read and fold into it; its
-methods are the pooling every level shares (docs/fedforest.md: client
-statistics are summed, never averaged) and the level's end: split, then the
-next level, the leaves' statistics, the score, or done.
+layout it was sent, and what a level's rounds leave for its next (AvgImp's
+shortlist, then the candidates of :class:`Pending`), all forgotten together
+after a dropout (:meth:`LevelState.forget_level`). The steps (:mod:`._steps`)
+read and fold into it; its methods are what every mode's level shares (who is
+asked, the masked sums, where clients have rows, per-client statistics;
+docs/fedforest.md: client statistics are summed, never averaged) and the
+level's end: split, then the next level, the leaves' statistics, the score, or
+done.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -27,13 +30,13 @@ from fedtrees.algorithms.fedforest._forest import ForestDeltas
 from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._layout import ClientRange
 from fedtrees.algorithms.fedforest._payloads import ScoreReply
-from fedtrees.algorithms.fedforest._reach import Reach
-from fedtrees.algorithms.fedforest._steps import Got, Phase
+from fedtrees.algorithms.fedforest._phase import Got, Phase, final_phase
+from fedtrees.algorithms.fedforest._reach import Reach, client_sides, root_reach
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import FederationInfo, MaskedRounds, SumCheck
 from fedtrees.stats import Best, combine
 
-__all__ = ["LevelState", "Pending"]
+__all__ = ["LevelState", "Pending", "Replies"]
 
 T = TypeVar("T")
 
@@ -81,6 +84,9 @@ class LevelState:
     layouts: dict[int, object] = field(default_factory=dict)
     """Per client index, what its last request's fields returned for its reply."""
     pending: Pending | None = None
+    shortlist: IntArray | None = None
+    """The level's considered features from AvgImp's shortlist round (-1
+    padding; None: the drawn ones); the level's sketch reads and forgets it."""
     splits_made: int = 0
     scores: tuple[ScoreReply, ...] = ()
     oob: FloatArray | None = None
@@ -103,7 +109,7 @@ class LevelState:
             clients=clients,
             index={c: k for k, c in enumerate(clients)},
             active=list(clients),
-            reach=growth.root_reach(),
+            reach=root_reach(growth),
             deltas=ForestDeltas(growth),
             masks=MaskedRounds(info.public_keys),
         )
@@ -148,7 +154,7 @@ class LevelState:
             return tuple(every for _ in self.clients)
         parents = g.parents(nodes)
         rows = self.reach.rows_for(nodes, parents)
-        at, reaches = g.client_sides(nodes, parents)
+        at, reaches = client_sides(g, nodes, parents)
         if at.shape[0] == 0:
             return rows
         return tuple(
@@ -171,20 +177,6 @@ class LevelState:
         return float(sum(self.info.weight_bounds.get(s, np.inf) for s in sites))
 
     # -- pooling (client statistics add up to the pooled ones; docs/fedforest.md) ----
-    def pool_level(self, replies: Replies) -> IntArray:
-        """Sum the open nodes' statistics, learn where clients have rows.
-
-        Returns the positions of the open nodes that may still split.
-        """
-        g = self.growth
-        pooled = np.zeros((g.open.shape[0], g.width))
-        for _, asked, reply in replies:
-            pooled[asked] += reply.node_stats.astype(np.float64)
-        g.set_stats(g.open, pooled)  # from the clients answering now: no phantoms
-        self.learn_reach(g.open, [(k, a, r.counts) for k, a, r in replies])
-        todo: IntArray = np.flatnonzero(g.splittable(g.open))
-        return todo
-
     def learn_reach(self, nodes: IntArray, counts: Replies) -> None:
         """Record where each client has rows (exact: weight > 0 iff rows)."""
         rows = [np.zeros(0, np.int64)] * len(self.clients)
@@ -192,7 +184,9 @@ class LevelState:
             rows[k] = asked[np.asarray(count) > 0]
         self.reach = Reach(nodes.copy(), tuple(rows))
 
-    def per_client(self, replies: Replies, todo: IntArray, name: str) -> FloatArray:
+    def per_client(
+        self, replies: Replies, todo: IntArray, name: Literal["node_stats", "counts"]
+    ) -> FloatArray:
         """Dense ``(K, n_todo, S)`` statistics per client (client splits, AvgImp).
 
         ``name`` is the reply field: ``"node_stats"`` (of the active clients
@@ -206,28 +200,13 @@ class LevelState:
         position[todo] = np.arange(todo.shape[0])
         out = np.zeros((len(self.clients), todo.shape[0], width))
         for k, asked, reply in replies:
-            values = np.asarray(getattr(reply, name), dtype=np.float64)
+            sent = reply.node_stats if name == "node_stats" else reply.counts
+            values = np.asarray(sent, dtype=np.float64)
             at = position[asked]
             out[k, at[at >= 0]] = values.reshape(asked.shape[0], width)[at >= 0]
         if name == "node_stats":
             out = out[[self.index[a] for a in self.active]]
         return out
-
-    def categorical(self, pairs: IntArray) -> np.ndarray:
-        """Which (node, feature) pairs are of a categorical feature."""
-        is_cat = self.growth.is_categorical
-        out: np.ndarray = (pairs >= 0) & is_cat[np.maximum(pairs, 0)]
-        return out
-
-    def pooled_categories(self, replies: Replies, pairs: IntArray) -> FloatArray:
-        """Sum the per-category statistics, dense ``(n_open, F', categories, S)``."""
-        g = self.growth
-        dense = np.zeros((*pairs.shape, int(g.n_categories.max(initial=0)), g.width))
-        categorical = self.categorical(pairs)
-        for _, asked, s in replies:
-            rows, cols = np.nonzero(categorical[asked])
-            dense[asked[rows], cols] += s.cat_stats.astype(np.float64)
-        return dense
 
     # -- the level's end ---------------------------------------------------------------
     def decide(self, nodes: IntArray, numeric: Best, other: Best) -> Phase:
@@ -247,17 +226,15 @@ class LevelState:
             return self.first
         if g.unknown_leaves().shape[0]:
             return Phase.LEAF_STATS
-        return self.final_phase()
+        return final_phase(self.config)
 
-    def final_phase(self) -> Phase:
-        """Return the out-of-bag round if asked, else :meth:`score_phase`."""
-        return Phase.OOB if self.config.oob_score else self.score_phase()
+    def forget_level(self) -> None:
+        """Forget what the level gathered: it holds a dropped client's rows.
 
-    def score_phase(self) -> Phase:
-        """Return the held-out score round if asked, else done."""
-        return Phase.SCORE if self.config.holdout > 0 else Phase.DONE
-
-    def forget_open_stats(self) -> None:
-        """Forget the open nodes' statistics (they hold a dropped client's rows)."""
+        The open nodes' statistics, the level's shortlist and its pending
+        candidates (none yet during the level's first round).
+        """
         g = self.growth
         g.table.stats[g.open] = np.nan
+        self.shortlist = None
+        self.pending = None

@@ -1,6 +1,6 @@
-"""The kinds of FedForest rounds, and the interfaces every round kind follows.
+"""The interfaces every kind of FedForest round follows; two steps all modes share.
 
-A fit is a sequence of rounds; each round is one :class:`Phase`, answered by one
+A fit is a sequence of rounds; each round is one :class:`._phase.Phase`, answered by one
 :class:`Step`: :meth:`Step.ask` says what to request (an :class:`Ask`, built
 without touching any state) and :meth:`Step.absorb` folds the validated replies
 into the run's state and returns the next phase. A :class:`CandidateMode` (one
@@ -13,10 +13,9 @@ every mode and live here: the leaf statistics that AvgImp's last children lack
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -28,7 +27,8 @@ from fedtrees.algorithms.fedforest._payloads import (
     ScoreReply,
     ScoreRequest,
 )
-from fedtrees.federation import Payload, as_reply
+from fedtrees.algorithms.fedforest._phase import Got, Phase, final_phase
+from fedtrees.federation import as_reply
 
 if TYPE_CHECKING:
     from fedtrees.algorithms.fedforest._state import LevelState
@@ -38,40 +38,11 @@ __all__ = [
     "CandidateMode",
     "Fields",
     "Fold",
-    "Got",
     "LeafStatsStep",
-    "Phase",
     "ScoreStep",
     "Step",
     "fixed",
 ]
-
-
-class Phase(enum.Enum):
-    """The kind of a round (its request); :attr:`DONE` ends the fit."""
-
-    CLASS_COUNTS = "class_counts"
-    """Once, first: the pooled class counts of ``class_weight="balanced"``."""
-    GRID = "grid"
-    """Once: the pooled grid of the numeric columns (``"hist"``, ``"uniform"``)."""
-    TOP_K = "top_k"
-    """AvgImp with ``top_k``: each client shortlists its best features."""
-    SKETCH = "sketch"
-    """Node statistics and quantile sketches (or distinct values)."""
-    SKETCH_EVALUATE = "sketch_evaluate"
-    """A sketch and its evaluation in one round, where each node has one client."""
-    EVALUATE = "evaluate"
-    """Per-bin statistics (or AvgImp's own gains) of the candidates."""
-    HISTOGRAM = "histogram"
-    """Reserved for the histogram engine's level round (no step yet)."""
-    LEAF_STATS = "leaf_stats"
-    """Statistics of the leaves still without them (after AvgImp splits)."""
-    OOB = "oob"
-    """The sites' out-of-bag sums of the finished forest (``oob_score``)."""
-    SCORE = "score"
-    """Held-out scores of the finished forest (diagnostics)."""
-    DONE = "done"
-    """No round left."""
 
 
 Fields = Callable[[int, IntArray, bool], tuple[dict[str, Any], object | None]]
@@ -118,14 +89,6 @@ class Ask:
     masked: int | None = None
     masked_wide: bool = False
     preamble: bool = False
-
-
-class Got(NamedTuple):
-    """A validated reply: the client's index, the positions it was asked about."""
-
-    client: int
-    asked: IntArray
-    reply: Payload
 
 
 class Step(Protocol):
@@ -200,7 +163,7 @@ class LeafStatsStep:
         for _, asked, reply in got:
             pooled[asked] += as_reply(reply, LeafStatsReply).node_stats.astype(float)
         g.set_stats(nodes, pooled)
-        return state.final_phase()
+        return final_phase(state.config)
 
 
 class ScoreStep:

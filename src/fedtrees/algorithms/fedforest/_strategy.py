@@ -2,7 +2,7 @@
 
 All trees grow together, one depth level at a time, from sufficient statistics
 pooled over the clients (docs/fedforest.md). Each round is one
-:class:`._steps.Phase`, answered by one step of the fit's candidate mode
+:class:`._phase.Phase`, answered by one step of the fit's candidate mode
 (:mod:`._modes`, one per ``candidates=``):
 
 - ``"quantile"`` / ``"exact"``: per level a sketch round, which pools the node
@@ -38,13 +38,12 @@ from fedtrees.algorithms.fedforest._growth import ForestGrowth
 from fedtrees.algorithms.fedforest._modes import candidate_mode
 from fedtrees.algorithms.fedforest._oob import OobStep
 from fedtrees.algorithms.fedforest._payloads import ScoreReply
+from fedtrees.algorithms.fedforest._phase import Got, Phase
 from fedtrees.algorithms.fedforest._requests import RequestBuilder
 from fedtrees.algorithms.fedforest._state import LevelState
 from fedtrees.algorithms.fedforest._steps import (
     CandidateMode,
-    Got,
     LeafStatsStep,
-    Phase,
     ScoreStep,
     Step,
 )
@@ -197,10 +196,9 @@ class FedForestStrategy(ServerStrategy):
         """
         if self.phase in self.mode.setup or self.phase in _NO_LEVEL:
             return False
-        self.state.forget_open_stats()
+        self.state.forget_level()
         self.mode.reset()
         if self.opening:
             return False  # the level's first round: nothing to start again
-        self.state.pending = None
         self.phase = self.mode.first
         return True

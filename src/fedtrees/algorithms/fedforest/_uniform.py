@@ -37,13 +37,14 @@ from fedtrees.algorithms.fedforest._layout import (
     pooled_bins,
     separating,
 )
-from fedtrees.algorithms.fedforest._payloads import (
+from fedtrees.algorithms.fedforest._phase import Got, Phase
+from fedtrees.algorithms.fedforest._scoring import node_weights
+from fedtrees.algorithms.fedforest._sketch_payloads import (
     EvaluateReply,
     EvaluateRequest,
 )
-from fedtrees.algorithms.fedforest._scoring import node_weights
 from fedtrees.algorithms.fedforest._state import LevelState
-from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, Step
+from fedtrees.algorithms.fedforest._steps import Ask, Step
 from fedtrees.algorithms.histogram import Grid
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
