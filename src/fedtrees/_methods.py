@@ -137,7 +137,9 @@ class Method:
         >>> job_method("local-ensemble").job_fits
         ('LocalEnsembleClassifier', 'LocalEnsembleRegressor')
         """
-        return (self.job and self.job.estimators) or self.estimators
+        if self.job is not None and self.job.estimators:
+            return self.job.estimators
+        return self.estimators
 
 
 METHODS: Final[tuple[Method, ...]] = (

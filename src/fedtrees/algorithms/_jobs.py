@@ -11,6 +11,12 @@ Every document names the agreed columns: ``"feature_names"`` and ``"categories"`
 ``age <= 54.5`` rather than ``x0 <= 54.5`` (FedGA's structures and the toy's
 feature are column positions in that list).
 
+The jobs are the registry's (:data:`fedtrees._methods.METHODS`): a method's
+job names the estimators it fits, its run settings and the shape of its
+document (:class:`fedtrees._methods.Document`); the estimator classes load from
+the method's package when the job runs, so importing this module loads no method
+but the toy.
+
 Every document opens with ``"format": "fedtrees.job"`` and its ``"version"``
 (:data:`JOB_FORMAT`, :data:`JOB_VERSION`); :func:`fedtrees.load` turns a
 fitting job's document back into its fitted estimator.
