@@ -80,6 +80,7 @@ __all__ = [
     "Rule",
     "Seed",
     "Size",
+    "check_params",
     "check_verbose",
     "config_fields",
     "validate",
@@ -313,6 +314,16 @@ def validate(
         if not rule.holds(*(checked[name] for name in rule.reads)):
             raise rule.error(owner, checked, params)
     return checked
+
+
+def check_params(estimator: Any, rules: Sequence[Rule] = ()) -> dict[str, Any]:
+    """Return an estimator's parameters checked against its class's table.
+
+    The table is the class attribute ``_constraint_table`` (every constructor
+    parameter, :func:`validate`); ``rules`` are its method's.
+    """
+    table: Constraints = type(estimator)._constraint_table
+    return validate(type(estimator).__name__, estimator.get_params(), table, rules)
 
 
 def _check_covered(owner: str, params: Iterable[str], constraints: Constraints) -> None:

@@ -32,7 +32,7 @@ from fedtrees.algorithms._constraints import (
     Check,
     Constraint,
     Options,
-    validate,
+    check_params,
 )
 from fedtrees.algorithms._params import check_max_depth, forest_constraints
 from fedtrees.algorithms.local._strategy import LocalForests, LocalForestStrategy
@@ -93,9 +93,7 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
 
     def _forest_params(self) -> dict[str, Any]:
         """Return the forest parameters, checked, as scikit-learn takes them."""
-        checked = validate(
-            type(self).__name__, self.get_params(), self._constraint_table
-        )
+        checked = check_params(self)
         return {
             **{name: checked[name] for name in _FOREST_PARAMETERS},
             "min_samples_split": checked["min_samples_split"].as_sklearn(),
