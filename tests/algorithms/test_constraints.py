@@ -1,7 +1,7 @@
 """Configs that validate themselves: every parameter has a constraint (issue 38).
 
 Every public estimator declares a constraint for each of its constructor
-parameters (``_constraint_table``, docs/api.md's message template) and checks
+parameters (``_constraint_table``, docs/design.md) and checks
 them through :func:`fedtrees.algorithms._constraints.validate`; these tests
 prove the tables are complete and are the ones a fit uses.
 """
