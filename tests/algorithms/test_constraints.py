@@ -8,12 +8,10 @@ prove the tables are complete and are the ones a fit uses.
 
 from __future__ import annotations
 
-import inspect
 import re
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator
 
 import fedtrees
 from fedtrees.algorithms._constraints import (
@@ -29,13 +27,7 @@ from fedtrees.algorithms._constraints import (
     validate,
 )
 from fedtrees.exceptions import LocalProtocolError, ValidationError
-
-ESTIMATORS = [
-    name
-    for name in fedtrees.__all__
-    if inspect.isclass(getattr(fedtrees, name))
-    and issubclass(getattr(fedtrees, name), BaseEstimator)
-]
+from tests.algorithms.test_estimator_keywords import ESTIMATORS
 
 
 def test_the_public_estimators_are_found() -> None:
