@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees.algorithms._ranges import secure_ranges
 from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.algorithms.fedforest._hist_level import grid_splits
 from fedtrees.algorithms.fedforest._hist_payloads import (
@@ -59,128 +58,65 @@ from fedtrees.algorithms.fedforest._scoring import node_weights
 from fedtrees.algorithms.fedforest._state import LevelState
 from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, Step, fixed
 from fedtrees.algorithms.histogram import (
-    FINE_BINS,
     DenseLayout,
     Grid,
-    GridSketch,
+    GridAgreement,
     Histograms,
     Kept,
     LevelPlan,
-    agree_grid,
-    check_pooled_fine,
     check_pooled_level,
     check_pooled_moments,
-    declared_grid,
     derive_level,
-    fine_edges,
     keep_split,
     level_histograms,
-    merged_grid,
     plan_level,
 )
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
 from fedtrees.stats import best_client, combine
 
-__all__ = ["GridAgreement", "GridStep", "HistMode", "HistogramStep"]
+__all__ = [
+    "GridStep",
+    "HistMode",
+    "HistogramStep",
+    "agreed_grid",
+    "ask_grid",
+    "begin_agreement",
+]
 
 
-class GridAgreement:
-    """The pooled grid of the numeric columns: declared edges, or agreed once.
+def begin_agreement(config: ForestConfig, state: LevelState) -> GridAgreement:
+    """Return the engine's grid agreement of a ``"hist"`` or ``"uniform"`` fit.
 
-    One home for step 1 (module docstring) of ``"hist"`` and of ``"uniform"``
-    (whose thresholds are spaced over this grid, :mod:`._uniform`): each client
-    summarises the columns whose edges are not declared, the server agrees the
-    grid from the pooled mixture. No client sends anything when every numeric
-    column is declared.
+    Under secure aggregation the columns without declared edges need declared
+    ``feature_ranges`` (the secure grid, docs/histogram.md).
     """
+    return GridAgreement.begin(
+        state.info, owner="FedForest", max_bins=config.max_bins,
+        bin_edges=config.bin_edges, feature_ranges=config.feature_ranges,
+        secure=config.secure_aggregation,
+    )  # fmt: skip
 
-    def __init__(self, config: ForestConfig) -> None:
-        self.config = config
-        self.declared: dict[int, FloatArray] = {}
-        self.sketched = np.zeros(0, dtype=bool)
-        self.ranges: FloatArray | None = None
 
-    def begin(self, state: LevelState) -> Grid | None:
-        """Check the declared edges; return the grid if every column is declared.
+def ask_grid(agreement: GridAgreement, state: LevelState) -> Ask:
+    """Ask every client for the summary of every column not declared."""
+    fields = fixed(**agreement.request_fields())
+    masked = agreement.n_fine if agreement.ranges is not None else None
+    return Ask(GridRequest, state.growth.pair_features(), None, fields, masked=masked)
 
-        Under secure aggregation the columns without declared edges need
-        declared ``feature_ranges`` (the secure grid, :mod:`._hist_mode`).
-        """
-        g = state.growth
-        names = state.info.schema.feature_names
-        self.declared = declared_grid(
-            self.config.bin_edges or {}, names, g.is_categorical,
-            self.config.max_bins, "FedForest",
-        )  # fmt: skip
-        numeric = ~g.is_categorical
-        self.sketched = numeric & ~np.isin(np.arange(g.n_features), list(self.declared))
-        if self.config.secure_aggregation and self.needed:
-            self.ranges = secure_ranges(
-                self.config.feature_ranges, state.info, self.sketched, "FedForest"
-            )
-        return None if self.needed else self.agree(state, [])
 
-    @property
-    def needed(self) -> bool:
-        """Whether a column must be summarised by the clients (a grid round)."""
-        return bool(self.sketched.any())
+def agreed_grid(
+    agreement: GridAgreement, state: LevelState, got: Sequence[Got]
+) -> Grid:
+    """Agree the grid from the round's replies: plain, or the masked total."""
+    if agreement.ranges is None or not got:
+        return agreement.agree([as_reply(reply, GridReply) for _, _, reply in got])
 
-    def ask(self, state: LevelState) -> Ask:
-        """Ask for the summary of every column not declared."""
-        g = state.growth
-        fields: dict[str, Any] = {
-            "n_features": g.n_features,
-            "max_bins": self.config.max_bins,
-            "columns": self.sketched.copy(),
-        }
-        if self.ranges is None:
-            return Ask(GridRequest, g.pair_features(), None, fixed(**fields))
-        return Ask(
-            GridRequest,
-            g.pair_features(),
-            None,
-            fixed(**fields, ranges=self.ranges),
-            masked=int(self.sketched.sum()) * FINE_BINS,
-        )
+    def check(total: FloatArray, sites: tuple[str, ...]) -> None:
+        bound = state.declared_weight(sites)
+        agreement.check_fine(total, sites=len(sites), bound=bound)
 
-    def agree(self, state: LevelState, got: Sequence[Got]) -> Grid:
-        """Agree the sketched columns' edges; the declared ones are as declared."""
-        g = state.growth
-        if self.ranges is not None and got:
-            return self._secure_grid(state, got)
-        sketches = [
-            GridSketch(r.points, r.weights, r.counts.astype(np.float64), r.complete)
-            for r in (as_reply(reply, GridReply) for _, _, reply in got)
-        ]
-        agreed = agree_grid(
-            sketches, g.is_categorical | ~self.sketched, g.n_categories,
-            self.config.max_bins,
-        ) if sketches else None  # fmt: skip
-        sketched = np.flatnonzero(self.sketched).tolist()
-        return merged_grid(
-            self.declared,
-            {} if agreed is None else {j: agreed.feature_edges(j) for j in sketched},
-            g.is_categorical,
-            list(g.n_categories),
-        )
-
-    def _secure_grid(self, state: LevelState, got: Sequence[Got]) -> Grid:
-        """Cut the securely summed fine histograms of the sketched columns."""
-        g = state.growth
-        assert self.ranges is not None
-        n_columns = int(self.sketched.sum())
-
-        def check(total: FloatArray, sites: tuple[str, ...]) -> None:
-            fine = total.reshape(n_columns, FINE_BINS)
-            bound = state.declared_weight(sites)
-            check_pooled_fine(fine, sites=len(sites), bound=bound)
-
-        cut = fine_edges(
-            state.masked_sum(got, check), self.sketched, self.ranges,
-            self.config.max_bins,
-        )  # fmt: skip
-        return merged_grid(self.declared, cut, g.is_categorical, list(g.n_categories))
+    return agreement.agree_masked(state.masked_sum(got, check))
 
 
 class HistMode:
@@ -189,7 +125,7 @@ class HistMode:
     def __init__(self, config: ForestConfig) -> None:
         self.config = config
         self.grid: Grid | None = None
-        self.agreement = GridAgreement(config)
+        self.agreement: GridAgreement | None = None
         self.kept = Kept.none(1)
         self.dropped = False
         self._steps: dict[Phase, Step] = {
@@ -200,14 +136,15 @@ class HistMode:
     def begin(self, state: LevelState) -> None:
         """Check the declared edges; agree the grid now if every column is declared."""
         self.kept = Kept.none(state.growth.width)
-        grid = self.agreement.begin(state)
-        if grid is not None:
-            self.grid = self._checked(state, grid)
+        self.agreement = begin_agreement(self.config, state)
+        if not self.agreement.needed:
+            self.grid = self._checked(state, self.agreement.declared_only())
 
     @property
     def setup(self) -> tuple[Phase, ...]:
         """The grid round, unless every numeric column's edges are declared."""
-        return (Phase.GRID,) if self.agreement.needed else ()
+        needed = self.agreement is not None and self.agreement.needed
+        return (Phase.GRID,) if needed else ()
 
     @property
     def first(self) -> Phase:
@@ -226,6 +163,18 @@ class HistMode:
     def expected_rounds(self, n_clients: int) -> int:
         """Return the grid's round (if any), then one round per level."""
         return self.config.max_depth + len(self.setup)
+
+    def begun(self) -> GridAgreement:
+        """Return the grid agreement (:meth:`begin` made it).
+
+        Raises
+        ------
+        LocalProtocolError
+            Before :meth:`begin`.
+        """
+        if self.agreement is None:
+            raise LocalProtocolError("FedForest: the hist mode did not begin.")
+        return self.agreement
 
     def agreed_grid(self) -> Grid:
         """Return the grid (agreed by now).
@@ -258,12 +207,12 @@ class GridStep:
 
     def ask(self, state: LevelState) -> Ask:
         """Ask for the summary of every column not declared."""
-        return self.mode.agreement.ask(state)
+        return ask_grid(self.mode.begun(), state)
 
     def absorb(self, state: LevelState, got: Sequence[Got]) -> Phase:
         """Agree the grid from the pooled mixture of the clients' summaries."""
         self.mode.grid = self.mode._checked(
-            state, self.mode.agreement.agree(state, got)
+            state, agreed_grid(self.mode.begun(), state, got)
         )
         return Phase.HISTOGRAM
 

@@ -58,15 +58,15 @@ from fedtrees.algorithms.fedgbdt._payloads import (
 from fedtrees.algorithms.histogram import (
     MAX_BINS,
     Grid,
+    GridSketch,
     Histograms,
     NodeRows,
     bin_codes,
-    fine_histograms,
     keep_grid,
     matrix_with_missing,
     partition,
-    sketch_columns,
     skipped_columns,
+    summarise_columns,
 )
 from fedtrees.federation import (
     ClientData,
@@ -176,11 +176,11 @@ def start(
     target = _target(loss, request, data)
     prior = _prior(loss, request, target, weight)
     held_prior = _prior(loss, request, target, _weights_except(data, ~held))
-    if MaskFields.of(request) is not None:
-        fine = fine_histograms(X, request.ranges, ~skipped, weight)
-        values = np.concatenate([fine.ravel(), prior, held_prior])
+    masked = MaskFields.of(request) is not None
+    sketch = summarise_columns(request, X, skipped, weight, masked)
+    if not isinstance(sketch, GridSketch):
+        values = np.concatenate([sketch, prior, held_prior])
         return masked_reply(request, data, state, values, wide=request.wide_mask)
-    sketch = sketch_columns(X, skipped, request.max_bins, weight)
     return StartReply(
         sketch.points, sketch.weights, sketch.counts, sketch.complete, prior,
         held_prior,

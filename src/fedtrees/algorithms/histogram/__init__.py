@@ -41,6 +41,11 @@ XGBoost and LightGBM; at most 255 bins (and 255 categories) per feature plus
 the missing code; thresholds are grid edges.
 """
 
+from fedtrees.algorithms.histogram._agreement import (
+    GridAgreement,
+    SketchReply,
+    summarise_columns,
+)
 from fedtrees.algorithms.histogram._check_kernels import whole_max
 from fedtrees.algorithms.histogram._dense import (
     FINE_BINS,
@@ -106,12 +111,14 @@ __all__ = [
     "DenseLayout",
     "Found",
     "Grid",
+    "GridAgreement",
     "GridSketch",
     "Histograms",
     "Kept",
     "LevelPlan",
     "NodeRows",
     "RowStats",
+    "SketchReply",
     "agree_grid",
     "bin_codes",
     "check_bin_edges",
@@ -141,6 +148,7 @@ __all__ = [
     "sketch_columns",
     "skipped_columns",
     "subtract",
+    "summarise_columns",
     "type1_points",
     "whole_max",
 ]
