@@ -54,22 +54,18 @@ from fedtrees.algorithms.fedforest._hist_payloads import (
 )
 from fedtrees.algorithms.fedforest._kernels import SPLIT_NONE
 from fedtrees.algorithms.fedforest._layout import compact_ints
-from fedtrees.algorithms.fedforest._scoring import node_weights
+from fedtrees.algorithms.fedforest._scoring import node_weights, weight_column
 from fedtrees.algorithms.fedforest._state import LevelState
 from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, Step, fixed
 from fedtrees.algorithms.histogram import (
+    Bins,
     DenseLayout,
     Grid,
     GridAgreement,
-    Histograms,
-    Kept,
     LevelPlan,
+    LevelRounds,
     check_pooled_level,
     check_pooled_moments,
-    derive_level,
-    keep_split,
-    level_histograms,
-    plan_level,
 )
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
@@ -126,8 +122,8 @@ class HistMode:
         self.config = config
         self.grid: Grid | None = None
         self.agreement: GridAgreement | None = None
-        self.kept = Kept.none(1)
-        self.dropped = False
+        self.rounds = LevelRounds.begin(1, -1, subtract=False)
+        """The engine's level rounds (the parents kept; :meth:`begin` sets them)."""
         self._steps: dict[Phase, Step] = {
             Phase.GRID: GridStep(self, config),
             Phase.HISTOGRAM: HistogramStep(self, config),
@@ -135,7 +131,12 @@ class HistMode:
 
     def begin(self, state: LevelState) -> None:
         """Check the declared edges; agree the grid now if every column is declared."""
-        self.kept = Kept.none(state.growth.width)
+        g = state.growth
+        self.rounds = LevelRounds.begin(
+            g.width,
+            weight_column(self.config.task),
+            self.config.subtract and g.max_features >= g.n_features,
+        )
         self.agreement = begin_agreement(self.config, state)
         if not self.agreement.needed:
             self.grid = self._checked(state, self.agreement.declared_only())
@@ -157,8 +158,7 @@ class HistMode:
 
     def reset(self) -> None:
         """Forget the kept parents after a dropout (they hold the client's rows)."""
-        self.kept = Kept.none(self.kept.bins.stats.shape[1])
-        self.dropped = True
+        self.rounds.drop()
 
     def expected_rounds(self, n_clients: int) -> int:
         """Return the grid's round (if any), then one round per level."""
@@ -227,8 +227,8 @@ class HistogramStep:
         """Return the level's features per open node and what is asked of them."""
         g = state.growth
         pairs = g.pair_features()
-        weights = node_weights(g.table.stats[g.open], self.config.task)
-        plan = plan_level(g.open, pairs, g.parents(g.open), weights, self.mode.kept)
+        stats = np.asarray(g.table.stats[g.open], dtype=np.float64)
+        plan = self.mode.rounds.plan(g.open, pairs, g.parents(g.open), stats)
         return pairs, plan
 
     def ask(self, state: LevelState) -> Ask:
@@ -260,23 +260,16 @@ class HistogramStep:
         """Pool, subtract, search, split; keep the split nodes' bins if useful."""
         g, c = state.growth, self.config
         asked_plan = state.layout_of(got[0].client, LevelPlan) if got else None
-        if asked_plan is None or (self.mode.dropped and asked_plan.derived.size):
-            self.mode.dropped = False
+        if self.mode.rounds.repeat(asked_plan):
             return Phase.HISTOGRAM  # a dropout: the level again, no subtraction
-        self.mode.dropped = False
+        assert asked_plan is not None  # repeat() asks again without one
         pairs = g.pair_features()
-        count_col = 0 if c.task == "regression" else -1
         if c.secure_aggregation:
-            todo, pooled = self._secure_pool(state, got, asked_plan)
-            bins = derive_level(pooled, asked_plan, self.mode.kept, count_col)
+            todo, bins = self._secure_pool(state, got, asked_plan)
             replies: list[tuple[int, IntArray, HistogramReply]] = []
         else:
             replies = [(k, a, as_reply(r, HistogramReply)) for k, a, r in got]
-            todo = self._pool(state, replies)
-            bins = level_histograms(
-                [(a, r) for _, a, r in replies], asked_plan, self.mode.kept,
-                g.width, count_col,
-            )  # fmt: skip
+            todo, bins = self._pool(state, replies, asked_plan)
         nodes = g.open[todo]
         parent, min_leaf = g.table.stats[nodes], g.min_leaf(nodes)
         numeric, other = grid_splits(
@@ -290,31 +283,35 @@ class HistogramStep:
             other = combine(other, clients)
         open_before = g.open
         phase = state.decide(nodes, numeric, other)
-        self.mode.kept = self._kept(state, bins, open_before, pairs)
+        self._keep(state, bins, open_before, pairs)
         return phase
 
     def _pool(
-        self, state: LevelState, replies: Sequence[tuple[int, IntArray, HistogramReply]]
-    ) -> IntArray:
-        """Pool the open nodes' statistics, learn where clients have rows.
+        self,
+        state: LevelState,
+        replies: Sequence[tuple[int, IntArray, HistogramReply]],
+        plan: LevelPlan,
+    ) -> tuple[IntArray, Bins]:
+        """Pool the open nodes' statistics and bins, learn where clients have rows.
 
-        Returns the positions of the open nodes that may still split.
+        Returns the positions of the open nodes that may still split, and the
+        level's histograms.
         """
         g = state.growth
-        pooled = np.zeros((g.open.shape[0], g.width))
-        for _, asked, reply in replies:
-            pooled[asked] += reply.node_stats.astype(np.float64)
+        pooled, bins_of = self.mode.rounds.pooled(
+            plan, [(a, r) for _, a, r in replies], g.open.shape[0]
+        )
         weights = [
             (k, a, node_weights(r.node_stats, self.config.task)) for k, a, r in replies
         ]
         state.learn_reach(g.open, weights)
         g.set_stats(g.open, pooled)  # from the clients answering now: no phantoms
         todo: IntArray = np.flatnonzero(g.splittable(g.open))
-        return todo
+        return todo, bins_of()
 
     def _secure_pool(
         self, state: LevelState, got: Sequence[Got], plan: LevelPlan
-    ) -> tuple[IntArray, Histograms]:
+    ) -> tuple[IntArray, Bins]:
         """Read the level's masked sum: pooled node statistics and bins.
 
         Returns the positions of the open nodes that may still split, and the
@@ -336,19 +333,19 @@ class HistogramStep:
                 check_pooled_moments("node_stats", stats, sites=len(sites))
                 check_pooled_moments("bin_stats", bins, sites=len(sites))
 
-        stats, pooled = layout.sparse(state.masked_sum(got, check))
+        total = state.masked_sum(got, check)
+        stats, bins_of = self.mode.rounds.read(plan, layout, total)
         g.set_stats(g.open, stats)
         todo: IntArray = np.flatnonzero(g.splittable(g.open))
-        return todo, pooled
+        return todo, bins_of()
 
-    def _kept(
-        self, state: LevelState, bins: Any, nodes: IntArray, pairs: IntArray
-    ) -> Kept:
+    def _keep(
+        self, state: LevelState, bins: Bins, nodes: IntArray, pairs: IntArray
+    ) -> None:
         """Keep the split nodes' bins where their children consider every feature."""
         g = state.growth
-        if not self.config.subtract or g.max_features < g.n_features:
-            return Kept.none(g.width)
         if not g.open.shape[0]:
-            return Kept.none(g.width)
+            self.mode.rounds.forget()
+            return
         split = np.flatnonzero(g.table.feature[nodes] != SPLIT_NONE)
-        return keep_split(bins, nodes[split], split, pairs.shape[1])
+        self.mode.rounds.keep(bins, nodes[split], split, pairs.shape[1])

@@ -83,6 +83,7 @@ from fedtrees.algorithms.histogram._level import (
     derive_level,
     keep_split,
     level_histograms,
+    node_weights,
     plan_level,
 )
 from fedtrees.algorithms.histogram._local import fit_binned_cart
@@ -91,6 +92,7 @@ from fedtrees.algorithms.histogram._pooled import (
     check_pooled_level,
     check_pooled_moments,
 )
+from fedtrees.algorithms.histogram._rounds import LevelReplyStats, LevelRounds
 from fedtrees.algorithms.histogram._rows import CodeSplits, NodeRows, partition
 from fedtrees.algorithms.histogram._search import CRITERION_CODES, Found, search
 from fedtrees.algorithms.histogram._wire import (
@@ -116,6 +118,8 @@ __all__ = [
     "Histograms",
     "Kept",
     "LevelPlan",
+    "LevelReplyStats",
+    "LevelRounds",
     "NodeRows",
     "RowStats",
     "SketchReply",
@@ -141,6 +145,7 @@ __all__ = [
     "level_histograms",
     "matrix_with_missing",
     "merged_grid",
+    "node_weights",
     "partition",
     "plan_level",
     "pool",

@@ -37,6 +37,7 @@ __all__ = [
     "derive_level",
     "keep_split",
     "level_histograms",
+    "node_weights",
     "plan_level",
 ]
 
@@ -82,6 +83,22 @@ class LevelPlan:
     derived: IntArray
     parent: IntArray
     sibling: IntArray
+
+
+def node_weights(stats: np.ndarray, count_col: int) -> FloatArray:
+    """Return each node's weight: its ``count_col`` statistic, or (-1) their sum.
+
+    One home for a node's weight from its statistics: class counts sum to it,
+    regression moments hold it first, boosting's ``(Σg, Σh, Σw)`` last.
+
+    Examples
+    --------
+    >>> node_weights(np.array([[1.0, 2.0], [3.0, 0.0]]), -1).tolist()
+    [3.0, 3.0]
+    """
+    values = np.asarray(stats)
+    out: FloatArray = values[:, count_col] if count_col >= 0 else values.sum(axis=1)
+    return out
 
 
 def plan_level(
