@@ -39,6 +39,7 @@ from fedtrees.algorithms.histogram import (
     MISSING,
     DenseLayout,
     Histograms,
+    MaskedLevel,
     check_grid_reply,
     grid_reply_fields,
 )
@@ -208,7 +209,7 @@ class LevelReply(Payload):
 
 
 @payload("fedgbdt.level")
-class LevelRequest(DecisionFields):
+class LevelRequest(DecisionFields, MaskedLevel):
     """One level of an iteration's trees (see the module docstring).
 
     ``base``: the decisions the server believes the client holds (0 and
@@ -261,12 +262,9 @@ class LevelRequest(DecisionFields):
 
     def expected_reply(self) -> ReplySpec:
         """Expect sums per node; per pair its bins, inside the grid, adding up."""
-        if self.mask_round >= 0:
-            return masked_spec(
-                self.dense_layout().length,
-                sites=self.cohort.shape[0],
-                wide=self.wide_mask,
-            )
+        masked = self.masked_reply_spec()
+        if masked is not None:
+            return masked
         fp = int(self.pair_feature.shape[1])
         return ReplySpec(
             LevelReply,

@@ -96,6 +96,7 @@ from fedtrees.algorithms.histogram._rounds import LevelReplyStats, LevelRounds
 from fedtrees.algorithms.histogram._rows import CodeSplits, NodeRows, partition
 from fedtrees.algorithms.histogram._search import CRITERION_CODES, Found, search
 from fedtrees.algorithms.histogram._wire import (
+    MaskedLevel,
     check_grid_reply,
     grid_reply_fields,
     keep_grid,
@@ -120,6 +121,7 @@ __all__ = [
     "LevelPlan",
     "LevelReplyStats",
     "LevelRounds",
+    "MaskedLevel",
     "NodeRows",
     "RowStats",
     "SketchReply",
