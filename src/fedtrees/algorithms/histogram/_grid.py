@@ -35,7 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
-from fedtrees._validation import LARGEST_FLOAT, check_int, invalid, is_integral
+from fedtrees._validation import LARGEST_FLOAT, check_int, invalid
+from fedtrees.algorithms._ranges import column_position
 from fedtrees.algorithms.histogram._client_kernels import bin_column, edges_below
 from fedtrees.exceptions import LocalProtocolError, ValidationError
 from fedtrees.stats import check_edges, midpoint_candidates, mixtures_by_client
@@ -424,7 +425,7 @@ def declared_grid(
     """
     out: dict[int, FloatArray] = {}
     for key, value in bin_edges.items():
-        j = _position(key, names)
+        j = column_position(key, names)
         if j is None:
             raise ValidationError(
                 f"{owner}: bin_edges names column {key!r}; the features are "
@@ -438,12 +439,6 @@ def declared_grid(
             )
         out[j] = check_bin_edges(value, column, max_bins, owner)
     return out
-
-
-def _position(key: object, names: Sequence[str]) -> int | None:
-    if is_integral(key):
-        return int(key) if 0 <= int(key) < len(names) else None
-    return list(names).index(str(key)) if str(key) in names else None
 
 
 def check_bin_edges(
