@@ -94,17 +94,32 @@ def begin_agreement(config: ForestConfig, state: LevelState) -> GridAgreement:
     )  # fmt: skip
 
 
-def ask_grid(agreement: GridAgreement, state: LevelState) -> Ask:
+def _begun(agreement: GridAgreement | None) -> GridAgreement:
+    """Return the mode's grid agreement (its ``begin`` made it).
+
+    Raises
+    ------
+    LocalProtocolError
+        Before the mode's ``begin``: the steps ran out of order.
+    """
+    if agreement is None:
+        raise LocalProtocolError("FedForest: the grid round before the mode began.")
+    return agreement
+
+
+def ask_grid(agreement: GridAgreement | None, state: LevelState) -> Ask:
     """Ask every client for the summary of every column not declared."""
+    agreement = _begun(agreement)
     fields = fixed(**agreement.request_fields())
     masked = agreement.n_fine if agreement.ranges is not None else None
     return Ask(GridRequest, state.growth.pair_features(), None, fields, masked=masked)
 
 
 def agreed_grid(
-    agreement: GridAgreement, state: LevelState, got: Sequence[Got]
+    agreement: GridAgreement | None, state: LevelState, got: Sequence[Got]
 ) -> Grid:
     """Agree the grid from the round's replies: plain, or the masked total."""
+    agreement = _begun(agreement)
     if agreement.ranges is None or not got:
         return agreement.agree([as_reply(reply, GridReply) for _, _, reply in got])
 
@@ -164,18 +179,6 @@ class HistMode:
         """Return the grid's round (if any), then one round per level."""
         return self.config.max_depth + len(self.setup)
 
-    def begun(self) -> GridAgreement:
-        """Return the grid agreement (:meth:`begin` made it).
-
-        Raises
-        ------
-        LocalProtocolError
-            Before :meth:`begin`.
-        """
-        if self.agreement is None:
-            raise LocalProtocolError("FedForest: the hist mode did not begin.")
-        return self.agreement
-
     def agreed_grid(self) -> Grid:
         """Return the grid (agreed by now).
 
@@ -207,12 +210,12 @@ class GridStep:
 
     def ask(self, state: LevelState) -> Ask:
         """Ask for the summary of every column not declared."""
-        return ask_grid(self.mode.begun(), state)
+        return ask_grid(self.mode.agreement, state)
 
     def absorb(self, state: LevelState, got: Sequence[Got]) -> Phase:
         """Agree the grid from the pooled mixture of the clients' summaries."""
         self.mode.grid = self.mode._checked(
-            state, agreed_grid(self.mode.begun(), state, got)
+            state, agreed_grid(self.mode.agreement, state, got)
         )
         return Phase.HISTOGRAM
 

@@ -131,18 +131,6 @@ class UniformMode:
         """Return the grid's round (if any), then one round per level."""
         return self.config.max_depth + len(self.setup)
 
-    def begun(self) -> GridAgreement:
-        """Return the grid agreement (:meth:`begin` made it).
-
-        Raises
-        ------
-        LocalProtocolError
-            Before :meth:`begin`.
-        """
-        if self.agreement is None:
-            raise LocalProtocolError("FedForest: the uniform mode did not begin.")
-        return self.agreement
-
     def agreed_grid(self) -> FloatArray:
         """Return the thresholds ``(F, q - 1)`` (the grid round set them).
 
@@ -164,11 +152,11 @@ class UniformGridStep:
 
     def ask(self, state: LevelState) -> Ask:
         """Ask every client for the summary of its undeclared numeric columns."""
-        return ask_grid(self.mode.begun(), state)
+        return ask_grid(self.mode.agreement, state)
 
     def absorb(self, state: LevelState, got: Sequence[Got]) -> Phase:
         """Agree the grid; space ``q - 1`` thresholds over each feature's edges."""
-        grid = agreed_grid(self.mode.begun(), state, got)
+        grid = agreed_grid(self.mode.agreement, state, got)
         self.mode.grid = spaced_thresholds(grid, self.config.n_quantiles)
         return Phase.EVALUATE
 

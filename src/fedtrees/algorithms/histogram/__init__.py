@@ -80,6 +80,8 @@ from fedtrees.algorithms.histogram._histograms import (
 from fedtrees.algorithms.histogram._level import (
     Kept,
     LevelPlan,
+    LevelReplyStats,
+    LevelRounds,
     derive_level,
     keep_split,
     level_histograms,
@@ -92,7 +94,6 @@ from fedtrees.algorithms.histogram._pooled import (
     check_pooled_level,
     check_pooled_moments,
 )
-from fedtrees.algorithms.histogram._rounds import LevelReplyStats, LevelRounds
 from fedtrees.algorithms.histogram._rows import CodeSplits, NodeRows, partition
 from fedtrees.algorithms.histogram._search import CRITERION_CODES, Found, search
 from fedtrees.algorithms.histogram._wire import (
