@@ -9,6 +9,10 @@ iteration's leaf values, routed in code space), and the current iteration's rows
 partitioned by node. g and h of its own rows come from its own raw predictions; only
 their sums leave. Results never depend on the memo: a client that lost it rebuilds it
 from the kept decisions and its data.
+
+One module past ~400 lines, by choice: the three handlers share the client's kept
+decisions, their checks and the memo's catch-up, which is the part a hostile request
+reaches first; splitting them would put that one path in several files.
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ node's sums. The objective bounds g and h by the weight of the same rows
 per class for softmax), for squared error ``Σh = Σw``; and a logloss sum by
 ``-log(1e-16)`` times its weight (the clipped probabilities). A node's sums
 outside them are no client's rows.
+
+One module past ~400 lines, by choice: every FedGBDT message with the checks of
+its reply, so that what travels and what is refused read as one protocol.
 """
 
 from __future__ import annotations
