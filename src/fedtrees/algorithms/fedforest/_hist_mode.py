@@ -30,9 +30,11 @@ A forest of depth D takes D + 2 rounds at most (the agreement, the grid, one
 per level), whatever the trees and the clients. **Decision**: no per-node
 refinement: below the root a bin may hold more than ``1/max_bins`` of a node's
 rows, as in XGBoost and LightGBM; ``candidates="quantile"`` keeps the paper's
-per-node ``1/q`` guarantee. **Decision**: a dropout during a level whose round
-used subtraction repeats that level without it (the kept parents hold the
-dropped client's rows).
+per-node ``1/q`` guarantee. The grid agreement, the level's pooling,
+subtraction and the after-dropout rule are the engine's
+(:class:`~fedtrees.algorithms.histogram.GridAgreement`,
+:class:`~fedtrees.algorithms.histogram.LevelRounds`; docs/histogram.md): this
+module keeps FedForest's scores and decisions.
 """
 
 from __future__ import annotations
