@@ -100,10 +100,9 @@ from fedtrees._validation import (
     check_regression_target,
     check_sample_weight,
     check_total_weight,
-    invalid,
-    is_integral,
     label_array,
 )
+from fedtrees.algorithms._constraints import check_verbose
 from fedtrees.algorithms._params import check_n_jobs
 from fedtrees.algorithms._progress import round_progress
 from fedtrees.exceptions import (
@@ -335,7 +334,7 @@ class FederatedEstimator:
         kernels run on ``n_jobs`` threads (:meth:`_site_threads`).
         """
         owner = type(self).__name__
-        verbose = _check_verbose(getattr(self, "verbose", False), owner)
+        verbose = check_verbose(getattr(self, "verbose", False), owner)
         self._site_threads()
         threads = check_n_jobs(getattr(self, "n_jobs", None), owner)
         timeout = check_timeout(getattr(self, "timeout", 60.0), owner)
@@ -540,13 +539,6 @@ def _bad_call(
     if twice:
         return f"{owner} got the argument {twice[0]!r} twice. " + listing
     return f"{owner} got arguments it cannot take. " + listing
-
-
-def _check_verbose(value: object, owner: str) -> bool:
-    """Return ``verbose`` as a bool: a bool, or an int >= 0 as in scikit-learn."""
-    if isinstance(value, bool | np.bool_) or (is_integral(value) and int(value) >= 0):
-        return bool(value)
-    raise invalid("verbose", owner, "a bool (or an int >= 0)", value)
 
 
 def _numeric_array(X: object) -> bool:

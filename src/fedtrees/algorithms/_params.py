@@ -13,6 +13,10 @@ goes through one check, :func:`fedtrees._validation.check_int` (``check_size``
 adds the reason), which takes an integer of any type — a numpy integer meets
 the same bound as an ``int`` — and ``MAX_GRID`` and ``check_size`` live there
 so that the statistics bound their ``q`` alike.
+
+The constraints of scikit-learn's forest parameters, shared by FedForest and
+the local-forest baselines, are one table here (:func:`forest_constraints`,
+the types of :mod:`fedtrees.algorithms._constraints`).
 """
 
 from __future__ import annotations
@@ -33,6 +37,14 @@ from fedtrees._validation import (
     is_integral,
     is_real,
 )
+from fedtrees.algorithms._constraints import (
+    Boolean,
+    Check,
+    Constraint,
+    Interval,
+    Options,
+    Size,
+)
 
 __all__ = [
     "MAX_GRID",
@@ -42,7 +54,9 @@ __all__ = [
     "MAX_POPULATION",
     "MAX_SAMPLES_PER_PATH",
     "MAX_TREE_DEPTH",
+    "N_JOBS",
     "Amount",
+    "RowsOrFraction",
     "check_bool",
     "check_hidden_sizes",
     "check_max_depth",
@@ -50,6 +64,7 @@ __all__ = [
     "check_n_jobs",
     "check_size",
     "count_or_fraction",
+    "forest_constraints",
     "resolve_max_features",
 ]
 
@@ -165,6 +180,46 @@ def count_or_fraction(value: object, name: str, owner: str, smallest: int) -> Am
         )
         return Amount(fraction, fraction=True)
     return Amount(float(check_int(value, name, owner, min_value=smallest)))
+
+
+@dataclass(frozen=True)
+class RowsOrFraction(Constraint):
+    """``min_samples_*``: an int >= ``smallest`` (rows) or a float in (0, 1].
+
+    Examples
+    --------
+    >>> RowsOrFraction(2).check(0.25, "min_samples_split", "f")
+    Amount(value=0.25, fraction=True)
+    """
+
+    smallest: int
+
+    def check(self, value: object, name: str, owner: str) -> Amount:
+        """Return the amount: rows, or a fraction of all rows."""
+        return count_or_fraction(value, name, owner, self.smallest)
+
+
+N_JOBS: Final = Check(check_n_jobs)
+"""The constraint of ``n_jobs`` (threads, as joblib counts them)."""
+
+
+def forest_constraints(
+    criteria: tuple[str, ...], max_depth: Constraint
+) -> dict[str, Constraint]:
+    """Return the constraints of scikit-learn's random-forest parameters.
+
+    ``criteria``: the task's criteria; ``max_depth``: the method's depth bound.
+    """
+    return {
+        "n_estimators": Size(1, MAX_N_ESTIMATORS),
+        "criterion": Options(criteria),
+        "max_depth": max_depth,
+        "min_samples_split": RowsOrFraction(2),
+        "min_samples_leaf": RowsOrFraction(1),
+        "min_impurity_decrease": Interval(float, 0.0),
+        "max_features": Check(check_max_features),
+        "bootstrap": Boolean(),
+    }
 
 
 def check_max_features(value: object, owner: str) -> object:

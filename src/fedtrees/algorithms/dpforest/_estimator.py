@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from functools import partial
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -13,8 +14,16 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
-from fedtrees._validation import check_choice, check_epsilon, check_int
+from fedtrees._validation import check_choice, check_epsilon
 from fedtrees.algorithms._base import FederatedEstimator, estimator_frame
+from fedtrees.algorithms._constraints import (
+    RUN_CONSTRAINTS,
+    Check,
+    Interval,
+    Later,
+    Options,
+    check_params,
+)
 from fedtrees.algorithms._packed import rebuild_packed
 from fedtrees.algorithms.dpforest._strategy import DPTrees, DPTreeStrategy
 from fedtrees.exceptions import PrivacyLeakWarning, ValidationError
@@ -22,6 +31,20 @@ from fedtrees.federation import Federation, RoundCallback
 from fedtrees.learners import BUDGETS, MAX_DEPTH, SCORES, validate_plan
 
 __all__ = ["DPForestClassifier"]
+
+
+CONSTRAINTS: Final = {
+    "epsilon": Check(partial(check_epsilon, allow_inf=True)),
+    "max_depth": Interval(int, 1, MAX_DEPTH),
+    "feature_ranges": Later(
+        "the strategy, against the agreed columns (fit computes 'from-data')"
+    ),
+    "budget": Options(BUDGETS),
+    "split_score": Options(SCORES),
+    **RUN_CONSTRAINTS,
+}
+"""The constraint of every parameter of :class:`DPForestClassifier` (ε = inf:
+no noise, for tests)."""
 
 
 class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # type: ignore[misc]
@@ -95,6 +118,7 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
     """
 
     _task = "classification"
+    _constraint_table = CONSTRAINTS
 
     def __init__(
         self,
@@ -207,19 +231,17 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
 
     def _settings(self, owner: str) -> dict[str, Any]:
         """Return the round's validated public settings (the plan's bounds checked)."""
-        epsilon = check_epsilon(self.epsilon, owner, allow_inf=True)
-        depth = check_int(
-            self.max_depth, "max_depth", owner, min_value=1, max_value=MAX_DEPTH
-        )
-        budget = check_choice(self.budget, "budget", owner, BUDGETS)
+        checked = check_params(self)
         # Up front with one feature (the fewest queries); the strategy checks the
         # plan again once the agreed schema gives the number of features.
-        validate_plan(epsilon, depth, 1, budget, owner)  # type: ignore[arg-type]
+        validate_plan(
+            checked["epsilon"], checked["max_depth"], 1, checked["budget"], owner
+        )
         return {
-            "epsilon": epsilon,
-            "max_depth": depth,
-            "budget": budget,
-            "score": check_choice(self.split_score, "split_score", owner, SCORES),
+            "epsilon": checked["epsilon"],
+            "max_depth": checked["max_depth"],
+            "budget": checked["budget"],
+            "score": checked["split_score"],
             "seed": resolve_seed(self.random_state, owner),
         }
 

@@ -11,7 +11,7 @@ until its test accuracy reaches the tree's.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -21,8 +21,17 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
-from fedtrees._validation import check_choice, check_float, check_int, invalid
+from fedtrees._validation import invalid
 from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms._constraints import (
+    RUN_CONSTRAINTS,
+    Check,
+    Interval,
+    NoneOr,
+    Options,
+    check_params,
+    config_fields,
+)
 from fedtrees.algorithms._onehot import expand_features
 from fedtrees.algorithms._params import check_hidden_sizes
 from fedtrees.algorithms.fedavg._limits import (
@@ -51,6 +60,28 @@ from fedtrees.federation import (
 from fedtrees.tree import client_codes
 
 __all__ = ["FedAvgClassifier"]
+
+
+_PER_ROUND: Final = "every client runs them each round"
+CONSTRAINTS: Final = {
+    "hidden_layer_sizes": Check(check_hidden_sizes),
+    "n_rounds": Interval(
+        int,
+        1,
+        MAX_ROUNDS - 1,
+        reason=f"a run has at most {MAX_ROUNDS} rounds, the moments one included",
+    ),
+    "local_steps": Interval(int, 1, MAX_LOCAL_STEPS, reason=_PER_ROUND),
+    "local_epochs": NoneOr(Interval(int, 1, MAX_LOCAL_EPOCHS, reason=_PER_ROUND), 0),
+    "batch_size": Interval(int, 1, MAX_BATCH_SIZE),
+    "learning_rate": Interval(float, 0.0, low_open=True),
+    "standardize": Options(("client", "global", "none")),
+    "on_dropout": Options(("fail", "continue")),
+    "stop_at_score": NoneOr(Interval(float, 0.0, 1.0)),
+    **RUN_CONSTRAINTS,
+}
+"""The constraint of every parameter of :class:`FedAvgClassifier` (a
+``local_epochs`` of None is 0: ``local_steps`` count the work)."""
 
 
 class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # type: ignore[misc]
@@ -152,6 +183,7 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
     """
 
     _task = "classification"
+    _constraint_table = CONSTRAINTS
     _max_abs_feature = MAX_ABS_FEATURE
 
     def __init__(
@@ -186,68 +218,11 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
         self.random_state = random_state
 
     def _config(self) -> AvgConfig:
-        owner = type(self).__name__
-        hidden = check_hidden_sizes(self.hidden_layer_sizes, owner)
-        epochs = self.local_epochs
+        checked = check_params(self)
         return AvgConfig(
-            hidden=tuple(hidden),
-            n_rounds=check_int(
-                self.n_rounds,
-                "n_rounds",
-                owner,
-                min_value=1,
-                max_value=MAX_ROUNDS - 1,
-                reason=f"a run has at most {MAX_ROUNDS} rounds, the moments one "
-                "included",
-            ),
-            local_steps=check_int(
-                self.local_steps,
-                "local_steps",
-                owner,
-                min_value=1,
-                max_value=MAX_LOCAL_STEPS,
-                reason="every client runs them each round",
-            ),
-            local_epochs=0
-            if epochs is None
-            else check_int(
-                epochs,
-                "local_epochs",
-                owner,
-                min_value=1,
-                max_value=MAX_LOCAL_EPOCHS,
-                reason="every client runs them each round",
-            ),
-            batch_size=check_int(
-                self.batch_size,
-                "batch_size",
-                owner,
-                min_value=1,
-                max_value=MAX_BATCH_SIZE,
-            ),
-            learning_rate=check_float(
-                self.learning_rate,
-                "learning_rate",
-                owner,
-                min_value=0.0,
-                min_inclusive=False,
-            ),
-            standardize=check_choice(  # type: ignore[arg-type]
-                self.standardize, "standardize", owner, ("client", "global", "none")
-            ),
-            on_dropout=check_choice(  # type: ignore[arg-type]
-                self.on_dropout, "on_dropout", owner, ("fail", "continue")
-            ),
-            seed=resolve_seed(self.random_state, owner),
-            stop_at_score=None
-            if self.stop_at_score is None
-            else check_float(
-                self.stop_at_score,
-                "stop_at_score",
-                owner,
-                min_value=0.0,
-                max_value=1.0,
-            ),
+            **config_fields(AvgConfig, checked),
+            hidden=checked["hidden_layer_sizes"],
+            seed=resolve_seed(self.random_state, type(self).__name__),
         )
 
     def fit(

@@ -1,8 +1,10 @@
 """FedForest configuration: one validated, frozen value (STYLE habit 6).
 
 The estimators store their keyword arguments untouched; :func:`make_config`
-validates them all at ``fit`` against one constraint table and resolves the
-defaults that depend on the task and the data (``max_features``, ``max_depth``).
+validates them all at ``fit`` against one constraint table per task
+(:func:`parameter_constraints`) and one table of cross-parameter rules
+(:data:`RULES`), and resolves the defaults that depend on the task and the
+data (``max_features``, ``max_depth``).
 """
 
 from __future__ import annotations
@@ -12,16 +14,26 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from fedtrees._typing import FloatArray
-from fedtrees._validation import check_choice, check_float, check_int
+from fedtrees._validation import check_bool
 from fedtrees.algorithms._class_weight import check_class_weight
+from fedtrees.algorithms._constraints import (
+    RUN_CONSTRAINTS,
+    Boolean,
+    Check,
+    Constraint,
+    Interval,
+    NoneOr,
+    Options,
+    Rule,
+    Size,
+    config_fields,
+    validate,
+)
 from fedtrees.algorithms._params import (
     MAX_GRID,
-    MAX_N_ESTIMATORS,
+    N_JOBS,
     Amount,
-    check_bool,
-    check_max_features,
-    check_size,
-    count_or_fraction,
+    forest_constraints,
     resolve_max_features,
 )
 from fedtrees.algorithms._ranges import check_ranges_form
@@ -37,6 +49,7 @@ __all__ = [
     "Amount",
     "ForestConfig",
     "make_config",
+    "parameter_constraints",
     "resolve_max_features",
 ]
 
@@ -96,123 +109,107 @@ def make_config(
     params: dict[str, Any], task: str, owner: str, seed: int
 ) -> ForestConfig:
     """Validate estimator parameters (``get_params()``) into a :class:`ForestConfig`."""
+    checked = validate(owner, params, parameter_constraints(task), rules(task))
+    if checked["gain"] == "auto":
+        checked["gain"] = "exact"
+    return ForestConfig(**config_fields(ForestConfig, checked), task=task, seed=seed)  # type: ignore[arg-type]
+
+
+def parameter_constraints(task: str) -> dict[str, Constraint]:
+    """Return the constraint of every parameter of FedForest's ``task`` estimator."""
     criteria = ("squared_error",) if task == "regression" else ("gini", "entropy")
-    depth = params["max_depth"]
-    top_k = params["top_k"]
-    gain = check_choice(params["gain"], "gain", owner, ("exact", "avgimp", "auto"))
-    candidates = check_choice(
-        params["candidates"],
-        "candidates",
-        owner,
-        ("quantile", "exact", "uniform", "hist"),
-    )
-    if gain == "avgimp" and candidates == "hist":
-        raise ValidationError(
-            f"{owner}: gain='avgimp' averages the clients' own gains at sketched "
-            "candidates; pass candidates='quantile' (or 'exact', 'uniform') with it "
-            "— candidates='hist', the default, scores exact pooled gains on its grid."
-        )
-    max_bins = check_max_bins(params["max_bins"], owner)
-    secure = check_bool(params["secure_aggregation"], "secure_aggregation", owner)
-    if secure and candidates != "hist":
-        raise ValidationError(
-            f"{owner}: secure_aggregation=True sums histograms over the sites; it "
-            f"needs candidates='hist' (got candidates={candidates!r})."
-        )
-    if secure and params["split_on_client"]:
-        raise ValidationError(
-            f"{owner}: split_on_client=True needs each site's statistics, which "
-            "secure_aggregation=True hides; pass split_on_client=False."
-        )
-    bootstrap = check_bool(params["bootstrap"], "bootstrap", owner)
-    class_weight, oob = _weights_and_oob(params, owner, bootstrap, secure)
-    return ForestConfig(
-        task=task,  # type: ignore[arg-type]
-        n_estimators=check_size(
-            params["n_estimators"], "n_estimators", owner, 1, MAX_N_ESTIMATORS
-        ),
-        max_depth=MAX_DEPTH_CAP
-        if depth is None
-        else check_int(depth, "max_depth", owner, min_value=1, max_value=MAX_DEPTH_CAP),
-        min_samples_split=count_or_fraction(
-            params["min_samples_split"], "min_samples_split", owner, 2
-        ),
-        min_samples_leaf=count_or_fraction(
-            params["min_samples_leaf"], "min_samples_leaf", owner, 1
-        ),
-        min_impurity_decrease=check_float(
-            params["min_impurity_decrease"],
-            "min_impurity_decrease",
-            owner,
-            min_value=0.0,
-        ),
-        max_features=check_max_features(params["max_features"], owner),
-        bootstrap=bootstrap,
-        criterion=check_choice(params["criterion"], "criterion", owner, criteria),  # type: ignore[arg-type]
-        candidates=candidates,  # type: ignore[arg-type]
-        n_quantiles=check_size(
-            params["n_quantiles"], "n_quantiles", owner, 2, MAX_GRID
-        ),
-        gain="exact" if gain == "auto" else gain,  # type: ignore[arg-type]
-        top_k=None if top_k is None else check_size(top_k, "top_k", owner, 1, MAX_GRID),
-        split_on_client=check_bool(params["split_on_client"], "split_on_client", owner),
-        client_fraction=check_float(
-            params["client_fraction"],
-            "client_fraction",
-            owner,
-            min_value=0.0,
-            min_inclusive=False,
-            max_value=1.0,
-        ),
-        on_dropout=check_choice(
-            params["on_dropout"], "on_dropout", owner, ("fail", "continue")
-        ),  # type: ignore[arg-type]
-        seed=seed,
-        max_bins=max_bins,
-        bin_edges=check_declared_edges(params["bin_edges"], max_bins, owner),
-        secure_aggregation=secure,
-        feature_ranges=check_ranges_form(params["feature_ranges"], owner),
-        class_weight=class_weight,
-        oob_score=oob,
-    )
+    depth = NoneOr(Interval(int, 1, MAX_DEPTH_CAP), none=MAX_DEPTH_CAP)
+    table = {
+        **forest_constraints(criteria, depth),
+        "gain": Options(("exact", "avgimp", "auto")),
+        "candidates": Options(("quantile", "exact", "uniform", "hist")),
+        "max_bins": Check(check_max_bins),
+        "secure_aggregation": Boolean(),
+        "n_quantiles": Size(2, MAX_GRID),
+        "top_k": NoneOr(Size(1, MAX_GRID)),
+        "split_on_client": Boolean(),
+        "client_fraction": Interval(float, 0.0, 1.0, low_open=True),
+        "on_dropout": Options(("fail", "continue")),
+        "bin_edges": Check(check_declared_edges, reads=("max_bins",)),
+        "feature_ranges": Check(check_ranges_form),
+        "oob_score": Check(_check_oob),
+        **RUN_CONSTRAINTS,
+        "n_jobs": N_JOBS,
+    }
+    if task == "classification":
+        table["class_weight"] = Check(_check_class_weight)
+    return table
 
 
-def _weights_and_oob(
-    params: dict[str, Any], owner: str, bootstrap: bool, secure: bool
-) -> tuple[object, bool]:
-    """Check ``class_weight`` (classifiers) and ``oob_score`` (docs/fedforest.md).
+def _check_class_weight(value: object, owner: str) -> object:
+    """None, "balanced", "balanced_subsample" or a dict by label."""
+    return check_class_weight(value, owner, ("balanced", "balanced_subsample"))
 
-    **Decision:** both need the plain protocol: ``"balanced"`` sums the sites'
-    class counts and ``oob_score`` their out-of-bag sums, which
-    ``secure_aggregation`` hides, and class-weighted counts are not whole
-    numbers, which its sums keep exact. ``oob_score`` needs the bootstrap (as in
-    scikit-learn) and is a bool: a callable metric would need every row's
-    prediction, which stays at its site.
-    """
-    class_weight = check_class_weight(
-        params.get("class_weight"), owner, ("balanced", "balanced_subsample")
-    )
-    oob = params.get("oob_score", False)
-    if callable(oob):
+
+def _check_oob(value: object, owner: str) -> bool:
+    """Return ``oob_score``: a bool (a callable metric is refused, saying why)."""
+    if callable(value):
         raise ValidationError(
             f"The 'oob_score' parameter of {owner} must be a bool. Got a callable "
             "instead: a metric of (y_true, y_pred) needs every row's out-of-bag "
             "prediction, which stays at its site; the sites send only sums, for "
             "accuracy (classifiers) or R^2 (regressors)."
         )
-    oob = check_bool(oob, "oob_score", owner)
-    if oob and not bootstrap:
-        raise ValidationError(
-            f"{owner}: oob_score=True needs bootstrap=True (out-of-bag rows are "
-            "those a tree's bootstrap did not draw), as in scikit-learn."
-        )
-    for name, used in (("class_weight", class_weight is not None), ("oob_score", oob)):
-        if used and secure:
-            raise ValidationError(
-                f"{owner}: {name} needs the plain protocol: pass "
-                f"secure_aggregation=False, or {name}="
-                f"{'None' if name == 'class_weight' else 'False'} (secure sums "
-                "keep whole counts exact and hide each site's sums, which "
-                "class weights and out-of-bag scores need)."
-            )
-    return class_weight, oob
+    return check_bool(value, "oob_score", owner)
+
+
+def rules(task: str) -> tuple[Rule, ...]:
+    """Return FedForest's cross-parameter rules for ``task`` (:data:`RULES`)."""
+    if task == "classification":
+        return (*RULES, _plain_only("class_weight", "None"))
+    return RULES
+
+
+def _plain_only(name: str, off: str) -> Rule:
+    """Return the rule that ``name`` (unless None or False) needs the plain protocol."""
+    return Rule(
+        (name, "secure_aggregation"),
+        lambda value, secure: not secure or value is None or value is False,
+        f"{{owner}}: {name} needs the plain protocol: pass secure_aggregation=False, "
+        f"or {name}={off} (secure sums keep whole counts exact and hide each "
+        "site's sums, which class weights and out-of-bag scores need).",
+    )
+
+
+RULES: Final = (
+    Rule(
+        ("gain", "candidates"),
+        lambda gain, candidates: not (gain == "avgimp" and candidates == "hist"),
+        "{owner}: gain='avgimp' averages the clients' own gains at sketched "
+        "candidates; pass candidates='quantile' (or 'exact', 'uniform') with it "
+        "— candidates='hist', the default, scores exact pooled gains on its grid.",
+    ),
+    Rule(
+        ("secure_aggregation", "candidates"),
+        lambda secure, candidates: not secure or candidates == "hist",
+        "{owner}: secure_aggregation=True sums histograms over the sites; it "
+        "needs candidates='hist' (got candidates={candidates!r}).",
+    ),
+    Rule(
+        ("secure_aggregation", "split_on_client"),
+        lambda secure, split_on_client: not (secure and split_on_client),
+        "{owner}: split_on_client=True needs each site's statistics, which "
+        "secure_aggregation=True hides; pass split_on_client=False.",
+    ),
+    Rule(
+        ("oob_score", "bootstrap"),
+        lambda oob, bootstrap: bootstrap or not oob,
+        "{owner}: oob_score=True needs bootstrap=True (out-of-bag rows are "
+        "those a tree's bootstrap did not draw), as in scikit-learn.",
+    ),
+    _plain_only("oob_score", "False"),
+)
+"""FedForest's cross-parameter rules (docs/fedforest.md); classifiers add
+that ``class_weight`` needs the plain protocol (:func:`rules`).
+
+**Decision:** ``class_weight`` and ``oob_score`` need the plain protocol:
+``"balanced"`` sums the sites' class counts and ``oob_score`` their out-of-bag
+sums, which ``secure_aggregation`` hides, and class-weighted counts are not
+whole numbers, which its sums keep exact. ``oob_score`` needs the bootstrap (as
+in scikit-learn) and is a bool: a callable metric would need every row's
+prediction, which stays at its site."""

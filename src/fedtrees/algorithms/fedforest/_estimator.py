@@ -21,7 +21,11 @@ from sklearn.utils.validation import check_is_fitted
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
 from fedtrees.algorithms._base import FederatedEstimator, first_frame_outside
-from fedtrees.algorithms.fedforest._config import ForestConfig, make_config
+from fedtrees.algorithms.fedforest._config import (
+    ForestConfig,
+    make_config,
+    parameter_constraints,
+)
 from fedtrees.algorithms.fedforest._diagnose import diagnose
 from fedtrees.algorithms.fedforest._hist_mode import HistMode
 from fedtrees.algorithms.fedforest._oob import NO_OOB_WARNING, oob_score
@@ -282,6 +286,7 @@ class FedForestClassifier(ClassifierMixin, _FedForest):  # type: ignore[misc]
     """
 
     _task = "classification"
+    _constraint_table = parameter_constraints("classification")
 
     def __init__(
         self,
@@ -374,6 +379,7 @@ class FedForestRegressor(RegressorMixin, _FedForest):  # type: ignore[misc]
     """
 
     _task = "regression"
+    _constraint_table = parameter_constraints("regression")
 
     def __init__(
         self,

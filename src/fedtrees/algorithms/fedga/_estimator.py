@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, ClassVar, Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -16,17 +16,25 @@ from sklearn.utils.validation import check_is_fitted
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
 from fedtrees._validation import (
-    check_choice,
     check_client_id,
     check_epsilon,
-    check_float,
-    check_int,
     invalid,
     is_integral,
     shown,
 )
 from fedtrees.algorithms._base import FederatedEstimator
-from fedtrees.algorithms._params import MAX_POPULATION, check_size
+from fedtrees.algorithms._constraints import (
+    RUN_CONSTRAINTS,
+    Check,
+    Constraint,
+    Interval,
+    NoneOr,
+    Options,
+    Size,
+    check_params,
+    config_fields,
+)
+from fedtrees.algorithms._params import MAX_POPULATION
 from fedtrees.algorithms.fedga._evaluate import F1_AVERAGES
 from fedtrees.algorithms.fedga._strategy import (
     ROUNDS_BESIDE_GENERATIONS,
@@ -39,6 +47,47 @@ from fedtrees.federation import MAX_ROUNDS, Federation, RoundCallback
 from fedtrees.tree import Tree, client_codes
 
 __all__ = ["FedGAClassifier", "FedGARegressor"]
+
+
+def _depth_range(value: object, owner: str) -> tuple[int, int]:
+    try:
+        low, high = cast("tuple[object, object]", value)
+    except (TypeError, ValueError):
+        raise invalid("depth_range", owner, "a pair (d_min, d_max)", value) from None
+    if not (is_integral(low) and is_integral(high) and 1 <= low <= high <= 20):
+        raise invalid("depth_range", owner, "ints 1 <= d_min <= d_max <= 20", value)
+    return int(low), int(high)
+
+
+_RATE: Final = Interval(float, 0.0, 1.0)
+_SHARE: Final = Interval(float, 0.0, 1.0, low_open=True)
+CONSTRAINTS: Final[dict[str, Constraint]] = {
+    "population_size": NoneOr(Size(2, MAX_POPULATION)),
+    "n_generations": Interval(
+        int,
+        1,
+        MAX_ROUNDS - ROUNDS_BESIDE_GENERATIONS,
+        reason=f"a run has at most {MAX_ROUNDS} rounds: "
+        f"{ROUNDS_BESIDE_GENERATIONS} besides the generations",
+    ),
+    "epsilon": Check(check_epsilon),
+    "train_ratio": _SHARE,
+    "nil_rate": _RATE,
+    "tournament_size": Interval(int, 1),
+    "flip_rate": _RATE,
+    "swap_rate": _RATE,
+    "phi_star": Interval(float, 0.0),
+    "theta_star": Interval(float, 0.0),
+    "mu_star": Interval(float, 0.0, 100.0),
+    "client_fraction": _SHARE,
+    "cv_folds": Interval(int, 2),
+    "depth_range": Check(_depth_range),
+    **RUN_CONSTRAINTS,
+}
+"""The constraint of every parameter of FedGA's regressor; None as
+``population_size`` is the estimator's default."""
+CLASSIFIER_CONSTRAINTS: Final = {**CONSTRAINTS, "f1_average": Options(F1_AVERAGES)}
+"""The classifier's: F1 averaged as ``f1_average`` says."""
 
 
 class _FedGA(FederatedEstimator):
@@ -144,6 +193,7 @@ class _FedGA(FederatedEstimator):
     """
 
     _default_population = 20
+    _constraint_table: ClassVar[dict[str, Constraint]] = CONSTRAINTS
 
     def __init__(
         self,
@@ -250,66 +300,17 @@ class _FedGA(FederatedEstimator):
         self, join_at: Mapping[object, int] | None, federation: Federation
     ) -> FedGASettings:
         owner = type(self).__name__
-        low, high = _depth_range(self.depth_range, owner)
-        size = (
-            self._default_population
-            if self.population_size is None
-            else self.population_size
-        )
-        generations = check_int(
-            self.n_generations,
-            "n_generations",
-            owner,
-            min_value=1,
-            max_value=MAX_ROUNDS - ROUNDS_BESIDE_GENERATIONS,
-            reason=f"a run has at most {MAX_ROUNDS} rounds: "
-            f"{ROUNDS_BESIDE_GENERATIONS} besides the generations",
-        )
-        joins = _join_at(join_at, federation.clients, generations, owner)
+        checked = check_params(self)
+        if checked["population_size"] is None:
+            checked["population_size"] = self._default_population
+        checked.setdefault("f1_average", "macro")  # the regressor's validation F1
+        generations = checked["n_generations"]
         return FedGASettings(
+            **config_fields(FedGASettings, checked),
             task=self._task,
-            population_size=check_size(
-                size, "population_size", owner, 2, MAX_POPULATION
-            ),
-            n_generations=generations,
-            epsilon=check_epsilon(self.epsilon, owner),
-            train_ratio=check_float(
-                self.train_ratio,
-                "train_ratio",
-                owner,
-                min_value=0.0,
-                min_inclusive=False,
-                max_value=1.0,
-            ),
-            nil_rate=_rate(self.nil_rate, "nil_rate", owner),
-            tournament_size=check_int(
-                self.tournament_size, "tournament_size", owner, min_value=1
-            ),
-            flip_rate=_rate(self.flip_rate, "flip_rate", owner),
-            swap_rate=_rate(self.swap_rate, "swap_rate", owner),
-            phi_star=check_float(self.phi_star, "phi_star", owner, min_value=0.0),
-            theta_star=check_float(self.theta_star, "theta_star", owner, min_value=0.0),
-            mu_star=check_float(
-                self.mu_star, "mu_star", owner, min_value=0.0, max_value=100.0
-            ),
-            client_fraction=check_float(
-                self.client_fraction,
-                "client_fraction",
-                owner,
-                min_value=0.0,
-                min_inclusive=False,
-                max_value=1.0,
-            ),
-            cv_folds=check_int(self.cv_folds, "cv_folds", owner, min_value=2),
-            depth_range=(low, high),
             seed=resolve_seed(self.random_state, owner),
-            join_at=joins,
-            f1_average=self._f1_average(),
+            join_at=_join_at(join_at, federation.clients, generations, owner),
         )
-
-    def _f1_average(self) -> str:
-        """Return the validated F1 averaging ("macro" for regression)."""
-        return "macro"
 
     # -- fitted attributes -------------------------------------------------------------
     def _keep(self, result: FedGAResult, settings: FedGASettings) -> None:
@@ -399,6 +400,7 @@ class FedGAClassifier(ClassifierMixin, _FedGA, BaseEstimator):  # type: ignore[m
     """
 
     _task = "classification"
+    _constraint_table = CLASSIFIER_CONSTRAINTS
 
     def __init__(
         self,
@@ -445,10 +447,6 @@ class FedGAClassifier(ClassifierMixin, _FedGA, BaseEstimator):  # type: ignore[m
         )
         self.f1_average = f1_average
 
-    def _f1_average(self) -> str:
-        owner = type(self).__name__
-        return check_choice(self.f1_average, "f1_average", owner, F1_AVERAGES)
-
     def score(
         self,
         X: object,
@@ -486,20 +484,6 @@ class FedGARegressor(RegressorMixin, _FedGA, BaseEstimator):  # type: ignore[mis
         """Mean of each row's leaf in its client's personal tree."""
         values: FloatArray = self._personal_values(X, client)[:, 0]
         return values
-
-
-def _depth_range(value: object, owner: str) -> tuple[int, int]:
-    try:
-        low, high = cast("tuple[object, object]", value)
-    except (TypeError, ValueError):
-        raise invalid("depth_range", owner, "a pair (d_min, d_max)", value) from None
-    if not (is_integral(low) and is_integral(high) and 1 <= low <= high <= 20):
-        raise invalid("depth_range", owner, "ints 1 <= d_min <= d_max <= 20", value)
-    return int(low), int(high)
-
-
-def _rate(value: object, name: str, owner: str) -> float:
-    return check_float(value, name, owner, min_value=0.0, max_value=1.0)
 
 
 def _join_at(

@@ -1,7 +1,10 @@
 """FedGBDT configuration: one validated, frozen value (STYLE habit 6).
 
 Parameters are named as XGBoost's scikit-learn API. The estimators store them
-untouched; :func:`make_config` validates them all at ``fit``.
+untouched; :func:`make_config` validates them all at ``fit`` against one
+constraint table per task (:func:`parameter_constraints`) and one table of
+cross-parameter rules (:func:`rules`); the rules that need the classes are
+checked once they are agreed (:func:`with_classes`).
 """
 
 from __future__ import annotations
@@ -11,17 +14,23 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 from fedtrees._typing import FloatArray
-from fedtrees._validation import (
-    MAX_ABS_TARGET,
-    check_choice,
-    check_float,
-    check_int,
-    invalid,
+from fedtrees._validation import MAX_ABS_TARGET, invalid
+from fedtrees.algorithms._constraints import (
+    RUN_CONSTRAINTS,
+    Boolean,
+    Check,
+    Constraint,
+    Interval,
+    NoneOr,
+    Options,
+    Rule,
+    Size,
+    config_fields,
+    validate,
 )
-from fedtrees.algorithms._params import check_bool, check_size
+from fedtrees.algorithms._params import N_JOBS
 from fedtrees.algorithms._ranges import check_ranges_form
 from fedtrees.algorithms.histogram import check_declared_edges, check_max_bins
-from fedtrees.exceptions import ValidationError
 
 __all__ = [
     "MAX_BOOSTING_DEPTH",
@@ -35,6 +44,8 @@ __all__ = [
     "Protocol",
     "make_config",
     "metric_objectives",
+    "parameter_constraints",
+    "rules",
     "with_classes",
     "xgboost_objective",
 ]
@@ -147,73 +158,92 @@ def make_config(
 ) -> BoostConfig:
     """Validate estimator parameters (``get_params()``) into a :class:`BoostConfig`.
 
+    ``objective``: the estimator's default (``"squared_error"`` for the
+    regressor, else a classifier's); the ``objective`` parameter may name
+    another of its task.
+
     Raises
     ------
     fedtrees.exceptions.ValidationError
         Naming the parameter and what it must be.
     """
-    max_bins = check_max_bins(params["max_bins"], owner)
-    stopping = params["early_stopping_rounds"]
-    base = params["base_score"]
-    named = check_objective(params["objective"], objective, owner)
-    objective = objective if named is None else named
-    return BoostConfig(
-        objective=objective,
-        objective_fixed=named is not None,
-        scale_pos_weight=check_scale_pos_weight(
-            params["scale_pos_weight"], objective, owner
-        ),
-        eval_metric=check_eval_metric(params["eval_metric"], objective, owner),
-        n_classes=n_classes,
-        n_estimators=check_size(
-            params["n_estimators"], "n_estimators", owner, 1, MAX_BOOSTING_ROUNDS
-        ),
-        max_depth=check_int(
-            params["max_depth"],
-            "max_depth",
-            owner,
-            min_value=1,
-            max_value=MAX_BOOSTING_DEPTH,
-        ),
-        learning_rate=check_float(
-            params["learning_rate"],
-            "learning_rate",
-            owner,
-            min_value=0.0,
-            min_inclusive=False,
-            max_value=1.0,
-        ),
-        reg_lambda=_nonnegative(params["reg_lambda"], "reg_lambda", owner),
-        gamma=_nonnegative(params["gamma"], "gamma", owner),
-        min_child_weight=_nonnegative(
-            params["min_child_weight"], "min_child_weight", owner
-        ),
-        subsample=_fraction(params["subsample"], "subsample", owner),
-        colsample_bytree=_fraction(
-            params["colsample_bytree"], "colsample_bytree", owner
-        ),
-        max_bins=max_bins,
-        base_score=None if base is None else _base_score(base, objective, owner),
-        early_stopping_rounds=None
-        if stopping is None
-        else check_size(
-            stopping, "early_stopping_rounds", owner, 1, MAX_BOOSTING_ROUNDS
-        ),
-        validation_fraction=_holdout(params["validation_fraction"], owner),
-        protocol=check_choice(
-            params["protocol"], "protocol", owner, ("histogram", "bagging", "cyclic")
-        ),  # type: ignore[arg-type]
-        trees_per_round=check_size(
-            params["trees_per_round"], "trees_per_round", owner, 1, MAX_BOOSTING_ROUNDS
-        ),
-        on_dropout=check_choice(
-            params["on_dropout"], "on_dropout", owner, ("fail", "continue")
-        ),  # type: ignore[arg-type]
-        seed=seed,
-        bin_edges=check_declared_edges(params["bin_edges"], max_bins, owner),
-        secure_aggregation=_secure(params, owner),
-        feature_ranges=check_ranges_form(params["feature_ranges"], owner),
+    checked = validate(
+        owner, params, parameter_constraints(objective), rules(objective)
     )
+    named = checked["objective"]
+    checked["objective"] = objective if named is None else named
+    return BoostConfig(
+        **config_fields(BoostConfig, checked),
+        objective_fixed=named is not None,
+        n_classes=n_classes,
+        seed=seed,
+    )
+
+
+def parameter_constraints(objective: Objective) -> dict[str, Constraint]:
+    """Return the constraint of every parameter of the estimator of ``objective``.
+
+    ``objective``: the estimator's default (its task).
+    """
+    regression = objective == "squared_error"
+    return {
+        "objective": Check(_regression_objective if regression else _class_objective),
+        "scale_pos_weight": Interval(float, 0.0, MAX_SCALE_POS_WEIGHT, low_open=True),
+        "eval_metric": Check(_regression_metric if regression else _class_metric),
+        "n_estimators": Size(1, MAX_BOOSTING_ROUNDS),
+        "max_depth": Interval(int, 1, MAX_BOOSTING_DEPTH),
+        "learning_rate": _FRACTION,
+        "reg_lambda": _NONNEGATIVE,
+        "gamma": _NONNEGATIVE,
+        "min_child_weight": _NONNEGATIVE,
+        "subsample": _FRACTION,
+        "colsample_bytree": _FRACTION,
+        "max_bins": Check(check_max_bins),
+        "base_score": NoneOr(Interval(float, -MAX_ABS_TARGET, MAX_ABS_TARGET)),
+        "early_stopping_rounds": NoneOr(Size(1, MAX_BOOSTING_ROUNDS)),
+        "validation_fraction": Check(_holdout),
+        "protocol": Options(("histogram", "bagging", "cyclic")),
+        "trees_per_round": Size(1, MAX_BOOSTING_ROUNDS),
+        "on_dropout": Options(("fail", "continue")),
+        "bin_edges": Check(check_declared_edges, reads=("max_bins",)),
+        "secure_aggregation": Boolean(),
+        "feature_ranges": Check(check_ranges_form),
+        **RUN_CONSTRAINTS,
+        "n_jobs": N_JOBS,
+    }
+
+
+def rules(objective: Objective) -> tuple[Rule, ...]:
+    """Return the cross-parameter rules of the estimator of ``objective``.
+
+    Only binary logloss has positive rows: the regressor refuses any
+    ``scale_pos_weight`` but 1 (a classifier with more than two classes is
+    refused when its classes are known, :func:`with_classes`).
+    """
+    if objective != "squared_error":
+        return RULES
+    return (
+        *RULES,
+        Rule(
+            ("scale_pos_weight",),
+            lambda factor: factor == 1.0,
+            "1.0 (it weights the positive class of binary classification; weight "
+            "rows with fit's sample_weight instead)",
+            parameter="scale_pos_weight",
+        ),
+    )
+
+
+RULES: Final = (
+    Rule(
+        ("secure_aggregation", "protocol"),
+        lambda secure, protocol: not secure or protocol == "histogram",
+        "{owner}: secure_aggregation=True sums histograms over the sites; it "
+        "needs protocol='histogram' (got protocol={protocol!r}, whose sites send "
+        "trees, not sums).",
+    ),
+)
+"""FedGBDT's cross-parameter rules: only the histogram protocol sums statistics."""
 
 
 def check_objective(value: object, task: Objective, owner: str) -> Objective | None:
@@ -246,25 +276,6 @@ def check_objective(value: object, task: Objective, owner: str) -> Objective | N
     raise invalid("objective", owner, f"{constraint}; {hint}", value)
 
 
-def check_scale_pos_weight(value: object, objective: Objective, owner: str) -> float:
-    """Return ``scale_pos_weight``: a factor > 0 of the positive rows' g and h.
-
-    Only binary logloss has positive rows: the regressor refuses any other
-    value than 1, and a classifier with more than two classes (softmax) is
-    refused when its classes are known (:func:`with_classes`).
-    """
-    factor = check_float(
-        value, "scale_pos_weight", owner, min_value=0.0, min_inclusive=False,
-        max_value=MAX_SCALE_POS_WEIGHT,
-    )  # fmt: skip
-    if factor != 1.0 and objective == "squared_error":
-        raise invalid(
-            "scale_pos_weight", owner, "1.0 (it weights the positive class of binary "
-            "classification; weight rows with fit's sample_weight instead)", value,
-        )  # fmt: skip
-    return factor
-
-
 def check_eval_metric(value: object, objective: Objective, owner: str) -> str | None:
     """Return the metric XGBoost's name ``value`` asks for (a list of one name too).
 
@@ -288,48 +299,32 @@ def _same_task(a: Objective, b: Objective) -> bool:
     return (a == "squared_error") == (b == "squared_error")
 
 
-def _secure(params: dict[str, Any], owner: str) -> bool:
-    """Return ``secure_aggregation``; only the histogram protocol sums statistics."""
-    secure = check_bool(params["secure_aggregation"], "secure_aggregation", owner)
-    if secure and params["protocol"] != "histogram":
-        raise ValidationError(
-            f"{owner}: secure_aggregation=True sums histograms over the sites; it "
-            f"needs protocol='histogram' (got protocol={params['protocol']!r}, "
-            "whose sites send trees, not sums)."
-        )
-    return secure
+_FRACTION: Final = Interval(float, 0.0, 1.0, low_open=True)
+_NONNEGATIVE: Final = Interval(float, 0.0)
 
 
-def _positive(value: object, name: str, owner: str) -> float:
-    return check_float(value, name, owner, min_value=0.0, min_inclusive=False)
+def _class_objective(value: object, owner: str) -> Objective | None:
+    return check_objective(value, "binary", owner)
 
 
-def _nonnegative(value: object, name: str, owner: str) -> float:
-    return check_float(value, name, owner, min_value=0.0)
+def _regression_objective(value: object, owner: str) -> Objective | None:
+    return check_objective(value, "squared_error", owner)
 
 
-def _fraction(value: object, name: str, owner: str) -> float:
-    return check_float(
-        value, name, owner, min_value=0.0, min_inclusive=False, max_value=1.0
-    )
+def _class_metric(value: object, owner: str) -> str | None:
+    return check_eval_metric(value, "binary", owner)
+
+
+def _regression_metric(value: object, owner: str) -> str | None:
+    return check_eval_metric(value, "squared_error", owner)
 
 
 def _holdout(value: object, owner: str) -> float:
-    number = _fraction(value, "validation_fraction", owner)
+    """Return ``validation_fraction``: a float in (0, 1)."""
+    number = _FRACTION.check(value, "validation_fraction", owner)
     if number >= 1.0:
         raise invalid("validation_fraction", owner, "a float in (0, 1)", value)
     return number
-
-
-def _base_score(value: object, objective: Objective, owner: str) -> float:
-    """Return a finite number (a probability for two classes: checked later).
-
-    A raw score is bounded as a target is (|base_score| <= 1e100): the clients'
-    gradients ``raw - y`` and their squares must stay finite.
-    """
-    return check_float(
-        value, "base_score", owner, min_value=-MAX_ABS_TARGET, max_value=MAX_ABS_TARGET
-    )
 
 
 def with_classes(config: BoostConfig, n_classes: int, owner: str) -> BoostConfig:

@@ -29,6 +29,7 @@ from fedtrees.algorithms.fedgbdt._config import (
     BoostConfig,
     Objective,
     make_config,
+    parameter_constraints,
     with_classes,
     xgboost_objective,
 )
@@ -446,6 +447,8 @@ class FedGBDTClassifier(ClassifierMixin, _FedGBDT):  # type: ignore[misc]
     node); a categorical NaN is its own category.
     """
 
+    _constraint_table = parameter_constraints("binary")
+
     def decision_function(self, X: object) -> FloatArray:
         """Raw margins: (n,) for two classes, (n, n_classes) for more."""
         raw = self._raw(X)
@@ -483,6 +486,7 @@ class FedGBDTRegressor(RegressorMixin, _FedGBDT):  # type: ignore[misc]
     """
 
     _task = "regression"
+    _constraint_table = parameter_constraints("squared_error")
 
     def predict(self, X: object) -> FloatArray:
         """Predict the value of every row."""

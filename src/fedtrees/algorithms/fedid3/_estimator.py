@@ -8,19 +8,22 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import RandomState
-from fedtrees._validation import (
-    check_choice,
-    check_epsilon,
-    check_int,
-    invalid,
+from fedtrees._validation import check_epsilon
+from fedtrees.algorithms._constraints import (
+    RUN_CONSTRAINTS,
+    Boolean,
+    Check,
+    Interval,
+    Later,
+    NoneOr,
+    Options,
+    Rule,
+    Size,
+    check_params,
+    config_fields,
 )
 from fedtrees.algorithms._discretize import Binning
-from fedtrees.algorithms._params import (
-    MAX_GRID,
-    check_bool,
-    check_max_depth,
-    check_size,
-)
+from fedtrees.algorithms._params import MAX_GRID, check_max_depth
 from fedtrees.algorithms._tree_estimator import SingleTreeClassifier
 from fedtrees.algorithms.fedid3._strategy import (
     FedID3Result,
@@ -33,6 +36,27 @@ __all__ = ["NOISES", "FederatedID3Classifier"]
 
 NOISES: Final = ("per_client", "honest_clients")
 """The trust assumptions of Federated-ID3's noise (the ``noise`` parameter)."""
+CONSTRAINTS: Final = {
+    "epsilon": NoneOr(Check(check_epsilon)),
+    "max_depth": Check(check_max_depth),
+    "binary": Boolean(),
+    "n_bins": Size(2, MAX_GRID),
+    "bin_edges": Later("the binning, against the agreed columns"),
+    "noise": Options(NOISES),
+    "honest_clients": NoneOr(Interval(int, 2)),
+    "significance": Check(check_significance),
+    **RUN_CONSTRAINTS,
+}
+"""The constraint of every parameter of :class:`FederatedID3Classifier`."""
+RULES: Final = (
+    Rule(
+        ("noise", "epsilon"),
+        lambda noise, epsilon: noise == "per_client" or epsilon is not None,
+        "'per_client' when epsilon is None (exact counts carry no noise to reduce)",
+        parameter="noise",
+    ),
+)
+"""Federated-ID3's cross-parameter rule: shared noise needs noise (ε)."""
 
 
 class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # type: ignore[misc]
@@ -144,6 +168,7 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
     """
 
     binning_: Binning  # every column has codes: categories or bins
+    _constraint_table = CONSTRAINTS
 
     def __init__(
         self,
@@ -175,35 +200,12 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
         self.verbose = verbose
 
     def _settings(self) -> FedID3Settings:
+        checked = check_params(self, RULES)
         owner = type(self).__name__
-        epsilon = None
-        if self.epsilon is not None:
-            epsilon = check_epsilon(self.epsilon, owner)
-        noise = check_choice(self.noise, "noise", owner, NOISES)
-        if noise != "per_client" and epsilon is None:
-            raise invalid(
-                "noise",
-                owner,
-                "'per_client' when epsilon is None (exact counts carry no noise "
-                "to reduce)",
-                noise,
-            )
-        honest = None
-        if self.honest_clients is not None:
-            honest = check_int(
-                self.honest_clients, "honest_clients", owner, min_value=2
-            )
         return FedID3Settings(
-            epsilon=epsilon,
-            max_depth=check_max_depth(self.max_depth, owner),
-            binary=check_bool(self.binary, "binary", owner),
+            **config_fields(FedID3Settings, checked),
             seed=resolve_seed(self.random_state, owner),
-            n_bins=check_size(self.n_bins, "n_bins", owner, 2, MAX_GRID),
-            bin_edges=self.bin_edges,
             owner=owner,
-            noise=noise,
-            honest_clients=honest,
-            significance=check_significance(self.significance, owner),
         )
 
     def _strategy(self) -> FedID3Strategy:

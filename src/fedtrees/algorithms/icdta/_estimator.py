@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
+from typing import Final
 
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import RandomState
-from fedtrees._validation import check_choice, check_int, invalid
-from fedtrees.algorithms._params import MAX_GRID, check_max_depth, check_size
+from fedtrees.algorithms._constraints import (
+    RUN_CONSTRAINTS,
+    Check,
+    Interval,
+    Later,
+    Options,
+    Rule,
+    Size,
+    check_params,
+    config_fields,
+)
+from fedtrees.algorithms._params import MAX_GRID, check_max_depth
 from fedtrees.algorithms._tree_estimator import SingleTreeClassifier
 from fedtrees.algorithms.icdta._filter import parse_filters, tree_scores
-from fedtrees.algorithms.icdta._global import GAINS, Gain
-from fedtrees.algorithms.icdta._rules import MERGES, Base, Merge
+from fedtrees.algorithms.icdta._global import GAINS
+from fedtrees.algorithms.icdta._rules import MERGES
 from fedtrees.algorithms.icdta._strategy import (
     ICDTAResult,
     ICDTASettings,
@@ -26,6 +36,30 @@ __all__ = ["ICDTAClassifier"]
 
 BASES = ("id3", "cart")
 METRICS = ("accuracy", "f1_macro")
+
+
+CONSTRAINTS: Final = {
+    "base": Options(BASES),
+    "metric": Options(METRICS),
+    "filter": Check(parse_filters),
+    "merge": Options(MERGES),
+    "max_rules": Interval(int, 1),
+    "max_depth": Check(check_max_depth),
+    "n_bins": Size(2, MAX_GRID),
+    "bin_edges": Later("the binning, against the agreed columns"),
+    "rule_gain": Options(GAINS),
+    **RUN_CONSTRAINTS,
+}
+"""The constraint of every parameter of :class:`ICDTAClassifier`."""
+RULES: Final = (
+    Rule(
+        ("base", "bin_edges"),
+        lambda base, bin_edges: base != "cart" or bin_edges is None,
+        "None with base='cart' (CART splits raw values; bins serve base='id3')",
+        parameter="bin_edges",
+    ),
+)
+"""ICDTA's cross-parameter rule: declared bins are never silently ignored."""
 
 
 class ICDTAClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # type: ignore[misc]
@@ -138,6 +172,8 @@ class ICDTAClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # 
     (True, True)
     """
 
+    _constraint_table = CONSTRAINTS
+
     def __init__(
         self,
         base: str = "id3",
@@ -170,28 +206,12 @@ class ICDTAClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # 
         self.verbose = verbose
 
     def _settings(self) -> ICDTASettings:
+        checked = check_params(self, RULES)
         owner = type(self).__name__
-        base = cast(Base, check_choice(self.base, "base", owner, BASES))
-        if base == "cart" and self.bin_edges is not None:  # never silently ignored
-            raise invalid(
-                "bin_edges",
-                owner,
-                "None with base='cart' (CART splits raw values; bins serve base='id3')",
-                self.bin_edges,
-            )
         return ICDTASettings(
-            base=base,
-            metric=check_choice(self.metric, "metric", owner, METRICS),
-            filters=parse_filters(self.filter, owner),
-            merge=cast(Merge, check_choice(self.merge, "merge", owner, MERGES)),
-            rule_gain=cast(
-                Gain, check_choice(self.rule_gain, "rule_gain", owner, GAINS)
-            ),
-            max_rules=check_int(self.max_rules, "max_rules", owner, min_value=1),
-            max_depth=check_max_depth(self.max_depth, owner),
+            **config_fields(ICDTASettings, checked),
+            filters=checked["filter"],
             seed=resolve_seed(self.random_state, owner),
-            n_bins=check_size(self.n_bins, "n_bins", owner, 2, MAX_GRID),
-            bin_edges=self.bin_edges,
             owner=owner,
         )
 

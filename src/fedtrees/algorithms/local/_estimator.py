@@ -16,7 +16,7 @@ own model and nothing else would travel.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -26,16 +26,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
-from fedtrees._validation import check_choice, check_float
 from fedtrees.algorithms._base import FederatedEstimator
-from fedtrees.algorithms._params import (
-    MAX_N_ESTIMATORS,
-    check_bool,
-    check_max_depth,
-    check_max_features,
-    check_size,
-    count_or_fraction,
+from fedtrees.algorithms._constraints import (
+    RUN_CONSTRAINTS,
+    Check,
+    Constraint,
+    Options,
+    check_params,
 )
+from fedtrees.algorithms._params import check_max_depth, forest_constraints
 from fedtrees.algorithms.local._strategy import LocalForests, LocalForestStrategy
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import Federation, RoundCallback
@@ -67,35 +66,38 @@ _FOREST_DOC = """
 """
 
 
+def _constraints(criteria: tuple[str, ...], pooled: bool) -> dict[str, Constraint]:
+    """Return the constraint of every parameter of a local baseline.
+
+    ``pooled``: a ``LocalEnsemble*`` (its ``weighting``).
+    """
+    table = {
+        **forest_constraints(criteria, Check(check_max_depth)),
+        **RUN_CONSTRAINTS,
+    }
+    if pooled:
+        table["weighting"] = Options(("uniform", "size"))
+    return table
+
+
+_CLASSIFIER: Final = ("gini", "entropy")
+_REGRESSOR: Final = ("squared_error",)
+_FOREST_PARAMETERS: Final = tuple(forest_constraints((), Check(check_max_depth)))
+"""The names of scikit-learn's forest parameters (what every client's forest takes)."""
+
+
 class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
     """Fit: one round of local forests; keep every client's trees."""
 
-    _criteria: ClassVar[tuple[str, ...]]
+    _constraint_table: ClassVar[dict[str, Constraint]]
 
     def _forest_params(self) -> dict[str, Any]:
-        owner = type(self).__name__
+        """Return the forest parameters, checked, as scikit-learn takes them."""
+        checked = check_params(self)
         return {
-            "n_estimators": check_size(
-                self.n_estimators, "n_estimators", owner, 1, MAX_N_ESTIMATORS
-            ),
-            "criterion": check_choice(
-                self.criterion, "criterion", owner, self._criteria
-            ),
-            "max_depth": check_max_depth(self.max_depth, owner),
-            "min_samples_split": count_or_fraction(
-                self.min_samples_split, "min_samples_split", owner, 2
-            ).as_sklearn(),
-            "min_samples_leaf": count_or_fraction(
-                self.min_samples_leaf, "min_samples_leaf", owner, 1
-            ).as_sklearn(),
-            "min_impurity_decrease": check_float(
-                self.min_impurity_decrease,
-                "min_impurity_decrease",
-                owner,
-                min_value=0.0,
-            ),
-            "max_features": check_max_features(self.max_features, owner),
-            "bootstrap": check_bool(self.bootstrap, "bootstrap", owner),
+            **{name: checked[name] for name in _FOREST_PARAMETERS},
+            "min_samples_split": checked["min_samples_split"].as_sklearn(),
+            "min_samples_leaf": checked["min_samples_leaf"].as_sklearn(),
         }
 
     def _fit(
@@ -134,9 +136,6 @@ class _Ensemble(_LocalForests):
         classes: npt.NDArray[Any] | None,
         callbacks: Sequence[RoundCallback] = (),
     ) -> Any:
-        check_choice(
-            self.weighting, "weighting", type(self).__name__, ("uniform", "size")
-        )
         super()._fit(federation, classes, callbacks)
         self._pool_forests()
         return self
@@ -181,7 +180,7 @@ class LocalEnsembleClassifier(ClassifierMixin, _Ensemble):  # type: ignore[misc]
 
     __doc__ = (__doc__ or "") + _FOREST_DOC
     _task = "classification"
-    _criteria = ("gini", "entropy")
+    _constraint_table = _constraints(_CLASSIFIER, pooled=True)
 
     def __init__(
         self,
@@ -234,7 +233,7 @@ class LocalEnsembleRegressor(RegressorMixin, _Ensemble):  # type: ignore[misc]
 
     __doc__ = (__doc__ or "") + _FOREST_DOC
     _task = "regression"
-    _criteria = ("squared_error",)
+    _constraint_table = _constraints(_REGRESSOR, pooled=True)
 
     def __init__(
         self,
@@ -323,7 +322,7 @@ class LocalModelsClassifier(ClassifierMixin, _Models):  # type: ignore[misc]
 
     __doc__ = (__doc__ or "") + "\n    Parameters\n    ----------" + _FOREST_DOC
     _task = "classification"
-    _criteria = ("gini", "entropy")
+    _constraint_table = _constraints(_CLASSIFIER, pooled=False)
 
     def __init__(
         self,
@@ -368,7 +367,7 @@ class LocalModelsRegressor(RegressorMixin, _Models):  # type: ignore[misc]
 
     __doc__ = (__doc__ or "") + "\n    Parameters\n    ----------" + _FOREST_DOC
     _task = "regression"
-    _criteria = ("squared_error",)
+    _constraint_table = _constraints(_REGRESSOR, pooled=False)
 
     def __init__(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Literal
+from typing import Final, Literal
 
 import numpy as np
 import pandas as pd
@@ -12,13 +12,21 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
-from fedtrees._validation import check_float, check_int, invalid, is_integral
+from fedtrees._validation import invalid, is_integral
+from fedtrees.algorithms._constraints import (
+    RUN_CONSTRAINTS,
+    Check,
+    Interval,
+    Later,
+    Size,
+    check_params,
+    config_fields,
+)
 from fedtrees.algorithms._onehot import expand_features
 from fedtrees.algorithms._params import (
     MAX_SAMPLES_PER_PATH,
     MAX_TREE_DEPTH,
     check_max_depth,
-    check_size,
 )
 from fedtrees.algorithms._tree_estimator import SingleTreeClassifier
 from fedtrees.algorithms.synthetic._generate import FillSpec, GenerationSpec
@@ -32,6 +40,72 @@ from fedtrees.tree import Tree
 __all__ = ["SyntheticDataClassifier"]
 
 FILLS = ("outside", "uniform")
+
+
+def _global_depth(value: object, owner: str) -> int | Literal["auto"] | None:
+    """``global_max_depth``: "auto", None (grow fully) or an int >= 1."""
+    if isinstance(value, str) and value == "auto":
+        return "auto"
+    if value is None or is_integral(value):
+        return check_max_depth(value, owner, name="global_max_depth")
+    raise invalid("global_max_depth", owner, "'auto', None or an int >= 1", value)
+
+
+def _client_depth(value: object, owner: str) -> int:
+    """``client_max_depth``: an int >= 1 (None is refused: clients' trees stop)."""
+    depth = check_max_depth(value, owner, name="client_max_depth")
+    if depth is None:
+        raise invalid("client_max_depth", owner, "an int >= 1", value)
+    return depth
+
+
+def _fill_spec(fill: object, owner: str) -> FillSpec:
+    if isinstance(fill, str):
+        if fill not in FILLS:
+            raise invalid("fill", owner, "'outside', 'uniform' or numbers", fill)
+        return FillSpec(fill)  # type: ignore[arg-type]
+    values = _numbers(fill)
+    if values is None or not values:
+        raise invalid("fill", owner, "'outside', 'uniform' or numbers", fill)
+    return FillSpec("values", values)
+
+
+def _schedule(schedule: object, owner: str) -> tuple[float, ...] | None:
+    if schedule is None:
+        return None
+    values = _numbers(schedule)
+    if not values or any(not 0.0 <= v <= 1.0 for v in values):
+        raise invalid(
+            "flip_schedule", owner, "None or probabilities in [0, 1]", schedule
+        )
+    return values
+
+
+def _numbers(value: object) -> tuple[float, ...] | None:
+    """Return a sequence of finite numbers as floats; None if it is not one."""
+    try:
+        values = tuple(float(v) for v in value)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        return None
+    return values if all(np.isfinite(values)) else None
+
+
+CONSTRAINTS: Final = {
+    "client_max_depth": Check(_client_depth),
+    "samples_per_path": Size(1, MAX_SAMPLES_PER_PATH),
+    "alpha": Interval(float, 0.0, low_open=True),
+    "fill": Check(_fill_spec),
+    "p_max": Interval(float, 0.0, 1.0),
+    "global_max_depth": Check(_global_depth),
+    "feature_ranges": Later("the strategy, against the agreed columns"),
+    "class_weight": Later("the strategy, against the agreed classes"),
+    "flip_schedule": Check(_schedule),
+    # Row counts the clients' requests carry (at most 2**31 - 1).
+    "min_samples_split": Interval(int, 2, MAX_TREE_DEPTH),
+    "min_samples_leaf": Interval(int, 1, MAX_TREE_DEPTH),
+    **RUN_CONSTRAINTS,
+}
+"""The constraint of every parameter of :class:`SyntheticDataClassifier`."""
 
 
 class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # type: ignore[misc]
@@ -176,6 +250,8 @@ class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimat
     (True, 3)
     """
 
+    _constraint_table = CONSTRAINTS
+
     def __init__(
         self,
         client_max_depth: int = 3,
@@ -213,30 +289,16 @@ class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimat
 
     # -- settings ------------------------------------------------------------------
     def _settings(self) -> SyntheticSettings:
+        checked = check_params(self)
         owner = type(self).__name__
         generation = GenerationSpec(
-            samples_per_path=check_size(
-                self.samples_per_path,
-                "samples_per_path",
-                owner,
-                1,
-                MAX_SAMPLES_PER_PATH,
-            ),
-            alpha=check_float(
-                self.alpha, "alpha", owner, min_value=0.0, min_inclusive=False
-            ),
-            fill=_fill_spec(self.fill, owner),
-            p_max=check_float(self.p_max, "p_max", owner, min_value=0.0, max_value=1.0),
-            schedule=_schedule(self.flip_schedule, owner),
+            **config_fields(GenerationSpec, checked),
+            schedule=checked["flip_schedule"],
             seed=resolve_seed(self.random_state, owner),
         )
         return SyntheticSettings(
-            client_max_depth=_depth(self.client_max_depth, "client_max_depth", owner),
-            global_max_depth=_global_depth(self.global_max_depth, owner),
-            min_samples_split=_rows(self.min_samples_split, "min_samples_split", owner),
-            min_samples_leaf=_rows(self.min_samples_leaf, "min_samples_leaf", owner),
-            class_weight=self.class_weight,
-            declared_ranges=self.feature_ranges,
+            **config_fields(SyntheticSettings, checked),
+            declared_ranges=checked["feature_ranges"],
             generation=generation,
             owner=owner,
         )
@@ -284,56 +346,3 @@ class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimat
         """X one-hot encoded with the agreed categories (what ``tree_`` routes)."""
         matrix = self._encode(X)
         return expand_features(matrix, self.n_categories_)
-
-
-def _global_depth(value: object, owner: str) -> int | Literal["auto"] | None:
-    """``global_max_depth``: "auto", None (grow fully) or an int >= 1."""
-    if isinstance(value, str) and value == "auto":
-        return "auto"
-    if value is None or is_integral(value):
-        return check_max_depth(value, owner, name="global_max_depth")
-    raise invalid("global_max_depth", owner, "'auto', None or an int >= 1", value)
-
-
-def _depth(value: object, name: str, owner: str) -> int:
-    depth = check_max_depth(value, owner, name=name)
-    if depth is None:
-        raise invalid(name, owner, "an int >= 1", value)
-    return depth
-
-
-def _rows(value: object, name: str, owner: str) -> int:
-    """Return a row count the clients' requests carry (at most 2**31 - 1)."""
-    smallest = 2 if name == "min_samples_split" else 1
-    return check_int(value, name, owner, min_value=smallest, max_value=MAX_TREE_DEPTH)
-
-
-def _fill_spec(fill: object, owner: str) -> FillSpec:
-    if isinstance(fill, str):
-        if fill not in FILLS:
-            raise invalid("fill", owner, "'outside', 'uniform' or numbers", fill)
-        return FillSpec(fill)  # type: ignore[arg-type]
-    values = _numbers(fill)
-    if values is None or not values:
-        raise invalid("fill", owner, "'outside', 'uniform' or numbers", fill)
-    return FillSpec("values", values)
-
-
-def _schedule(schedule: object, owner: str) -> tuple[float, ...] | None:
-    if schedule is None:
-        return None
-    values = _numbers(schedule)
-    if not values or any(not 0.0 <= v <= 1.0 for v in values):
-        raise invalid(
-            "flip_schedule", owner, "None or probabilities in [0, 1]", schedule
-        )
-    return values
-
-
-def _numbers(value: object) -> tuple[float, ...] | None:
-    """Return a sequence of finite numbers as floats; None if it is not one."""
-    try:
-        values = tuple(float(v) for v in value)  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
-        return None
-    return values if all(np.isfinite(values)) else None
