@@ -10,31 +10,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from fedtrees._lazy import lazy_names
+from fedtrees._methods import estimator_homes
 
 __version__ = "0.1.0"
 
 _HOMES: Final[dict[str, str]] = {
-    "DPForestClassifier": "fedtrees.algorithms",
-    "FedAvgClassifier": "fedtrees.algorithms",
-    "FedForestClassifier": "fedtrees.algorithms",
-    "FedForestRegressor": "fedtrees.algorithms",
-    "FedGAClassifier": "fedtrees.algorithms",
-    "FedGARegressor": "fedtrees.algorithms",
-    "FedGBDTClassifier": "fedtrees.algorithms",
-    "FedGBDTRegressor": "fedtrees.algorithms",
+    **dict.fromkeys(estimator_homes(), "fedtrees.algorithms"),
     "FedTreesError": "fedtrees.exceptions",
-    "FederatedID3Classifier": "fedtrees.algorithms",
     "Federation": "fedtrees.federation",
-    "ICDTAClassifier": "fedtrees.algorithms",
-    "LocalEnsembleClassifier": "fedtrees.algorithms",
-    "LocalEnsembleRegressor": "fedtrees.algorithms",
-    "LocalModelsClassifier": "fedtrees.algorithms",
-    "LocalModelsRegressor": "fedtrees.algorithms",
-    "SyntheticDataClassifier": "fedtrees.algorithms",
     "Tree": "fedtrees.tree",
     "load": "fedtrees.algorithms",
 }
-"""Every public name and the module it loads from (the methods: their index)."""
+"""Every public name and the module it loads from.
+
+The estimators come from the registry of methods (:mod:`fedtrees._methods`);
+``tests/test_faces.py`` checks this, ``__all__`` and the imports below agree.
+"""
 
 __all__ = [
     "DPForestClassifier",

@@ -40,6 +40,7 @@ from numba.core import event
 from numba.core import types as nbt
 
 from fedtrees._compile_time import compiling
+from fedtrees._methods import KERNEL_MODULES  # the registry of methods names them
 
 __all__ = [
     "KERNEL_MODULES",
@@ -64,20 +65,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 NOTICE: Final = "compiling kernels, first run only (they are cached for later runs)"
 
-KERNEL_MODULES: Final = (
-    "fedtrees.stats._quantile_kernel",
-    "fedtrees.stats._mixture_kernel",
-    "fedtrees.tree._kernels",
-    "fedtrees.algorithms.histogram._client_kernels",
-    "fedtrees.algorithms.histogram._server_kernels",
-    "fedtrees.algorithms.histogram._pool_kernels",
-    "fedtrees.algorithms.histogram._check_kernels",
-    "fedtrees.algorithms.fedforest._kernels",
-    "fedtrees.algorithms.fedforest._rows_kernels",
-    "fedtrees.algorithms.fedga._kernels",
-    "fedtrees.algorithms.fedgbdt._route_kernel",
-)
-"""Every module that declares kernels (a test checks the list is complete)."""
 
 i64: Final = nb.int64
 i8: Final = nb.int8

@@ -12,51 +12,32 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from fedtrees._lazy import lazy_names
+from fedtrees._methods import METHODS, estimator_homes
 
 _HOMES: Final[dict[str, str]] = {
-    "DPForestClassifier": "fedtrees.algorithms.dpforest",
-    "FedAvgClassifier": "fedtrees.algorithms.fedavg",
-    "FedForestClassifier": "fedtrees.algorithms.fedforest",
-    "FedForestRegressor": "fedtrees.algorithms.fedforest",
-    "FedGAClassifier": "fedtrees.algorithms.fedga",
-    "FedGARegressor": "fedtrees.algorithms.fedga",
-    "FedGBDTClassifier": "fedtrees.algorithms.fedgbdt",
-    "FedGBDTRegressor": "fedtrees.algorithms.fedgbdt",
-    "FederatedID3Classifier": "fedtrees.algorithms.fedid3",
-    "ICDTAClassifier": "fedtrees.algorithms.icdta",
+    **estimator_homes(),
+    **{method.name: method.package for method in METHODS},
+    **{name: method.package for method in METHODS for name in method.exports},
     "JOBS": "fedtrees.algorithms._jobs",
     "check_job": "fedtrees.algorithms._jobs",
     "job_params": "fedtrees.algorithms._jobs",
+    "run_job": "fedtrees.algorithms._jobs",
     "JOB_PACKAGES": "fedtrees.algorithms._handlers",
-    "LocalEnsembleClassifier": "fedtrees.algorithms.local",
-    "LocalEnsembleRegressor": "fedtrees.algorithms.local",
-    "LocalModelsClassifier": "fedtrees.algorithms.local",
-    "LocalModelsRegressor": "fedtrees.algorithms.local",
+    "load_handlers": "fedtrees.algorithms._handlers",
     "MAX_GRID": "fedtrees.algorithms._params",
     "MAX_N_ESTIMATORS": "fedtrees.algorithms._params",
     "MAX_SAMPLES_PER_PATH": "fedtrees.algorithms._params",
     "MAX_TREE_DEPTH": "fedtrees.algorithms._params",
-    "SyntheticDataClassifier": "fedtrees.algorithms.synthetic",
-    "ToyResult": "fedtrees.algorithms.toy",
-    "ToyStrategy": "fedtrees.algorithms.toy",
     "check_size": "fedtrees.algorithms._params",
     "client_scores": "fedtrees.algorithms._metrics",
-    "dpforest": "fedtrees.algorithms.dpforest",
-    "fedavg": "fedtrees.algorithms.fedavg",
-    "fedforest": "fedtrees.algorithms.fedforest",
-    "fedga": "fedtrees.algorithms.fedga",
-    "fedgbdt": "fedtrees.algorithms.fedgbdt",
-    "fedid3": "fedtrees.algorithms.fedid3",
-    "icdta": "fedtrees.algorithms.icdta",
     "load": "fedtrees.algorithms._load",
-    "load_handlers": "fedtrees.algorithms._handlers",
-    "local": "fedtrees.algorithms.local",
-    "run_job": "fedtrees.algorithms._jobs",
-    "run_toy": "fedtrees.algorithms.toy",
-    "synthetic": "fedtrees.algorithms.synthetic",
-    "toy": "fedtrees.algorithms.toy",
 }
-"""Every public name and the module that defines it (a method package: itself)."""
+"""Every public name and the module that defines it (a method package: itself).
+
+The methods, their estimators and exports come from the registry of methods
+(:mod:`fedtrees._methods`); ``tests/test_faces.py`` checks this, ``__all__``
+and the imports below agree.
+"""
 
 
 __all__ = [

@@ -10,20 +10,17 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Final
 
+from fedtrees._methods import METHODS
+
 __all__ = ["JOB_PACKAGES", "RUNTIME_HANDLERS", "load_handlers"]
 
 JOB_PACKAGES: Final[dict[str, tuple[str, ...]]] = {
-    "toy": ("fedtrees.algorithms.toy",),
-    "fedforest": ("fedtrees.algorithms.fedforest",),
-    "local-ensemble": ("fedtrees.algorithms.local",),
-    "dpforest": ("fedtrees.algorithms.dpforest",),
-    "icdta": ("fedtrees.algorithms.icdta",),
-    "federated-id3": ("fedtrees.algorithms.fedid3",),
-    "synthetic": ("fedtrees.algorithms.synthetic",),
-    "fedga": ("fedtrees.algorithms.fedga",),
-    "fedgbdt": ("fedtrees.algorithms.fedgbdt",),
+    method.job.name: (method.package,) for method in METHODS if method.job is not None
 }
-"""Every job's method packages: importing them registers its payloads and handlers."""
+"""Every job's method packages: importing them registers its payloads and handlers.
+
+From the registry of methods (:data:`fedtrees._methods.METHODS`).
+"""
 
 
 RUNTIME_HANDLERS: Final = ("fedtrees.federation._schema",)

@@ -11,6 +11,12 @@ Every document names the agreed columns: ``"feature_names"`` and ``"categories"`
 ``age <= 54.5`` rather than ``x0 <= 54.5`` (FedGA's structures and the toy's
 feature are column positions in that list).
 
+The jobs are the registry's (:data:`fedtrees._methods.METHODS`): a method's
+job names the estimators it fits, its run settings and the shape of its
+document (:class:`fedtrees._methods.Document`); the estimator classes load from
+the method's package when the job runs, so importing this module loads no method
+but the toy.
+
 Every document opens with ``"format": "fedtrees.job"`` and its ``"version"``
 (:data:`JOB_FORMAT`, :data:`JOB_VERSION`); :func:`fedtrees.load` turns a
 fitting job's document back into its fitted estimator.
@@ -19,19 +25,14 @@ fitting job's document back into its fitted estimator.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import import_module
 from typing import Any, Final
 
 import numpy as np
 
+from fedtrees._methods import METHODS, Document, JobEntry, Method, job_method
 from fedtrees._validation import invalid, shown
-from fedtrees.algorithms.dpforest import DPForestClassifier
-from fedtrees.algorithms.fedforest import FedForestClassifier, FedForestRegressor
-from fedtrees.algorithms.fedga import FedGAClassifier, FedGARegressor
-from fedtrees.algorithms.fedgbdt import FedGBDTClassifier, FedGBDTRegressor
-from fedtrees.algorithms.fedid3 import FederatedID3Classifier
-from fedtrees.algorithms.icdta import ICDTAClassifier
-from fedtrees.algorithms.local import LocalEnsembleClassifier, LocalEnsembleRegressor
-from fedtrees.algorithms.synthetic import SyntheticDataClassifier
 from fedtrees.algorithms.toy import run_toy
 from fedtrees.federation import Federation, Ledger, RoundCallback
 
@@ -109,9 +110,11 @@ def job_estimator(
     >>> type(model).__name__, settings
     ('FedForestRegressor', {})
     """
-    kinds = _ESTIMATORS[job]
+    method = job_method(job)
+    kinds = _estimator_types(method)
     kwargs = dict(params)
-    settings = {k: kwargs.pop(k) for k in _RUN_SETTINGS.get(job, ()) if k in kwargs}
+    run_settings = () if method.job is None else method.job.run_settings
+    settings = {k: kwargs.pop(k) for k in run_settings if k in kwargs}
     if len(kinds) == 2:
         estimator, kwargs = _by_task(job, kwargs, kinds[0], kinds[1])
     else:
@@ -120,6 +123,16 @@ def job_estimator(
     given = {} if timeout is None else {"timeout": timeout}
     estimator.set_params(**{**given, **kwargs})  # params' own timeout wins
     return estimator, settings
+
+
+def _estimator_types(method: Method) -> tuple[type[Any], ...]:
+    """Return the estimator classes ``method``'s job fits, loading its package.
+
+    The registry names them (:attr:`fedtrees._methods.Method.job_fits`); each
+    is a public name of the method's package, loaded as its face loads it.
+    """
+    package = import_module(method.package)
+    return tuple(getattr(package, name) for name in method.job_fits)
 
 
 def _fitted(
@@ -171,56 +184,71 @@ def _by_task(
     return (classifier() if task == "classification" else regressor()), kwargs
 
 
-def _forest_job(name: str) -> Job:
-    """Return a job fitting a forest estimator; ``params`` are its arguments.
+@dataclass(frozen=True)
+class _Fitting:
+    """A job fitting its method's estimator; ``params`` are the estimator's arguments.
 
-    ``params["task"]`` ("classification", the default, or "regression") picks
-    the estimator. The document holds the fitted trees as
-    :meth:`fedtrees.tree.Tree.to_dict` documents.
+    The document is the common part (:func:`_fitted`), the method's model and
+    report (``model``, from the fitted estimator) and the communication.
     """
 
-    def job(
+    name: str
+    model: Callable[[Any], dict[str, Any]]
+
+    def __call__(
+        self,
         federation: Federation,
         params: Mapping[str, Any],
         timeout: float,
         callbacks: Sequence[RoundCallback],
     ) -> tuple[dict[str, Any], Ledger]:
-        estimator, common = _fitted(name, params, federation, timeout, callbacks)
+        """Run the job: fit, then write the document."""
+        estimator, common = _fitted(self.name, params, federation, timeout, callbacks)
         document = {
             **common,
-            "trees": [tree.to_dict() for tree in estimator.trees_],
-            **_forest_extras(estimator),
+            **self.model(estimator),
             "communication": estimator.communication_.summary(),
         }
         return document, estimator.communication_
 
-    return job
+
+def _trees(estimator: Any) -> dict[str, Any]:
+    """Return a forest's trees, as :meth:`fedtrees.tree.Tree.to_dict` documents."""
+    return {"trees": [tree.to_dict() for tree in estimator.trees_]}
 
 
-def _forest_extras(estimator: Any) -> dict[str, Any]:
-    """Return what a forest's predictions need beside its trees.
+def _fedforest_model(estimator: Any) -> dict[str, Any]:
+    """FedForest: the trees and the feature importances."""
+    return {
+        **_trees(estimator),
+        "feature_importances": estimator.feature_importances_.tolist(),
+    }
 
-    FedForest: the feature importances; local ensembles: the client of every
-    tree (``"tree_clients"``) and every client's weight, which weight the
-    trees; the DP forest: the client of every tree, each client's spend and
-    the ranges.
+
+def _local_ensemble_model(estimator: Any) -> dict[str, Any]:
+    """Local ensembles: the trees, the client of every tree, every client's weight.
+
+    The clients' weights weight the trees.
     """
-    if isinstance(estimator, LocalEnsembleClassifier | LocalEnsembleRegressor):
-        return {
-            "tree_clients": [c for c, t in estimator.forests_.items() for _ in t],
-            "client_weights": dict(estimator.client_weights_),
-        }
-    if isinstance(estimator, DPForestClassifier):
-        return {
-            "tree_clients": list(estimator.client_trees_),
-            "epsilon_spent": _finite_or_none(estimator.epsilon_spent_),
-            "n_queries": dict(estimator.n_queries_),
-            "feature_ranges": [
-                [None if np.isnan(v) else float(v) for v in row]
-                for row in np.asarray(estimator.feature_ranges_, dtype=float)
-            ],
-        }
-    return {"feature_importances": estimator.feature_importances_.tolist()}
+    return {
+        **_trees(estimator),
+        "tree_clients": [c for c, t in estimator.forests_.items() for _ in t],
+        "client_weights": dict(estimator.client_weights_),
+    }
+
+
+def _dpforest_model(estimator: Any) -> dict[str, Any]:
+    """DP forest: the trees, the client of every tree, each spend, the ranges."""
+    return {
+        **_trees(estimator),
+        "tree_clients": list(estimator.client_trees_),
+        "epsilon_spent": _finite_or_none(estimator.epsilon_spent_),
+        "n_queries": dict(estimator.n_queries_),
+        "feature_ranges": [
+            [None if np.isnan(v) else float(v) for v in row]
+            for row in np.asarray(estimator.feature_ranges_, dtype=float)
+        ],
+    }
 
 
 def _finite_or_none(spent: Mapping[str, float]) -> dict[str, float | None]:
@@ -228,75 +256,58 @@ def _finite_or_none(spent: Mapping[str, float]) -> dict[str, float | None]:
     return {c: None if e == float("inf") else e for c, e in spent.items()}
 
 
-def _tree_job(name: str) -> Job:
-    """Return a job fitting a single-tree estimator; ``params`` are its arguments.
+def _tree(estimator: Any) -> dict[str, Any]:
+    """Return a single-tree estimator's tree and the bins its codes route.
 
-    The document holds the fitted tree (:meth:`fedtrees.tree.Tree.to_dict`; it
-    routes the codes of ``document["bins"]``: the bin edges of every numeric
-    column, None for categorical ones) and what the estimator reports of the run.
+    The tree is a :meth:`fedtrees.tree.Tree.to_dict` document; ``"bins"``
+    holds the bin edges of every numeric column, None for categorical ones.
     """
-
-    def job(
-        federation: Federation,
-        params: Mapping[str, Any],
-        timeout: float,
-        callbacks: Sequence[RoundCallback],
-    ) -> tuple[dict[str, Any], Ledger]:
-        estimator, common = _fitted(name, params, federation, timeout, callbacks)
-        binning = estimator.binning_
-        document = {
-            **common,
-            "tree": estimator.tree_.to_dict(),
-            "bins": None
-            if binning is None
-            else [None if e is None else e.tolist() for e in binning.edges],
-            **_report(estimator),
-            "communication": estimator.communication_.summary(),
-        }
-        return document, estimator.communication_
-
-    return job
+    binning = estimator.binning_
+    return {
+        "tree": estimator.tree_.to_dict(),
+        "bins": None
+        if binning is None
+        else [None if e is None else e.tolist() for e in binning.edges],
+    }
 
 
-def _report(estimator: Any) -> dict[str, Any]:
-    """Return the run's method-specific outcome (kept trees, rules, privacy)."""
-    if isinstance(estimator, ICDTAClassifier):
-        return {
-            "kept": list(estimator.kept_),
-            "tree_scores": estimator.tree_scores_.to_dict(),
-            "n_rules": len(estimator.rule_set_),
-            "global_scores": estimator.global_scores_,
-        }
-    if isinstance(estimator, SyntheticDataClassifier):
-        origin = estimator.synthetic_origin_
-        return {
-            "n_synthetic_rows": int(origin.shape[0]),
-            "n_flipped": int(origin["flipped"].sum()),
-            "client_trees": {
-                c: t.to_dict() for c, t in estimator.client_trees_.items()
-            },
-        }
+def _icdta_model(estimator: Any) -> dict[str, Any]:
+    """ICDTA4FL: the tree, its bins, the kept trees, their scores, the rules."""
+    return {
+        **_tree(estimator),
+        "kept": list(estimator.kept_),
+        "tree_scores": estimator.tree_scores_.to_dict(),
+        "n_rules": len(estimator.rule_set_),
+        "global_scores": estimator.global_scores_,
+    }
+
+
+def _fedid3_model(estimator: Any) -> dict[str, Any]:
+    """Federated-ID3: the tree, its bins, the privacy spend and the levels."""
     spent = _finite_or_none(estimator.epsilon_spent_)
-    return {"epsilon_spent": spent, "levels": estimator.levels_}
+    return {**_tree(estimator), "epsilon_spent": spent, "levels": estimator.levels_}
 
 
-def _fedga(
-    federation: Federation,
-    params: Mapping[str, Any],
-    timeout: float,
-    callbacks: Sequence[RoundCallback],
-) -> tuple[dict[str, Any], Ledger]:
-    """FedGA-Tree; ``params["task"]`` picks the estimator, ``"join_at"`` late joins.
+def _synthetic_model(estimator: Any) -> dict[str, Any]:
+    """Synthetic data: the tree, its bins, the synthetic rows' counts, client trees."""
+    origin = estimator.synthetic_origin_
+    return {
+        **_tree(estimator),
+        "n_synthetic_rows": int(origin.shape[0]),
+        "n_flipped": int(origin["flipped"].sum()),
+        "client_trees": {c: t.to_dict() for c, t in estimator.client_trees_.items()},
+    }
 
-    The document holds what the server knows: every client's chosen structure
-    and its personal tree (``"trees"``, client -> a
-    :meth:`fedtrees.tree.Tree.to_dict` document, which the site fitted and
-    sent in the last round), the depth, the fitness history and the privacy
-    spend.
+
+def _fedga_model(estimator: Any) -> dict[str, Any]:
+    """FedGA-Tree: what the server knows (``params["join_at"]``: late joins).
+
+    Every client's chosen structure and its personal tree (``"trees"``, client
+    -> a :meth:`fedtrees.tree.Tree.to_dict` document, which the site fitted
+    and sent in the last round), the depth, the fitness history and the
+    privacy spend.
     """
-    estimator, common = _fitted("fedga", params, federation, timeout, callbacks)
-    document = {
-        **common,
+    return {
         "depth": estimator.depth_,
         "structures": {c: s.tolist() for c, s in estimator.structures_.items()},
         "trees": {c: t.to_dict() for c, t in estimator.trees_.items()},
@@ -304,62 +315,43 @@ def _fedga(
         "train_ratio": estimator.train_ratio_,
         "elitism": estimator.elitism_,
         "epsilon_spent": estimator.epsilon_spent_,
-        "communication": estimator.communication_.summary(),
     }
-    return document, estimator.communication_
 
 
-def _fedgbdt(
-    federation: Federation,
-    params: Mapping[str, Any],
-    timeout: float,
-    callbacks: Sequence[RoundCallback],
-) -> tuple[dict[str, Any], Ledger]:
-    """FedGBDT; ``params["task"]`` picks the estimator, the rest are its arguments.
+def _fedgbdt_model(estimator: Any) -> dict[str, Any]:
+    """FedGBDT: the boosted model.
 
-    The document holds the boosted model: ``"trees"`` is one list per iteration
-    of :meth:`fedtrees.tree.Tree.to_dict` documents (one per class for
-    softmax, else one) whose leaf values are the weights added to the raw
-    score, ``"base_margin"`` the starting raw score (one per class for
-    softmax), ``"classes"`` the labels the scores stand for; the raw score of a
-    row is the base margin plus its leaves' values over the iterations. Also the
+    ``"trees"`` is one list per iteration of
+    :meth:`fedtrees.tree.Tree.to_dict` documents (one per class for softmax,
+    else one) whose leaf values are the weights added to the raw score,
+    ``"base_margin"`` the starting raw score (one per class for softmax),
+    ``"classes"`` the labels the scores stand for; the raw score of a row is
+    the base margin plus its leaves' values over the iterations. Also the
     pooled validation losses and the best iteration when early stopping ran.
     """
-    estimator, common = _fitted("fedgbdt", params, federation, timeout, callbacks)
-    document = {
-        **common,
+    return {
         "base_margin": np.atleast_1d(estimator.base_margin_).tolist(),
         "trees": [[tree.to_dict() for tree in it] for it in estimator.trees_],
         "evals_result": estimator.evals_result_,
         "best_iteration": estimator.best_iteration_,
         "feature_importances": estimator.feature_importances_.tolist(),
-        "communication": estimator.communication_.summary(),
     }
-    return document, estimator.communication_
 
+
+_MODELS: Final[dict[Document, Callable[[Any], dict[str, Any]]]] = {
+    Document.FEDFOREST: _fedforest_model,
+    Document.LOCAL_ENSEMBLE: _local_ensemble_model,
+    Document.DPFOREST: _dpforest_model,
+    Document.ICDTA: _icdta_model,
+    Document.FEDID3: _fedid3_model,
+    Document.SYNTHETIC: _synthetic_model,
+    Document.FEDGA: _fedga_model,
+    Document.FEDGBDT: _fedgbdt_model,
+}
+"""What each fitting job's document holds beside the common part."""
 
 TOY_PARAMS: Final = frozenset({"feature", "n_bins", "n_rounds", "initial"})
 """The toy job's parameters (:func:`fedtrees.algorithms.toy.run_toy`)."""
-_ESTIMATORS: Final[dict[str, tuple[type[Any], ...]]] = {
-    "fedforest": (FedForestClassifier, FedForestRegressor),
-    "dpforest": (DPForestClassifier,),
-    "local-ensemble": (LocalEnsembleClassifier, LocalEnsembleRegressor),
-    "icdta": (ICDTAClassifier,),
-    "federated-id3": (FederatedID3Classifier,),
-    "synthetic": (SyntheticDataClassifier,),
-    "fedga": (FedGAClassifier, FedGARegressor),
-    "fedgbdt": (FedGBDTClassifier, FedGBDTRegressor),
-}
-"""Every fitting job's estimators (classifier, then regressor where it has one)."""
-_RUN_SETTINGS: Final[dict[str, tuple[str, ...]]] = {"fedga": ("join_at",)}
-"""Job parameters that go to ``fit_federation``, not to the estimator."""
-_JOB_EXTRAS: Final[dict[str, frozenset[str]]] = {
-    "fedforest": frozenset({"task"}),
-    "local-ensemble": frozenset({"task"}),
-    "fedga": frozenset({"task", "join_at"}),
-    "fedgbdt": frozenset({"task"}),
-}
-"""Parameters a job takes beside its estimator's: the task, FedGA's late joins."""
 
 
 def job_params(job: str) -> frozenset[str]:
@@ -367,7 +359,8 @@ def job_params(job: str) -> frozenset[str]:
 
     A fitting job takes its estimator's parameters (``get_params()``; the
     classifier's and the regressor's are the same), plus ``task`` where it has
-    both and ``join_at`` for FedGA; the toy takes :data:`TOY_PARAMS`.
+    both and its run settings (FedGA's ``join_at``); the toy takes
+    :data:`TOY_PARAMS`.
 
     Examples
     --------
@@ -376,10 +369,13 @@ def job_params(job: str) -> frozenset[str]:
     >>> {"task", "n_estimators", "bin_edges"} <= job_params("fedgbdt")
     True
     """
-    if job == "toy":
+    method = job_method(job)
+    if method.job is None or method.job.document is Document.TOY:
         return TOY_PARAMS
-    names = {name for cls in _ESTIMATORS[job] for name in cls().get_params()}
-    return frozenset(names | _JOB_EXTRAS.get(job, frozenset()))
+    kinds = _estimator_types(method)
+    names = {name for cls in kinds for name in cls().get_params()}
+    task = {"task"} if len(kinds) == 2 else set()
+    return frozenset(names | task | set(method.job.run_settings))
 
 
 def check_job(job: object, params: object) -> None:
@@ -401,17 +397,17 @@ def check_job(job: object, params: object) -> None:
     _check_params(job, params, set(job_params(job)))
 
 
+def _job(entry: JobEntry) -> Job:
+    """Return the job ``entry`` names: the toy's run, or a fit and its document."""
+    if entry.document is Document.TOY:
+        return _toy
+    return _Fitting(entry.name, _MODELS[entry.document])
+
+
 JOBS: Final[dict[str, Job]] = {
-    "toy": _toy,
-    "fedforest": _forest_job("fedforest"),
-    "local-ensemble": _forest_job("local-ensemble"),
-    "dpforest": _forest_job("dpforest"),
-    "icdta": _tree_job("icdta"),
-    "federated-id3": _tree_job("federated-id3"),
-    "synthetic": _tree_job("synthetic"),
-    "fedga": _fedga,
-    "fedgbdt": _fedgbdt,
+    method.job.name: _job(method.job) for method in METHODS if method.job is not None
 }
+"""Every job by name, from the registry (:data:`fedtrees._methods.METHODS`)."""
 
 
 def run_job(

@@ -26,11 +26,6 @@ from fedtrees.algorithms.fedga._evaluate import (
     positive_code,
     score_structures,
 )
-from fedtrees.algorithms.fedga._initialize import (
-    cross_validate_depths,
-    local_structure,
-    noisy_size,
-)
 from fedtrees.algorithms.fedga._payloads import (
     ChoiceReply,
     EvaluateRequest,
@@ -155,6 +150,8 @@ def _size(request: Any, data: ClientData) -> tuple[float, float]:
     The noise is the site's own (:meth:`ClientData.noise_rng`), never keyed by
     the request's seed: the server knows that.
     """
+    from fedtrees.algorithms.fedga._initialize import noisy_size  # sklearn
+
     check_epsilon(request.epsilon, f"request {request.kind!r}")
     data.charge_privacy(request.epsilon, f"{request.kind}: noisy size")
     accountant = PrivacyAccountant(request.epsilon, owner=f"client {data.client_id!r}")
@@ -171,6 +168,8 @@ def _size(request: Any, data: ClientData) -> tuple[float, float]:
 @handler("fedga.init")
 def propose_depth(request: InitRequest, data: ClientData) -> InitReply:
     """Client: CV depth over the range (F1 as the request says); the noisy size."""
+    from fedtrees.algorithms.fedga._initialize import cross_validate_depths  # sklearn
+
     f1_average = _f1_average(request)
     search = cross_validate_depths(
         data.finite_matrix(),
@@ -189,6 +188,11 @@ def propose_depth(request: InitRequest, data: ClientData) -> InitReply:
 @handler("fedga.local")
 def send_local_structure(request: LocalRequest, data: ClientData) -> LocalReply:
     """Client: the local structure; regression votes from the CV scores at d."""
+    from fedtrees.algorithms.fedga._initialize import (  # sklearn
+        cross_validate_depths,
+        local_structure,
+    )
+
     _check_depth(request)
     X, y, task = data.finite_matrix(), _labels(request, data), _task(request)
     structure = local_structure(
@@ -225,6 +229,8 @@ def evaluate(request: EvaluateRequest, data: ClientData) -> FitnessReply:
 @handler("fedga.join")
 def join(request: JoinRequest, data: ClientData) -> JoinReply:
     """Client: as evaluate, plus the local structure, its fitness, the size."""
+    from fedtrees.algorithms.fedga._initialize import local_structure  # sklearn
+
     _check_structures(request, request.structures)
     X, y, task = data.finite_matrix(), _labels(request, data), _task(request)
     structure = local_structure(

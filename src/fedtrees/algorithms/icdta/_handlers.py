@@ -21,7 +21,7 @@ from fedtrees.algorithms.icdta._payloads import (
     TreeReply,
 )
 from fedtrees.federation import ClientData, handler
-from fedtrees.learners import fit_cart, fit_id3
+from fedtrees.learners import fit_id3
 from fedtrees.tree import pack_trees
 
 __all__ = ["fit_tree", "score_global", "score_labels", "score_trees"]
@@ -39,6 +39,8 @@ def fit_tree(request: FitRequest, data: ClientData) -> TreeReply:
             X, y, n_classes, arity=request.arity, max_depth=request.max_depth
         )
     else:
+        from fedtrees.learners import fit_cart  # scikit-learn: only a CART needs it
+
         key = client_key(data.client_id)
         seed = int(keyed_rng(request.seed, CART_STREAM, key).integers(2**31 - 1))
         tree = fit_cart(

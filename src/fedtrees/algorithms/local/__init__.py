@@ -17,16 +17,18 @@ True
 >>> models = LocalModelsClassifier(n_estimators=5, random_state=0)
 >>> sorted(models.fit(X, y, groups=sites).score_clients(X, y))
 ['a', 'b']
+
+Importing the package registers its client handlers; every other name loads
+on first use (PEP 562). Its one round fits a scikit-learn forest, so the
+handlers load scikit-learn.
 """
 
-from fedtrees.algorithms.local import _handlers  # registers the client handler
-from fedtrees.algorithms.local._estimator import (
-    LocalEnsembleClassifier,
-    LocalEnsembleRegressor,
-    LocalModelsClassifier,
-    LocalModelsRegressor,
-)
-from fedtrees.algorithms.local._strategy import LocalForestStrategy
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from fedtrees._lazy import lazy_names
+from fedtrees.algorithms.local import _handlers  # registers the client handlers
 
 __all__ = [
     "LocalEnsembleClassifier",
@@ -36,4 +38,24 @@ __all__ = [
     "LocalModelsRegressor",
 ]
 
+_HOMES: Final[dict[str, str]] = {
+    "LocalEnsembleClassifier": "fedtrees.algorithms.local._estimator",
+    "LocalEnsembleRegressor": "fedtrees.algorithms.local._estimator",
+    "LocalForestStrategy": "fedtrees.algorithms.local._strategy",
+    "LocalModelsClassifier": "fedtrees.algorithms.local._estimator",
+    "LocalModelsRegressor": "fedtrees.algorithms.local._estimator",
+}
+"""Every public name and the module that defines it."""
+
+if TYPE_CHECKING:
+    from fedtrees.algorithms.local._estimator import (
+        LocalEnsembleClassifier,
+        LocalEnsembleRegressor,
+        LocalModelsClassifier,
+        LocalModelsRegressor,
+    )
+    from fedtrees.algorithms.local._strategy import LocalForestStrategy
+
 del _handlers
+
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)
