@@ -36,6 +36,7 @@ EXPECTED_PAGES = {
     "fedgbdt.md",
     "flower.md",
     "getting-started.md",
+    "histogram.md",
     "icdta.md",
     "runtime.md",
     "security.md",

@@ -28,8 +28,9 @@ from typing import Final
 import numpy as np
 
 from fedtrees._typing import BoolArray, FloatArray, IntArray
-from fedtrees._validation import check_size, invalid, is_integral
+from fedtrees._validation import check_size, invalid
 from fedtrees.algorithms._params import MAX_GRID
+from fedtrees.algorithms._ranges import column_position
 from fedtrees.algorithms._requests import (
     check_column_sizes,
     check_request_size,
@@ -417,12 +418,9 @@ def _declared_edges(
 
 
 def _column(key: object, names: list[str], owner: str) -> int:
-    if isinstance(key, str) and key in names:
-        return names.index(key)
-    if is_integral(key):
-        position = int(key)
-        if 0 <= position < len(names):
-            return position
+    position = column_position(key, names)
+    if position is not None:
+        return position
     raise invalid(
         "bin_edges", owner, f"keys among the columns {names} (or positions)", key
     )

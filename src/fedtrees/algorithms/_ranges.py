@@ -11,7 +11,7 @@ means nothing); in the array form its row must be ``(nan, nan)``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from fedtrees._validation import is_integral, shown
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import FederationInfo
 
-__all__ = ["check_ranges_form", "resolve_ranges", "secure_ranges"]
+__all__ = ["check_ranges_form", "column_position", "resolve_ranges", "secure_ranges"]
 
 
 def check_ranges_form(declared: object, owner: str) -> object:
@@ -61,7 +61,7 @@ def resolve_ranges(declared: object, info: FederationInfo, owner: str) -> FloatA
         out = np.array(
             [_from_mapping(declared, j, info, owner) for j in range(len(names))]
         )
-        unknown = sorted(str(k) for k in declared if _position(k, names) is None)
+        unknown = sorted(str(k) for k in declared if column_position(k, names) is None)
         if unknown:
             raise ValidationError(
                 f"{owner}: feature_ranges names unknown columns {unknown}; the "
@@ -81,10 +81,22 @@ def resolve_ranges(declared: object, info: FederationInfo, owner: str) -> FloatA
     return result
 
 
-def _position(key: object, names: list[str]) -> int | None:
+def column_position(key: object, names: Sequence[str]) -> int | None:
+    """Return the position of column ``key`` (a name, or a position), else None.
+
+    The one lookup of a declared column's key (``bin_edges``,
+    ``feature_ranges``, a discretization's edges).
+
+    Examples
+    --------
+    >>> column_position("age", ["sex", "age"]), column_position(0, ["sex"])
+    (1, 0)
+    >>> column_position(5, ["sex"]) is None
+    True
+    """
     if is_integral(key):
         return int(key) if 0 <= int(key) < len(names) else None
-    return names.index(str(key)) if str(key) in names else None
+    return list(names).index(str(key)) if str(key) in names else None
 
 
 def _from_mapping(
@@ -94,7 +106,7 @@ def _from_mapping(
     name = schema.feature_names[j]
     categorical = schema.feature_kinds[j] == "categorical"
     for key, value in declared.items():
-        if _position(key, list(schema.feature_names)) == j:
+        if column_position(key, schema.feature_names) == j:
             if categorical:
                 raise _categorical_range(name, owner)
             return _pair(value, name, owner)

@@ -23,6 +23,8 @@ from fedtrees.algorithms.fedforest._payloads import (
     LevelFields,
     SketchRequest,
 )
+from fedtrees.algorithms.fedforest._scoring import weight_column
+from fedtrees.algorithms.histogram import node_weights as engine_node_weights
 from fedtrees.exceptions import ValidationError
 from fedtrees.stats import split_gains
 
@@ -65,9 +67,12 @@ def node_stats(
 
 
 def node_weights(stats: FloatArray, request: LevelFields) -> FloatArray:
-    """Return each node's weight: its class counts' sum, or the moment Σw."""
-    out: FloatArray = stats[:, 0] if request.task == "regression" else stats.sum(axis=1)
-    return out
+    """Return each node's weight: its class counts' sum, or the moment Σw.
+
+    The engine's rule (:func:`fedtrees.algorithms.histogram.node_weights`),
+    in the statistics' own dtype.
+    """
+    return engine_node_weights(stats, weight_column(request.task))
 
 
 def lean_stats(stats: FloatArray, request: LevelFields) -> np.ndarray:

@@ -43,16 +43,16 @@ from fedtrees.algorithms.histogram import (
     MISSING,
     CodeSplits,
     Grid,
+    GridSketch,
     NodeRows,
     RowStats,
     bin_codes,
     client_histograms,
-    fine_histograms,
     keep_grid,
     matrix_with_missing,
     partition,
-    sketch_columns,
     skipped_columns,
+    summarise_columns,
 )
 from fedtrees.federation import (
     ClientData,
@@ -83,14 +83,11 @@ def grid(
     check_sizes(request, data)
     skipped = skipped_columns(request, data)
     keep_forest(request, data, state)
-    if MaskFields.of(request) is not None:
-        X = matrix_with_missing(data)
-        weight = np.ones(X.shape[0]) if data.weights is None else data.weights
-        fine = fine_histograms(X, request.ranges, ~skipped, weight)
-        return masked_reply(request, data, state, fine.ravel())
-    sketch = sketch_columns(
-        matrix_with_missing(data), skipped, request.max_bins, data.weights
-    )
+    masked = MaskFields.of(request) is not None
+    X = matrix_with_missing(data)
+    sketch = summarise_columns(request, X, skipped, data.weights, masked)
+    if not isinstance(sketch, GridSketch):
+        return masked_reply(request, data, state, sketch)
     return GridReply(
         sketch.points, sketch.weights, compact(sketch.counts), sketch.complete
     )

@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
-from fedtrees.algorithms._ranges import secure_ranges
 from fedtrees.algorithms.fedforest._config import ForestConfig
 from fedtrees.algorithms.fedforest._hist_level import grid_splits
 from fedtrees.algorithms.fedforest._hist_payloads import (
@@ -55,132 +54,80 @@ from fedtrees.algorithms.fedforest._hist_payloads import (
 )
 from fedtrees.algorithms.fedforest._kernels import SPLIT_NONE
 from fedtrees.algorithms.fedforest._layout import compact_ints
-from fedtrees.algorithms.fedforest._scoring import node_weights
+from fedtrees.algorithms.fedforest._scoring import node_weights, weight_column
 from fedtrees.algorithms.fedforest._state import LevelState
 from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, Step, fixed
 from fedtrees.algorithms.histogram import (
-    FINE_BINS,
+    Bins,
     DenseLayout,
     Grid,
-    GridSketch,
-    Histograms,
-    Kept,
+    GridAgreement,
     LevelPlan,
-    agree_grid,
-    check_pooled_fine,
+    LevelRounds,
     check_pooled_level,
     check_pooled_moments,
-    declared_grid,
-    derive_level,
-    fine_edges,
-    keep_split,
-    level_histograms,
-    merged_grid,
-    plan_level,
 )
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
 from fedtrees.stats import best_client, combine
 
-__all__ = ["GridAgreement", "GridStep", "HistMode", "HistogramStep"]
+__all__ = [
+    "GridStep",
+    "HistMode",
+    "HistogramStep",
+    "agreed_grid",
+    "ask_grid",
+    "begin_agreement",
+]
 
 
-class GridAgreement:
-    """The pooled grid of the numeric columns: declared edges, or agreed once.
+def begin_agreement(config: ForestConfig, state: LevelState) -> GridAgreement:
+    """Return the engine's grid agreement of a ``"hist"`` or ``"uniform"`` fit.
 
-    One home for step 1 (module docstring) of ``"hist"`` and of ``"uniform"``
-    (whose thresholds are spaced over this grid, :mod:`._uniform`): each client
-    summarises the columns whose edges are not declared, the server agrees the
-    grid from the pooled mixture. No client sends anything when every numeric
-    column is declared.
+    Under secure aggregation the columns without declared edges need declared
+    ``feature_ranges`` (the secure grid, docs/histogram.md).
     """
+    return GridAgreement.begin(
+        state.info, owner="FedForest", max_bins=config.max_bins,
+        bin_edges=config.bin_edges, feature_ranges=config.feature_ranges,
+        secure=config.secure_aggregation,
+    )  # fmt: skip
 
-    def __init__(self, config: ForestConfig) -> None:
-        self.config = config
-        self.declared: dict[int, FloatArray] = {}
-        self.sketched = np.zeros(0, dtype=bool)
-        self.ranges: FloatArray | None = None
 
-    def begin(self, state: LevelState) -> Grid | None:
-        """Check the declared edges; return the grid if every column is declared.
+def _begun(agreement: GridAgreement | None) -> GridAgreement:
+    """Return the mode's grid agreement (its ``begin`` made it).
 
-        Under secure aggregation the columns without declared edges need
-        declared ``feature_ranges`` (the secure grid, :mod:`._hist_mode`).
-        """
-        g = state.growth
-        names = state.info.schema.feature_names
-        self.declared = declared_grid(
-            self.config.bin_edges or {}, names, g.is_categorical,
-            self.config.max_bins, "FedForest",
-        )  # fmt: skip
-        numeric = ~g.is_categorical
-        self.sketched = numeric & ~np.isin(np.arange(g.n_features), list(self.declared))
-        if self.config.secure_aggregation and self.needed:
-            self.ranges = secure_ranges(
-                self.config.feature_ranges, state.info, self.sketched, "FedForest"
-            )
-        return None if self.needed else self.agree(state, [])
+    Raises
+    ------
+    LocalProtocolError
+        Before the mode's ``begin``: the steps ran out of order.
+    """
+    if agreement is None:
+        raise LocalProtocolError("FedForest: the grid round before the mode began.")
+    return agreement
 
-    @property
-    def needed(self) -> bool:
-        """Whether a column must be summarised by the clients (a grid round)."""
-        return bool(self.sketched.any())
 
-    def ask(self, state: LevelState) -> Ask:
-        """Ask for the summary of every column not declared."""
-        g = state.growth
-        fields: dict[str, Any] = {
-            "n_features": g.n_features,
-            "max_bins": self.config.max_bins,
-            "columns": self.sketched.copy(),
-        }
-        if self.ranges is None:
-            return Ask(GridRequest, g.pair_features(), None, fixed(**fields))
-        return Ask(
-            GridRequest,
-            g.pair_features(),
-            None,
-            fixed(**fields, ranges=self.ranges),
-            masked=int(self.sketched.sum()) * FINE_BINS,
-        )
+def ask_grid(agreement: GridAgreement | None, state: LevelState) -> Ask:
+    """Ask every client for the summary of every column not declared."""
+    agreement = _begun(agreement)
+    fields = fixed(**agreement.request_fields())
+    masked = agreement.n_fine if agreement.ranges is not None else None
+    return Ask(GridRequest, state.growth.pair_features(), None, fields, masked=masked)
 
-    def agree(self, state: LevelState, got: Sequence[Got]) -> Grid:
-        """Agree the sketched columns' edges; the declared ones are as declared."""
-        g = state.growth
-        if self.ranges is not None and got:
-            return self._secure_grid(state, got)
-        sketches = [
-            GridSketch(r.points, r.weights, r.counts.astype(np.float64), r.complete)
-            for r in (as_reply(reply, GridReply) for _, _, reply in got)
-        ]
-        agreed = agree_grid(
-            sketches, g.is_categorical | ~self.sketched, g.n_categories,
-            self.config.max_bins,
-        ) if sketches else None  # fmt: skip
-        sketched = np.flatnonzero(self.sketched).tolist()
-        return merged_grid(
-            self.declared,
-            {} if agreed is None else {j: agreed.feature_edges(j) for j in sketched},
-            g.is_categorical,
-            list(g.n_categories),
-        )
 
-    def _secure_grid(self, state: LevelState, got: Sequence[Got]) -> Grid:
-        """Cut the securely summed fine histograms of the sketched columns."""
-        g = state.growth
-        assert self.ranges is not None
-        n_columns = int(self.sketched.sum())
+def agreed_grid(
+    agreement: GridAgreement | None, state: LevelState, got: Sequence[Got]
+) -> Grid:
+    """Agree the grid from the round's replies: plain, or the masked total."""
+    agreement = _begun(agreement)
+    if agreement.ranges is None or not got:
+        return agreement.agree([as_reply(reply, GridReply) for _, _, reply in got])
 
-        def check(total: FloatArray, sites: tuple[str, ...]) -> None:
-            fine = total.reshape(n_columns, FINE_BINS)
-            bound = state.declared_weight(sites)
-            check_pooled_fine(fine, sites=len(sites), bound=bound)
+    def check(total: FloatArray, sites: tuple[str, ...]) -> None:
+        bound = state.declared_weight(sites)
+        agreement.check_fine(total, sites=len(sites), bound=bound)
 
-        cut = fine_edges(
-            state.masked_sum(got, check), self.sketched, self.ranges,
-            self.config.max_bins,
-        )  # fmt: skip
-        return merged_grid(self.declared, cut, g.is_categorical, list(g.n_categories))
+    return agreement.agree_masked(state.masked_sum(got, check))
 
 
 class HistMode:
@@ -189,9 +136,9 @@ class HistMode:
     def __init__(self, config: ForestConfig) -> None:
         self.config = config
         self.grid: Grid | None = None
-        self.agreement = GridAgreement(config)
-        self.kept = Kept.none(1)
-        self.dropped = False
+        self.agreement: GridAgreement | None = None
+        self.rounds = LevelRounds.begin(1, -1, subtract=False)
+        """The engine's level rounds (the parents kept; :meth:`begin` sets them)."""
         self._steps: dict[Phase, Step] = {
             Phase.GRID: GridStep(self, config),
             Phase.HISTOGRAM: HistogramStep(self, config),
@@ -199,15 +146,21 @@ class HistMode:
 
     def begin(self, state: LevelState) -> None:
         """Check the declared edges; agree the grid now if every column is declared."""
-        self.kept = Kept.none(state.growth.width)
-        grid = self.agreement.begin(state)
-        if grid is not None:
-            self.grid = self._checked(state, grid)
+        g = state.growth
+        self.rounds = LevelRounds.begin(
+            g.width,
+            weight_column(self.config.task),
+            self.config.subtract and g.max_features >= g.n_features,
+        )
+        self.agreement = begin_agreement(self.config, state)
+        if not self.agreement.needed:
+            self.grid = self._checked(state, self.agreement.declared_only())
 
     @property
     def setup(self) -> tuple[Phase, ...]:
         """The grid round, unless every numeric column's edges are declared."""
-        return (Phase.GRID,) if self.agreement.needed else ()
+        needed = self.agreement is not None and self.agreement.needed
+        return (Phase.GRID,) if needed else ()
 
     @property
     def first(self) -> Phase:
@@ -220,8 +173,7 @@ class HistMode:
 
     def reset(self) -> None:
         """Forget the kept parents after a dropout (they hold the client's rows)."""
-        self.kept = Kept.none(self.kept.bins.stats.shape[1])
-        self.dropped = True
+        self.rounds.drop()
 
     def expected_rounds(self, n_clients: int) -> int:
         """Return the grid's round (if any), then one round per level."""
@@ -258,12 +210,12 @@ class GridStep:
 
     def ask(self, state: LevelState) -> Ask:
         """Ask for the summary of every column not declared."""
-        return self.mode.agreement.ask(state)
+        return ask_grid(self.mode.agreement, state)
 
     def absorb(self, state: LevelState, got: Sequence[Got]) -> Phase:
         """Agree the grid from the pooled mixture of the clients' summaries."""
         self.mode.grid = self.mode._checked(
-            state, self.mode.agreement.agree(state, got)
+            state, agreed_grid(self.mode.agreement, state, got)
         )
         return Phase.HISTOGRAM
 
@@ -278,8 +230,8 @@ class HistogramStep:
         """Return the level's features per open node and what is asked of them."""
         g = state.growth
         pairs = g.pair_features()
-        weights = node_weights(g.table.stats[g.open], self.config.task)
-        plan = plan_level(g.open, pairs, g.parents(g.open), weights, self.mode.kept)
+        stats = np.asarray(g.table.stats[g.open], dtype=np.float64)
+        plan = self.mode.rounds.plan(g.open, pairs, g.parents(g.open), stats)
         return pairs, plan
 
     def ask(self, state: LevelState) -> Ask:
@@ -311,23 +263,16 @@ class HistogramStep:
         """Pool, subtract, search, split; keep the split nodes' bins if useful."""
         g, c = state.growth, self.config
         asked_plan = state.layout_of(got[0].client, LevelPlan) if got else None
-        if asked_plan is None or (self.mode.dropped and asked_plan.derived.size):
-            self.mode.dropped = False
+        if self.mode.rounds.repeat(asked_plan):
             return Phase.HISTOGRAM  # a dropout: the level again, no subtraction
-        self.mode.dropped = False
+        assert asked_plan is not None  # repeat() asks again without one
         pairs = g.pair_features()
-        count_col = 0 if c.task == "regression" else -1
         if c.secure_aggregation:
-            todo, pooled = self._secure_pool(state, got, asked_plan)
-            bins = derive_level(pooled, asked_plan, self.mode.kept, count_col)
+            todo, bins = self._secure_pool(state, got, asked_plan)
             replies: list[tuple[int, IntArray, HistogramReply]] = []
         else:
             replies = [(k, a, as_reply(r, HistogramReply)) for k, a, r in got]
-            todo = self._pool(state, replies)
-            bins = level_histograms(
-                [(a, r) for _, a, r in replies], asked_plan, self.mode.kept,
-                g.width, count_col,
-            )  # fmt: skip
+            todo, bins = self._pool(state, replies, asked_plan)
         nodes = g.open[todo]
         parent, min_leaf = g.table.stats[nodes], g.min_leaf(nodes)
         numeric, other = grid_splits(
@@ -341,31 +286,35 @@ class HistogramStep:
             other = combine(other, clients)
         open_before = g.open
         phase = state.decide(nodes, numeric, other)
-        self.mode.kept = self._kept(state, bins, open_before, pairs)
+        self._keep(state, bins, open_before, pairs)
         return phase
 
     def _pool(
-        self, state: LevelState, replies: Sequence[tuple[int, IntArray, HistogramReply]]
-    ) -> IntArray:
-        """Pool the open nodes' statistics, learn where clients have rows.
+        self,
+        state: LevelState,
+        replies: Sequence[tuple[int, IntArray, HistogramReply]],
+        plan: LevelPlan,
+    ) -> tuple[IntArray, Bins]:
+        """Pool the open nodes' statistics and bins, learn where clients have rows.
 
-        Returns the positions of the open nodes that may still split.
+        Returns the positions of the open nodes that may still split, and the
+        level's histograms.
         """
         g = state.growth
-        pooled = np.zeros((g.open.shape[0], g.width))
-        for _, asked, reply in replies:
-            pooled[asked] += reply.node_stats.astype(np.float64)
+        pooled, bins_of = self.mode.rounds.pooled(
+            plan, [(a, r) for _, a, r in replies], g.open.shape[0]
+        )
         weights = [
             (k, a, node_weights(r.node_stats, self.config.task)) for k, a, r in replies
         ]
         state.learn_reach(g.open, weights)
         g.set_stats(g.open, pooled)  # from the clients answering now: no phantoms
         todo: IntArray = np.flatnonzero(g.splittable(g.open))
-        return todo
+        return todo, bins_of()
 
     def _secure_pool(
         self, state: LevelState, got: Sequence[Got], plan: LevelPlan
-    ) -> tuple[IntArray, Histograms]:
+    ) -> tuple[IntArray, Bins]:
         """Read the level's masked sum: pooled node statistics and bins.
 
         Returns the positions of the open nodes that may still split, and the
@@ -387,19 +336,19 @@ class HistogramStep:
                 check_pooled_moments("node_stats", stats, sites=len(sites))
                 check_pooled_moments("bin_stats", bins, sites=len(sites))
 
-        stats, pooled = layout.sparse(state.masked_sum(got, check))
+        total = state.masked_sum(got, check)
+        stats, bins_of = self.mode.rounds.read(plan, layout, total)
         g.set_stats(g.open, stats)
         todo: IntArray = np.flatnonzero(g.splittable(g.open))
-        return todo, pooled
+        return todo, bins_of()
 
-    def _kept(
-        self, state: LevelState, bins: Any, nodes: IntArray, pairs: IntArray
-    ) -> Kept:
+    def _keep(
+        self, state: LevelState, bins: Bins, nodes: IntArray, pairs: IntArray
+    ) -> None:
         """Keep the split nodes' bins where their children consider every feature."""
         g = state.growth
-        if not self.config.subtract or g.max_features < g.n_features:
-            return Kept.none(g.width)
         if not g.open.shape[0]:
-            return Kept.none(g.width)
+            self.mode.rounds.forget()
+            return
         split = np.flatnonzero(g.table.feature[nodes] != SPLIT_NONE)
-        return keep_split(bins, nodes[split], split, pairs.shape[1])
+        self.mode.rounds.keep(bins, nodes[split], split, pairs.shape[1])

@@ -39,6 +39,7 @@ from fedtrees.algorithms.histogram import (
     MISSING,
     DenseLayout,
     Histograms,
+    MaskedLevel,
     check_grid_reply,
     grid_reply_fields,
 )
@@ -123,7 +124,7 @@ def wide_statistics(task: str) -> bool:
 
 
 @payload("fedforest.histogram")
-class HistogramRequest(LevelFields):
+class HistogramRequest(LevelFields, MaskedLevel):
     """Histograms of every (open node, considered feature): one round a level.
 
     ``feature_bins[j]`` is feature j's number of codes (bins, or categories);
@@ -153,12 +154,9 @@ class HistogramRequest(LevelFields):
 
     def expected_reply(self) -> ReplySpec:
         """Statistics per node; per pair its bins, inside the grid; their sums."""
-        if self.mask_round >= 0:
-            return masked_spec(
-                self.dense_layout().length,
-                sites=self.cohort.shape[0],
-                wide=self.wide_mask,
-            )
+        masked = self.masked_reply_spec()
+        if masked is not None:
+            return masked
         fp = int(self.pair_feature.shape[1])
         return ReplySpec(
             HistogramReply,

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms.histogram import node_weights as engine_node_weights
 from fedtrees.stats import (
     Best,
     Criterion,
@@ -31,7 +32,7 @@ from fedtrees.stats import (
     combine,
 )
 
-__all__ = ["averaged_gains", "node_weights", "other_candidates"]
+__all__ = ["averaged_gains", "node_weights", "other_candidates", "weight_column"]
 
 
 def other_candidates(
@@ -80,8 +81,16 @@ def averaged_gains(
     return best_avgimp(average, thresholds, pairs, width)
 
 
+def weight_column(task: str) -> int:
+    """Return the statistics' weight column: the moment w (0), or -1 (Σ counts)."""
+    return 0 if task == "regression" else -1
+
+
 def node_weights(stats: np.ndarray, task: str) -> FloatArray:
-    """Node weights from node statistics: Σ class counts, or the moment w."""
+    """Node weights from node statistics (as floats): the engine's rule.
+
+    :func:`fedtrees.algorithms.histogram.node_weights`: Σ class counts, or
+    the moment w.
+    """
     values = np.asarray(stats, dtype=np.float64)
-    out: FloatArray = values[:, 0] if task == "regression" else values.sum(axis=1)
-    return out
+    return engine_node_weights(values, weight_column(task))

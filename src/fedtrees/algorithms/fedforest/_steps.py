@@ -63,7 +63,7 @@ class Phase(enum.Enum):
     EVALUATE = "evaluate"
     """Per-bin statistics (or AvgImp's own gains) of the candidates."""
     HISTOGRAM = "histogram"
-    """Reserved for the histogram engine's level round (no step yet)."""
+    """One level of ``candidates="hist"``: the engine's round (docs/histogram.md)."""
     LEAF_STATS = "leaf_stats"
     """Statistics of the leaves still without them (after AvgImp splits)."""
     OOB = "oob"

@@ -11,9 +11,10 @@ evaluation's node statistics.
 exact minimum and maximum — for a one-row client its whole row, and through the
 spaced thresholds, which every client receives in the model, the extreme values
 of some client. Here the range is the extent of the *pooled grid* instead: the
-same once-per-fit round as ``candidates="hist"`` (:class:`._hist_mode.GridAgreement`,
-:class:`UniformGridStep`; each client summarises its numeric columns, or nothing where
-``bin_edges`` are declared), and the ``q - 1`` thresholds are spaced evenly from the
+same once-per-fit round as ``candidates="hist"`` (the engine's grid agreement,
+docs/histogram.md; :class:`UniformGridStep`; each client summarises its numeric
+columns, or nothing where ``bin_edges`` are declared), and the ``q - 1``
+thresholds are spaced evenly from the
 grid's first edge to its last (:func:`spaced_thresholds`): pooled quantiles
 ``1/max_bins`` and ``1 - 1/max_bins`` (or, on an exact grid, the midpoints next to the
 pooled extremes), never one client's extreme value. The mode therefore reveals what
@@ -30,7 +31,11 @@ import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms.fedforest._config import ForestConfig
-from fedtrees.algorithms.fedforest._hist_mode import GridAgreement
+from fedtrees.algorithms.fedforest._hist_mode import (
+    agreed_grid,
+    ask_grid,
+    begin_agreement,
+)
 from fedtrees.algorithms.fedforest._layout import (
     BinLayout,
     compact,
@@ -44,7 +49,7 @@ from fedtrees.algorithms.fedforest._payloads import (
 from fedtrees.algorithms.fedforest._scoring import node_weights
 from fedtrees.algorithms.fedforest._state import LevelState
 from fedtrees.algorithms.fedforest._steps import Ask, Got, Phase, Step
-from fedtrees.algorithms.histogram import Grid
+from fedtrees.algorithms.histogram import Grid, GridAgreement
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import as_reply
 from fedtrees.stats import Best, best_client, best_numeric, spaced_points
@@ -90,7 +95,7 @@ class UniformMode:
 
     def __init__(self, config: ForestConfig) -> None:
         self.config = config
-        self.agreement = GridAgreement(config)
+        self.agreement: GridAgreement | None = None
         self.grid: FloatArray | None = None
         self._steps: dict[Phase, Step] = {
             Phase.GRID: UniformGridStep(self, config),
@@ -99,14 +104,16 @@ class UniformMode:
 
     def begin(self, state: LevelState) -> None:
         """Check the declared edges; space the thresholds now if all are declared."""
-        grid = self.agreement.begin(state)
-        if grid is not None:
+        self.agreement = begin_agreement(self.config, state)
+        if not self.agreement.needed:
+            grid = self.agreement.declared_only()
             self.grid = spaced_thresholds(grid, self.config.n_quantiles)
 
     @property
     def setup(self) -> tuple[Phase, ...]:
         """The grid round, unless every numeric column's edges are declared."""
-        return (Phase.GRID,) if self.agreement.needed else ()
+        needed = self.agreement is not None and self.agreement.needed
+        return (Phase.GRID,) if needed else ()
 
     @property
     def first(self) -> Phase:
@@ -145,11 +152,11 @@ class UniformGridStep:
 
     def ask(self, state: LevelState) -> Ask:
         """Ask every client for the summary of its undeclared numeric columns."""
-        return self.mode.agreement.ask(state)
+        return ask_grid(self.mode.agreement, state)
 
     def absorb(self, state: LevelState, got: Sequence[Got]) -> Phase:
         """Agree the grid; space ``q - 1`` thresholds over each feature's edges."""
-        grid = self.mode.agreement.agree(state, got)
+        grid = agreed_grid(self.mode.agreement, state, got)
         self.mode.grid = spaced_thresholds(grid, self.config.n_quantiles)
         return Phase.EVALUATE
 

@@ -9,6 +9,10 @@ iteration's leaf values, routed in code space), and the current iteration's rows
 partitioned by node. g and h of its own rows come from its own raw predictions; only
 their sums leave. Results never depend on the memo: a client that lost it rebuilds it
 from the kept decisions and its data.
+
+One module past ~400 lines, by choice: the three handlers share the client's kept
+decisions, their checks and the memo's catch-up, which is the part a hostile request
+reaches first; splitting them would put that one path in several files.
 """
 
 from __future__ import annotations
@@ -58,15 +62,15 @@ from fedtrees.algorithms.fedgbdt._payloads import (
 from fedtrees.algorithms.histogram import (
     MAX_BINS,
     Grid,
+    GridSketch,
     Histograms,
     NodeRows,
     bin_codes,
-    fine_histograms,
     keep_grid,
     matrix_with_missing,
     partition,
-    sketch_columns,
     skipped_columns,
+    summarise_columns,
 )
 from fedtrees.federation import (
     ClientData,
@@ -176,11 +180,11 @@ def start(
     target = _target(loss, request, data)
     prior = _prior(loss, request, target, weight)
     held_prior = _prior(loss, request, target, _weights_except(data, ~held))
-    if MaskFields.of(request) is not None:
-        fine = fine_histograms(X, request.ranges, ~skipped, weight)
-        values = np.concatenate([fine.ravel(), prior, held_prior])
+    masked = MaskFields.of(request) is not None
+    sketch = summarise_columns(request, X, skipped, weight, masked)
+    if not isinstance(sketch, GridSketch):
+        values = np.concatenate([sketch, prior, held_prior])
         return masked_reply(request, data, state, values, wide=request.wide_mask)
-    sketch = sketch_columns(X, skipped, request.max_bins, weight)
     return StartReply(
         sketch.points, sketch.weights, sketch.counts, sketch.complete, prior,
         held_prior,

@@ -23,6 +23,9 @@ node's sums. The objective bounds g and h by the weight of the same rows
 per class for softmax), for squared error ``Σh = Σw``; and a logloss sum by
 ``-log(1e-16)`` times its weight (the clipped probabilities). A node's sums
 outside them are no client's rows.
+
+One module past ~400 lines, by choice: every FedGBDT message with the checks of
+its reply, so that what travels and what is refused read as one protocol.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from fedtrees.algorithms.histogram import (
     MISSING,
     DenseLayout,
     Histograms,
+    MaskedLevel,
     check_grid_reply,
     grid_reply_fields,
 )
@@ -208,7 +212,7 @@ class LevelReply(Payload):
 
 
 @payload("fedgbdt.level")
-class LevelRequest(DecisionFields):
+class LevelRequest(DecisionFields, MaskedLevel):
     """One level of an iteration's trees (see the module docstring).
 
     ``base``: the decisions the server believes the client holds (0 and
@@ -261,12 +265,9 @@ class LevelRequest(DecisionFields):
 
     def expected_reply(self) -> ReplySpec:
         """Expect sums per node; per pair its bins, inside the grid, adding up."""
-        if self.mask_round >= 0:
-            return masked_spec(
-                self.dense_layout().length,
-                sites=self.cohort.shape[0],
-                wide=self.wide_mask,
-            )
+        masked = self.masked_reply_spec()
+        if masked is not None:
+            return masked
         fp = int(self.pair_feature.shape[1])
         return ReplySpec(
             LevelReply,

@@ -41,6 +41,11 @@ XGBoost and LightGBM; at most 255 bins (and 255 categories) per feature plus
 the missing code; thresholds are grid edges.
 """
 
+from fedtrees.algorithms.histogram._agreement import (
+    GridAgreement,
+    SketchReply,
+    summarise_columns,
+)
 from fedtrees.algorithms.histogram._check_kernels import whole_max
 from fedtrees.algorithms.histogram._dense import (
     FINE_BINS,
@@ -75,9 +80,12 @@ from fedtrees.algorithms.histogram._histograms import (
 from fedtrees.algorithms.histogram._level import (
     Kept,
     LevelPlan,
+    LevelReplyStats,
+    LevelRounds,
     derive_level,
     keep_split,
     level_histograms,
+    node_weights,
     plan_level,
 )
 from fedtrees.algorithms.histogram._local import fit_binned_cart
@@ -89,6 +97,7 @@ from fedtrees.algorithms.histogram._pooled import (
 from fedtrees.algorithms.histogram._rows import CodeSplits, NodeRows, partition
 from fedtrees.algorithms.histogram._search import CRITERION_CODES, Found, search
 from fedtrees.algorithms.histogram._wire import (
+    MaskedLevel,
     check_grid_reply,
     grid_reply_fields,
     keep_grid,
@@ -106,12 +115,17 @@ __all__ = [
     "DenseLayout",
     "Found",
     "Grid",
+    "GridAgreement",
     "GridSketch",
     "Histograms",
     "Kept",
     "LevelPlan",
+    "LevelReplyStats",
+    "LevelRounds",
+    "MaskedLevel",
     "NodeRows",
     "RowStats",
+    "SketchReply",
     "agree_grid",
     "bin_codes",
     "check_bin_edges",
@@ -134,6 +148,7 @@ __all__ = [
     "level_histograms",
     "matrix_with_missing",
     "merged_grid",
+    "node_weights",
     "partition",
     "plan_level",
     "pool",
@@ -141,6 +156,7 @@ __all__ = [
     "sketch_columns",
     "skipped_columns",
     "subtract",
+    "summarise_columns",
     "type1_points",
     "whole_max",
 ]

@@ -12,17 +12,36 @@ Steps 3 and 4 of the engine for a whole level of every tree at once:
    bins summed pair by pair (exact for whole counts), and the derived ones.
 3. **What to keep** (:func:`keep_split`): the split nodes' pooled histograms,
    the parents of the next level.
+
+:class:`LevelRounds` holds what the engine keeps between a fit's levels (the
+split parents' pooled histograms) and does the parts of a level round every
+protocol shares:
+
+- **what to ask** (:meth:`LevelRounds.plan`): the steps above;
+- **pooling** (:meth:`LevelRounds.pooled`): the plain replies' node statistics
+  summed, and their bins pooled with the derived siblings; or, under secure
+  aggregation, the same read back from the masked total
+  (:meth:`LevelRounds.read`, after the protocol's checks of the sum);
+- **what to keep** (:meth:`LevelRounds.keep`);
+- **the after-dropout rule** (:meth:`LevelRounds.drop`,
+  :meth:`LevelRounds.repeat`). **Decision**: a dropout during a level whose
+  round used subtraction repeats that level without it — the kept parents
+  hold the dropped client's rows, so a sibling derived from them would too.
+
+The method keeps only what is its own: the scores, the decisions, the leaves
+(docs/histogram.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from fedtrees._typing import FloatArray, IntArray
+from fedtrees.algorithms.histogram._dense import DenseLayout
 from fedtrees.algorithms.histogram._histograms import (
     Bins,
     Histograms,
@@ -34,9 +53,12 @@ __all__ = [
     "BinsReply",
     "Kept",
     "LevelPlan",
+    "LevelReplyStats",
+    "LevelRounds",
     "derive_level",
     "keep_split",
     "level_histograms",
+    "node_weights",
     "plan_level",
 ]
 
@@ -82,6 +104,22 @@ class LevelPlan:
     derived: IntArray
     parent: IntArray
     sibling: IntArray
+
+
+def node_weights(stats: np.ndarray, count_col: int) -> FloatArray:
+    """Return each node's weight: its ``count_col`` statistic, or (-1) their sum.
+
+    One home for a node's weight from its statistics: class counts sum to it,
+    regression moments hold it first, boosting's ``(Σg, Σh, Σw)`` last.
+
+    Examples
+    --------
+    >>> node_weights(np.array([[1.0, 2.0], [3.0, 0.0]]), -1).tolist()
+    [3.0, 3.0]
+    """
+    values = np.asarray(stats)
+    out: FloatArray = values[:, count_col] if count_col >= 0 else values.sum(axis=1)
+    return out
 
 
 def plan_level(
@@ -174,3 +212,98 @@ def keep_split(bins: Bins, nodes: IntArray, positions: IntArray, fp: int) -> Kep
     order = np.argsort(nodes, kind="stable")
     pairs = (positions[order][:, None] * fp + np.arange(fp)).ravel()
     return Kept(nodes[order], bins.take(pairs))
+
+
+class LevelReplyStats(BinsReply, Protocol):
+    """A client's plain level reply: its asked nodes' statistics and their bins."""
+
+    @property
+    def node_stats(self) -> np.ndarray: ...
+
+
+@dataclass(eq=False)
+class LevelRounds:
+    """The engine's side of a fit's level rounds (module docstring).
+
+    ``width``: statistics per node and bin; ``count_col``: their weight column
+    (-1: the sum of the columns, class counts); ``subtract``: whether split
+    parents are kept for subtraction (every feature considered, and asked for).
+    """
+
+    width: int
+    count_col: int
+    subtract: bool
+    kept: Kept
+    dropped: bool = False
+    """A client dropped out since the level was asked."""
+
+    @classmethod
+    def begin(cls, width: int, count_col: int, subtract: bool) -> LevelRounds:
+        """Start with nothing kept."""
+        return cls(width, count_col, subtract, Kept.none(width))
+
+    def plan(
+        self, nodes: IntArray, pairs: IntArray, parents: IntArray, stats: FloatArray
+    ) -> LevelPlan:
+        """Return what the level asks: ``pairs`` per open node, derivations.
+
+        ``stats``: the open nodes' pooled statistics (their weights choose the
+        smaller child).
+        """
+        weights = node_weights(stats, self.count_col)
+        return plan_level(nodes, pairs, parents, weights, self.kept)
+
+    def drop(self) -> None:
+        """Forget the kept parents: a client dropped out (they hold its rows)."""
+        self.forget()
+        self.dropped = True
+
+    def repeat(self, plan: LevelPlan | None) -> bool:
+        """Return whether the level is asked again (the after-dropout rule).
+
+        ``plan``: what the level asked (None: no client answered). True when
+        a client dropped out and the level used subtraction.
+        """
+        again = plan is None or (self.dropped and bool(plan.derived.size))
+        self.dropped = False
+        return again
+
+    def pooled(
+        self,
+        plan: LevelPlan,
+        replies: Sequence[tuple[IntArray, LevelReplyStats]],
+        n_nodes: int,
+    ) -> tuple[FloatArray, Callable[[], Bins]]:
+        """Return the pooled node statistics and the level's bins (on demand).
+
+        ``replies``: per client, the open-node positions it was asked about
+        and its reply.
+        """
+        stats = np.zeros((n_nodes, self.width))
+        for asked, reply in replies:
+            stats[asked] += np.asarray(reply.node_stats, dtype=np.float64)
+        kept = self.kept
+        width, count_col = self.width, self.count_col
+        return stats, lambda: level_histograms(replies, plan, kept, width, count_col)
+
+    def read(
+        self, plan: LevelPlan, layout: DenseLayout, total: FloatArray
+    ) -> tuple[FloatArray, Callable[[], Bins]]:
+        """Return the masked total's node statistics and the level's bins."""
+        stats, pooled = layout.sparse(total)
+        kept, count_col = self.kept, self.count_col
+        return stats, lambda: derive_level(pooled, plan, kept, count_col)
+
+    def keep(
+        self, bins: Bins, split_nodes: IntArray, positions: IntArray, n_pairs: int
+    ) -> None:
+        """Keep the split nodes' bins (at ``positions`` of the level), if useful."""
+        self.kept = (
+            keep_split(bins, split_nodes, positions, n_pairs)
+            if self.subtract
+            else Kept.none(self.width)
+        )
+
+    def forget(self) -> None:
+        """Keep nothing (a new iteration, or a dropout)."""
+        self.kept = Kept.none(self.width)

@@ -9,7 +9,8 @@ Shared by every protocol on the engine (FedForest ``"hist"``, FedGBDT):
   :class:`~fedtrees.algorithms.histogram.GridSketch`);
 - :class:`GridState` and :func:`keep_grid`: the agreed grid travels in a
   protocol's first level request and in every full request; the client keeps
-  it for the run and checks that it describes its columns.
+  it for the run and checks that it describes its columns;
+- :class:`MaskedLevel`: what a level request's masked fields mean, for both.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from fedtrees._typing import BoolArray, FloatArray
 from fedtrees.algorithms._requests import check_request_size, request_error
+from fedtrees.algorithms.histogram._dense import DenseLayout
 from fedtrees.algorithms.histogram._grid import MAX_BINS, MISSING, Grid
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
@@ -28,13 +30,16 @@ from fedtrees.federation import (
     Field,
     InvalidField,
     Payload,
+    ReplySpec,
     check_same_stats,
+    masked_spec,
     payload,
 )
 
 __all__ = [
     "GridFields",
     "GridState",
+    "MaskedLevel",
     "check_grid_reply",
     "grid_reply_fields",
     "is_categorical",
@@ -242,3 +247,37 @@ def _check_grid(kind: str, kept: GridState, data: ClientData) -> None:
             kind, "feature_bins", f"per feature (of {n_features}) one bin more "
             f"than its edges, one per category, at most {MISSING}", "other counts",
         )  # fmt: skip
+
+
+class MaskedLevel:
+    """The masked fields of a level request, one meaning for every protocol.
+
+    A mixin of the request payloads (FedForest's ``fedforest.histogram``,
+    FedGBDT's ``fedgbdt.level``): each declares ``mask_round`` (-1: plain),
+    ``cohort`` and ``cohort_keys`` itself, last, since a payload's field order
+    is its order on the wire. A masked reply is the request's dense layout
+    (:meth:`dense_layout`) in fixed point, two words per value where
+    :attr:`wide_mask` (docs/histogram.md, "Secure pooling").
+    """
+
+    mask_round: int
+    cohort: np.ndarray
+
+    @property
+    def wide_mask(self) -> bool:
+        """Whether a masked value takes two words (the method's statistics)."""
+        raise NotImplementedError
+
+    def dense_layout(self) -> DenseLayout:
+        """Return the masked reply's layout (the method's)."""
+        raise NotImplementedError
+
+    def masked_reply_spec(self) -> ReplySpec | None:
+        """Return the masked reply's spec, or None for a plain request."""
+        if self.mask_round < 0:
+            return None
+        return masked_spec(
+            self.dense_layout().length,
+            sites=self.cohort.shape[0],
+            wide=self.wide_mask,
+        )
