@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,8 +56,14 @@ class _Reply:
 class ClientAppGrid:
     """A Grid whose nodes answer at once with the ClientApp, each in its Context."""
 
-    def __init__(self, node_configs: Mapping[str, Mapping[str, Any]], job: str) -> None:
-        self.app = make_client_app(load_site_data, _load_handlers)
+    def __init__(
+        self,
+        node_configs: Mapping[str, Mapping[str, Any]],
+        job: str,
+        load_handlers: Callable[[str], None] | None = None,
+    ) -> None:
+        """``load_handlers(job)``: the ClientApp's loader (default: the registry's)."""
+        self.app = make_client_app(load_site_data, load_handlers or _load_handlers)
         self.contexts = {
             i + 1: Context(
                 run_id=1,

@@ -28,28 +28,21 @@ unused pairs, and every pair's bins adding up to its node's statistics.
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
 from fedtrees.algorithms.fedforest._payloads import LevelFields
 from fedtrees.algorithms.histogram import (
-    FINE_BINS,
-    MAX_BINS,
-    MISSING,
     DenseLayout,
-    Histograms,
     MaskedLevel,
-    check_grid_reply,
-    grid_reply_fields,
+    check_level_reply,
+    grid_reply_spec,
+    level_reply_fields,
 )
 from fedtrees.federation import (
-    Field,
-    InvalidField,
     Payload,
     ReplySpec,
-    check_same_stats,
-    masked_spec,
     no_cohort,
     no_cohort_keys,
     payload,
@@ -62,8 +55,6 @@ __all__ = [
     "HistogramRequest",
     "wide_statistics",
 ]
-
-_MOST_BINS: Final = MAX_BINS + 1  # the missing code's bin included
 
 
 @payload("fedforest.grid_reply")
@@ -93,16 +84,7 @@ class GridRequest(LevelFields):
 
     def expected_reply(self) -> ReplySpec:
         """Expect the engine's summary; masked: fine histograms of the columns."""
-        if self.mask_round >= 0:
-            return masked_spec(
-                int(np.count_nonzero(self.columns)) * FINE_BINS,
-                sites=self.cohort.shape[0],
-            )
-        return ReplySpec(
-            GridReply,
-            grid_reply_fields(self.n_features, self.max_bins),
-            check=check_grid_reply,
-        )
+        return grid_reply_spec(self, GridReply)
 
 
 @payload("fedforest.histogram_reply")
@@ -158,33 +140,17 @@ class HistogramRequest(LevelFields, MaskedLevel):
         if masked is not None:
             return masked
         fp = int(self.pair_feature.shape[1])
+        stats, bins = (
+            self._stats((self.n_open,), self.width),
+            self._stats((None,), self.width),
+        )
         return ReplySpec(
             HistogramReply,
-            {
-                "node_stats": self._stats((self.n_open,), self.width),
-                "bin_count": Field.array(
-                    "iu", (self.n_open, fp), low=0, high=_MOST_BINS
-                ),
-                "bin_code": Field.array("iu", (None,), low=0, high=MISSING),
-                "bin_stats": self._stats((None,), self.width),
-            },
+            level_reply_fields(self.n_open, fp, stats, bins),
             check=self._check_histograms,
         )
 
     def _check_histograms(self, reply: Any) -> None:
         """Bins inside the layout and the grid, adding up to each node's totals."""
-        if reply.bin_code.shape[0] != reply.bin_stats.shape[0]:
-            raise InvalidField("bin_stats", "needs one row per bin_code entry")
-        count = np.asarray(reply.bin_count, dtype=np.int64)
-        bins = Histograms(count.ravel(), reply.bin_code, reply.bin_stats)
-        sums = bins.checked_sums(self.pair_feature, self.feature_bins)
-        asked = (np.asarray(self.pair_feature) >= 0).ravel()
-        node = np.asarray(reply.node_stats, dtype=np.float64)
-        want = np.repeat(node, count.shape[1], axis=0)
-        check_same_stats(
-            "bin_stats",
-            sums[asked],
-            want[asked],
-            "a pair's bins sum (vs its node's statistics)",
-            self.task == "regression",
-        )
+        relative = self.task == "regression"
+        check_level_reply(reply, self.pair_feature, self.feature_bins, relative)

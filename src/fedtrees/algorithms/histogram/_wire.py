@@ -6,11 +6,14 @@ Shared by every protocol on the engine (FedForest ``"hist"``, FedGBDT):
   (NaN allowed, infinity refused) and the checks of a grid request;
 - :func:`grid_reply_fields` and :func:`check_grid_reply`: what a client's
   summary of its numeric columns must look like (the engine's
-  :class:`~fedtrees.algorithms.histogram.GridSketch`);
+  :class:`~fedtrees.algorithms.histogram.GridSketch`); :func:`grid_reply_spec`:
+  that summary, or under secure aggregation the masked fine histograms;
 - :class:`GridState` and :func:`keep_grid`: the agreed grid travels in a
   protocol's first level request and in every full request; the client keeps
   it for the run and checks that it describes its columns;
-- :class:`MaskedLevel`: what a level request's masked fields mean, for both.
+- :class:`MaskedLevel`: what a level request's masked fields mean, for both;
+- :func:`level_reply_fields` and :func:`check_level_reply`: a plain level
+  reply of node statistics and sparse bins, and its check.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ import numpy as np
 
 from fedtrees._typing import BoolArray, FloatArray
 from fedtrees.algorithms._requests import check_request_size, request_error
-from fedtrees.algorithms.histogram._dense import DenseLayout
+from fedtrees.algorithms.histogram._dense import FINE_BINS, DenseLayout
 from fedtrees.algorithms.histogram._grid import MAX_BINS, MISSING, Grid
+from fedtrees.algorithms.histogram._histograms import Histograms
 from fedtrees.exceptions import ValidationError
 from fedtrees.federation import (
     ClientData,
@@ -41,9 +45,12 @@ __all__ = [
     "GridState",
     "MaskedLevel",
     "check_grid_reply",
+    "check_level_reply",
     "grid_reply_fields",
+    "grid_reply_spec",
     "is_categorical",
     "keep_grid",
+    "level_reply_fields",
     "matrix_with_missing",
     "skipped_columns",
 ]
@@ -136,6 +143,28 @@ def check_grid_reply(reply: Any) -> None:
         "a complete feature's value weights sum",
         False,
     )
+
+
+class MaskedGridAsk(GridAsk, Protocol):
+    """A grid request's masking fields (``mask_round`` -1: plain)."""
+
+    @property
+    def mask_round(self) -> int: ...
+
+    @property
+    def cohort(self) -> np.ndarray: ...
+
+
+def grid_reply_spec(request: MaskedGridAsk, reply: type[Payload]) -> ReplySpec:
+    """Return a grid request's expected reply: a ``reply`` of the summary's fields.
+
+    Masked (secure aggregation): the fine histograms of the summarised columns.
+    """
+    if request.mask_round >= 0:
+        n_fine = int(np.count_nonzero(request.columns)) * FINE_BINS
+        return masked_spec(n_fine, sites=request.cohort.shape[0])
+    fields = grid_reply_fields(request.n_features, request.max_bins)
+    return ReplySpec(reply, fields, check=check_grid_reply)
 
 
 @payload("histogram.grid_state")
@@ -281,3 +310,49 @@ class MaskedLevel:
             sites=self.cohort.shape[0],
             wide=self.wide_mask,
         )
+
+
+def level_reply_fields(
+    n_open: int, fp: int, stats: Field, bins: Field
+) -> dict[str, Field]:
+    """Return a plain level reply's fields: ``node_stats`` (``stats``), the bins.
+
+    ``bin_count`` per (open node, pair slot), then every bin's code and its
+    statistics (``bins``; shapes ``(n_open, S)`` and ``(None, S)``).
+    """
+    return {
+        "node_stats": stats,
+        "bin_count": Field.array("iu", (n_open, fp), low=0, high=MAX_BINS + 1),
+        "bin_code": Field.array("iu", (None,), low=0, high=MISSING),
+        "bin_stats": bins,
+    }
+
+
+def check_level_reply(
+    reply: Any, pair_feature: np.ndarray, feature_bins: np.ndarray, relative: bool
+) -> None:
+    """Require bins in code order, inside the grid, adding up to their node.
+
+    ``relative``: compare the sums with a relative tolerance (real-valued
+    statistics), else exactly (whole counts).
+
+    Raises
+    ------
+    InvalidField
+        Naming ``bin_count``, ``bin_code`` or ``bin_stats``.
+    """
+    if reply.bin_code.shape[0] != reply.bin_stats.shape[0]:
+        raise InvalidField("bin_stats", "needs one row per bin_code entry")
+    count = np.asarray(reply.bin_count, dtype=np.int64)
+    bins = Histograms(count.ravel(), reply.bin_code, reply.bin_stats)
+    sums = bins.checked_sums(pair_feature, feature_bins)
+    asked = (np.asarray(pair_feature) >= 0).ravel()
+    node = np.asarray(reply.node_stats, dtype=np.float64)
+    want = np.repeat(node, count.shape[1], axis=0)
+    check_same_stats(
+        "bin_stats",
+        sums[asked],
+        want[asked],
+        "a pair's bins sum (vs its node's statistics)",
+        relative,
+    )
