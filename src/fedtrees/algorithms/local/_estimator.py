@@ -15,7 +15,6 @@ own model and nothing else would travel.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -27,7 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
 from fedtrees._validation import check_choice, check_float
-from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms._base import FederatedEstimator, FitOptions
 from fedtrees.algorithms._params import (
     MAX_N_ESTIMATORS,
     check_bool,
@@ -38,7 +37,7 @@ from fedtrees.algorithms._params import (
 )
 from fedtrees.algorithms.local._strategy import LocalForests, LocalForestStrategy
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import Federation, RoundCallback
+from fedtrees.federation import Federation, RunResult
 from fedtrees.tree import Tree, client_codes
 
 __all__ = [
@@ -98,17 +97,18 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
             "bootstrap": check_bool(self.bootstrap, "bootstrap", owner),
         }
 
-    def _fit(
+    def _strategy(
         self,
         federation: Federation,
         classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback] = (),
-    ) -> Any:
+        options: FitOptions,
+    ) -> LocalForestStrategy:
+        """One round asking every client for its forest."""
         params = self._forest_params()
         seed = resolve_seed(self.random_state, type(self).__name__)
-        strategy = LocalForestStrategy(params, seed)
-        outcome = self._run(federation, strategy, callbacks)
-        self._remember(outcome.info, classes)
+        return LocalForestStrategy(params, seed)
+
+    def _keep(self, outcome: RunResult, strategy: LocalForestStrategy) -> None:
         received: LocalForests = outcome.result
         meta = self._tree_meta()
         self.forests_ = {
@@ -117,8 +117,6 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         self.client_weights_ = {
             client: reply.weight for client, reply in received.replies.items()
         }
-        self.communication_ = outcome.ledger
-        return self
 
     def _labels(self, proba: FloatArray) -> npt.NDArray[Any]:
         labels: npt.NDArray[Any] = self.classes_[np.argmax(proba, axis=1)]
@@ -128,18 +126,21 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
 class _Ensemble(_LocalForests):
     """The server's forest: every client's trees, pooled."""
 
-    def _fit(
+    def _strategy(
         self,
         federation: Federation,
         classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback] = (),
-    ) -> Any:
+        options: FitOptions,
+    ) -> LocalForestStrategy:
+        """Check ``weighting`` first; then the local forests' one round."""
         check_choice(
             self.weighting, "weighting", type(self).__name__, ("uniform", "size")
         )
-        super()._fit(federation, classes, callbacks)
+        return super()._strategy(federation, classes, options)
+
+    def _keep(self, outcome: RunResult, strategy: LocalForestStrategy) -> None:
+        super()._keep(outcome, strategy)
         self._pool_forests()
-        return self
 
     def _pool_forests(self) -> None:
         """Pool ``forests_`` into ``trees_`` and their weights (fit, fedtrees.load)."""
