@@ -187,6 +187,9 @@ class ToyState:
 
     clients: tuple[str, ...]
     classes: np.ndarray
+    feature: int
+    n_bins: int
+    n_rounds: int
     thresholds: FloatArray
     """The thresholds of the next histogram round."""
     class_counts: FloatArray = field(default_factory=lambda: np.zeros(0))
@@ -223,13 +226,20 @@ class ToyStrategy(PhasedStrategy[ToyState, ToyPhase]):
                 self.feature,
             )
         classes = np.asarray(info.schema.classes, dtype=str)
-        return ToyState(info.clients, classes, self.initial)
+        return ToyState(
+            info.clients,
+            classes,
+            self.feature,
+            self.n_bins,
+            self.n_rounds,
+            self.initial,
+        )
 
     def steps(self) -> Mapping[ToyPhase, Step[ToyState, ToyPhase]]:
         """Return the table: the class counts, then the histograms."""
         return {
-            ToyPhase.COUNTS: Step(self._ask_counts, self._absorb_counts),
-            ToyPhase.HISTOGRAM: Step(self._ask_histogram, self._absorb_histogram),
+            ToyPhase.COUNTS: Step(_ask_counts, _absorb_counts),
+            ToyPhase.HISTOGRAM: Step(_ask_histogram, _absorb_histogram),
         }
 
     def result(self, state: ToyState) -> ToyResult:
@@ -249,28 +259,6 @@ class ToyStrategy(PhasedStrategy[ToyState, ToyPhase]):
             return {"rows": float(st.class_counts.sum())}
         return {"rows": float(st.histograms[-1][1].sum())}
 
-    # -- the steps ---------------------------------------------------------------------
-    def _ask_counts(self, st: ToyState) -> RoundPlan:
-        return RoundPlan.broadcast(ToyCountsRequest(st.classes), st.clients)
-
-    def _absorb_counts(
-        self, st: ToyState, replies: Mapping[str, Payload]
-    ) -> ToyPhase | None:
-        st.class_counts = _pooled(replies)
-        return ToyPhase.HISTOGRAM if self.n_rounds > 0 else None
-
-    def _ask_histogram(self, st: ToyState) -> RoundPlan:
-        request = HistogramRequest(self.feature, st.thresholds, st.classes)
-        return RoundPlan.broadcast(request, st.clients)
-
-    def _absorb_histogram(
-        self, st: ToyState, replies: Mapping[str, Payload]
-    ) -> ToyPhase | None:
-        counts = _pooled(replies)
-        st.histograms.append((st.thresholds, counts))
-        st.thresholds = equal_depth(st.thresholds, counts.sum(axis=1), self.n_bins)
-        return ToyPhase.HISTOGRAM if len(st.histograms) < self.n_rounds else None
-
     # -- read by the runtime tests ------------------------------------------------
     @property
     def class_counts(self) -> FloatArray:
@@ -286,6 +274,28 @@ class ToyStrategy(PhasedStrategy[ToyState, ToyPhase]):
     def histograms(self) -> list[tuple[FloatArray, FloatArray]]:
         """The pooled histogram of every histogram round so far."""
         return self.state.histograms
+
+
+# -- the steps ---------------------------------------------------------------------
+def _ask_counts(st: ToyState) -> RoundPlan:
+    return RoundPlan.broadcast(ToyCountsRequest(st.classes), st.clients)
+
+
+def _absorb_counts(st: ToyState, replies: Mapping[str, Payload]) -> ToyPhase | None:
+    st.class_counts = _pooled(replies)
+    return ToyPhase.HISTOGRAM if st.n_rounds > 0 else None
+
+
+def _ask_histogram(st: ToyState) -> RoundPlan:
+    request = HistogramRequest(st.feature, st.thresholds, st.classes)
+    return RoundPlan.broadcast(request, st.clients)
+
+
+def _absorb_histogram(st: ToyState, replies: Mapping[str, Payload]) -> ToyPhase | None:
+    counts = _pooled(replies)
+    st.histograms.append((st.thresholds, counts))
+    st.thresholds = equal_depth(st.thresholds, counts.sum(axis=1), st.n_bins)
+    return ToyPhase.HISTOGRAM if len(st.histograms) < st.n_rounds else None
 
 
 def _pooled(replies: Mapping[str, Payload]) -> FloatArray:

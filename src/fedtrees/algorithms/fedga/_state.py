@@ -107,6 +107,9 @@ class FedGAState:
     candidates and fitness are empty until the local round builds them.
     """
 
+    settings: FedGASettings
+    maximize: bool
+    """Whether fitness is maximized (classification: F1) or minimized."""
     clients: tuple[str, ...]
     classes: np.ndarray
     n_features: int

@@ -98,17 +98,23 @@ class FedGAStrategy(PhasedStrategy[FedGAState, FedGAPhase]):
         n_classes = int(classes.shape[0]) if self.s.task == "classification" else 0
         positive_code(self.s.f1_average, n_classes, "FedGAClassifier")
         return FedGAState(
-            info.clients, classes, schema.n_features, starters, self.s.train_ratio
+            self.s,
+            self.maximize,
+            info.clients,
+            classes,
+            schema.n_features,
+            starters,
+            self.s.train_ratio,
         )
 
     def steps(self) -> Mapping[FedGAPhase, Step[FedGAState, FedGAPhase]]:
         """Return the table: init, local, the generations, final, trees."""
         return {
-            FedGAPhase.INIT: Step(self._ask_init, self._absorb_init),
-            FedGAPhase.LOCAL: Step(self._ask_local, self._absorb_local),
-            FedGAPhase.GENERATION: Step(self._ask_generation, self._absorb_generation),
-            FedGAPhase.FINAL: Step(self._ask_final, self._absorb_final),
-            FedGAPhase.TREES: Step(self._ask_trees, self._absorb_trees),
+            FedGAPhase.INIT: Step(_ask_init, _absorb_init),
+            FedGAPhase.LOCAL: Step(_ask_local, _absorb_local),
+            FedGAPhase.GENERATION: Step(_ask_generation, _absorb_generation),
+            FedGAPhase.FINAL: Step(_ask_final, _absorb_final),
+            FedGAPhase.TREES: Step(_ask_trees, _absorb_trees),
         }
 
     def result(self, state: FedGAState) -> FedGAResult:
@@ -156,217 +162,220 @@ class FedGAStrategy(PhasedStrategy[FedGAState, FedGAPhase]):
                 self.s.cv_folds,
             )
 
-    # -- initialization (steps 3-25) ---------------------------------------------------
-    def _ask_init(self, st: FedGAState) -> RoundPlan:
-        low, high = self.s.depth_range
-        request = InitRequest(
-            self.s.task,
-            st.classes,
-            low,
-            high,
-            self.s.cv_folds,
-            self.s.epsilon,
-            self.s.seed,
-            self.s.f1_average,
-        )
-        return RoundPlan.broadcast(request, st.starters, "continue")
 
-    def _absorb_init(
-        self, st: FedGAState, replies: Mapping[str, Payload]
-    ) -> FedGAPhase:
-        depths = []
-        for client, reply in sorted(replies.items()):
-            init = as_reply(reply, InitReply)
-            depths.append(init.depth)
-            st.sizes[client] = max(init.noisy_size, 1.0)
-            st.spent[client] = init.epsilon_spent
-        if not depths:
-            raise RuntimeError("FedGA: no client answered the initialization.")
-        ordered = sorted(depths)
-        st.depth = int(ordered[(len(ordered) - 1) // 2])  # the lower median
-        return FedGAPhase.LOCAL
+# -- initialization (steps 3-25) ---------------------------------------------------
+def _ask_init(st: FedGAState) -> RoundPlan:
+    low, high = st.settings.depth_range
+    request = InitRequest(
+        st.settings.task,
+        st.classes,
+        low,
+        high,
+        st.settings.cv_folds,
+        st.settings.epsilon,
+        st.settings.seed,
+        st.settings.f1_average,
+    )
+    return RoundPlan.broadcast(request, st.starters, "continue")
 
-    def _ask_local(self, st: FedGAState) -> RoundPlan:
-        low, high = self.s.depth_range
-        request = LocalRequest(
-            self.s.task,
+
+def _absorb_init(st: FedGAState, replies: Mapping[str, Payload]) -> FedGAPhase:
+    depths = []
+    for client, reply in sorted(replies.items()):
+        init = as_reply(reply, InitReply)
+        depths.append(init.depth)
+        st.sizes[client] = max(init.noisy_size, 1.0)
+        st.spent[client] = init.epsilon_spent
+    if not depths:
+        raise RuntimeError("FedGA: no client answered the initialization.")
+    ordered = sorted(depths)
+    st.depth = int(ordered[(len(ordered) - 1) // 2])  # the lower median
+    return FedGAPhase.LOCAL
+
+
+def _ask_local(st: FedGAState) -> RoundPlan:
+    low, high = st.settings.depth_range
+    request = LocalRequest(
+        st.settings.task,
+        st.classes,
+        st.depth,
+        st.n_features,
+        low,
+        high,
+        st.settings.cv_folds,
+        st.settings.phi_star,
+        st.settings.theta_star,
+        st.settings.mu_star,
+        st.settings.seed,
+    )
+    return RoundPlan.broadcast(request, list(st.sizes), "continue")
+
+
+def _absorb_local(st: FedGAState, replies: Mapping[str, Payload]) -> FedGAPhase:
+    votes = []
+    for client, reply in sorted(replies.items()):
+        local = as_reply(reply, LocalReply)
+        st.locals[client] = local.structure
+        votes.append((local.vote_ratio, local.vote_elitism))
+    if st.settings.task == "regression" and votes:
+        half = len(votes) / 2
+        if sum(v[0] for v in votes) > half:
+            st.train_ratio = 1.0
+        st.elitism = sum(v[1] for v in votes) > half
+    rng = keyed_rng(st.settings.seed, POPULATION_STREAM)
+    n_random = max(st.settings.population_size - len(st.locals), 0)
+    randoms = [
+        random_structure(rng, st.depth, st.n_features, st.settings.nil_rate)
+        for _ in range(n_random)
+    ]
+    st.candidates = np.vstack([*st.locals.values(), *randoms])
+    st.population = no_structures(structure_length(st.depth))
+    st.fitness = np.empty(0)
+    return _after_generation(st)
+
+
+# -- generations (steps 26-43) -----------------------------------------------
+def _ask_generation(st: FedGAState) -> RoundPlan:
+    g = st.generation + 1
+    s = st.settings
+    eligible = [c for c in st.clients if c in st.sizes or s.join_at.get(c, 0) <= g]
+    rng = keyed_rng(s.seed, ACTIVE_STREAM, g)
+    n_active = max(1, round(s.client_fraction * len(eligible)))
+    active = sorted(rng.choice(eligible, size=n_active, replace=False).tolist())
+    known = EvaluateRequest(
+        s.task,
+        st.classes,
+        st.candidates,
+        st.depth,
+        st.train_ratio,
+        s.seed,
+        s.f1_average,
+    )
+    new = JoinRequest(
+        s.task,
+        st.classes,
+        st.candidates,
+        st.depth,
+        st.n_features,
+        st.train_ratio,
+        s.epsilon,
+        s.seed,
+        s.f1_average,
+    )
+    requests: dict[str, Payload] = {
+        client: known if client in st.sizes else new for client in active
+    }
+    return RoundPlan(requests, "continue")
+
+
+def _absorb_generation(st: FedGAState, replies: Mapping[str, Payload]) -> FedGAPhase:
+    st.generation += 1
+    _fold_generation(st, st.generation, replies)
+    return _after_generation(st)
+
+
+def _after_generation(st: FedGAState) -> FedGAPhase:
+    """Return the next generation while any is left, else the final round."""
+    if st.generation < st.settings.n_generations:
+        return FedGAPhase.GENERATION
+    return FedGAPhase.FINAL
+
+
+def _fold_generation(st: FedGAState, g: int, replies: Mapping[str, Payload]) -> None:
+    fitness, weights, joined = [], [], []
+    for client, reply in sorted(replies.items()):
+        assert isinstance(reply, FitnessReply | JoinReply)
+        if isinstance(reply, JoinReply):
+            st.sizes[client] = max(reply.noisy_size, 1.0)
+            st.spent[client] = reply.epsilon_spent
+            st.locals[client] = reply.structure
+            joined.append((reply.structure, reply.local_fitness))
+        fitness.append(reply.fitness)
+        weights.append(st.sizes[client])
+    if not fitness:
+        return  # nobody answered: the generation changes nothing
+    scores = np.average(np.vstack(fitness), axis=0, weights=weights)  # step 37
+    candidates = st.candidates
+    if joined:  # step 38
+        candidates = np.vstack([candidates, *[s[None, :] for s, _ in joined]])
+        scores = np.concatenate([scores, [f for _, f in joined]])
+    st.population, st.fitness = update(  # step 39
+        st.population,
+        st.fitness,
+        candidates,
+        scores,
+        st.settings.population_size,
+        maximize=st.maximize,
+    )
+    st.history.append((float(st.fitness[0]), float(np.mean(st.fitness))))
+    st.candidates = _breed(st, g)
+
+
+def _breed(st: FedGAState, g: int) -> IntArray:
+    """Breed the next candidates: steps 41-42 (plus the locals under elitism)."""
+    rng = keyed_rng(st.settings.seed, BREED_STREAM, g)
+    width = st.population.shape[1]
+    offspring = crossover(
+        rng,
+        st.population,
+        st.fitness,
+        st.settings.tournament_size,
+        maximize=st.maximize,
+    )
+    mutated = mutate_population(
+        rng,
+        offspring,
+        st.n_features,
+        mutation_count(st.settings.flip_rate, width),
+        mutation_count(st.settings.swap_rate, width),
+    )
+    if st.elitism:
+        mutated = np.vstack([mutated, *[s[None, :] for s in st.locals.values()]])
+    return mutated
+
+
+# -- the final choice and the personal trees ------------------------------------
+def _ask_final(st: FedGAState) -> RoundPlan:
+    s = st.settings
+    final = FinalRequest(
+        s.task,
+        st.classes,
+        st.population,
+        st.depth,
+        st.train_ratio,
+        s.seed,
+        s.f1_average,
+        st.maximize,
+    )
+    return RoundPlan.broadcast(final, sorted(st.sizes), "continue")
+
+
+def _absorb_final(st: FedGAState, replies: Mapping[str, Payload]) -> FedGAPhase | None:
+    for client, reply in replies.items():
+        choice = as_reply(reply, ChoiceReply)
+        st.choices[client] = choice.choice
+        st.client_fitness[client] = choice.fitness
+    return FedGAPhase.TREES if st.choices else None
+
+
+def _ask_trees(st: FedGAState) -> RoundPlan:
+    """Ask every client that chose for its tree, with all it needs to refit it."""
+    st.asked = {
+        client: TreeRequest(
+            st.settings.task,
             st.classes,
+            st.population[choice],
             st.depth,
             st.n_features,
-            low,
-            high,
-            self.s.cv_folds,
-            self.s.phi_star,
-            self.s.theta_star,
-            self.s.mu_star,
-            self.s.seed,
-        )
-        return RoundPlan.broadcast(request, list(st.sizes), "continue")
-
-    def _absorb_local(
-        self, st: FedGAState, replies: Mapping[str, Payload]
-    ) -> FedGAPhase:
-        votes = []
-        for client, reply in sorted(replies.items()):
-            local = as_reply(reply, LocalReply)
-            st.locals[client] = local.structure
-            votes.append((local.vote_ratio, local.vote_elitism))
-        if self.s.task == "regression" and votes:
-            half = len(votes) / 2
-            if sum(v[0] for v in votes) > half:
-                st.train_ratio = 1.0
-            st.elitism = sum(v[1] for v in votes) > half
-        rng = keyed_rng(self.s.seed, POPULATION_STREAM)
-        n_random = max(self.s.population_size - len(st.locals), 0)
-        randoms = [
-            random_structure(rng, st.depth, st.n_features, self.s.nil_rate)
-            for _ in range(n_random)
-        ]
-        st.candidates = np.vstack([*st.locals.values(), *randoms])
-        st.population = no_structures(structure_length(st.depth))
-        st.fitness = np.empty(0)
-        return self._after_generation(st)
-
-    # -- generations (steps 26-43) -----------------------------------------------
-    def _ask_generation(self, st: FedGAState) -> RoundPlan:
-        g = st.generation + 1
-        s = self.s
-        eligible = [c for c in st.clients if c in st.sizes or s.join_at.get(c, 0) <= g]
-        rng = keyed_rng(s.seed, ACTIVE_STREAM, g)
-        n_active = max(1, round(s.client_fraction * len(eligible)))
-        active = sorted(rng.choice(eligible, size=n_active, replace=False).tolist())
-        known = EvaluateRequest(
-            s.task,
-            st.classes,
-            st.candidates,
-            st.depth,
             st.train_ratio,
-            s.seed,
-            s.f1_average,
+            st.settings.seed,
         )
-        new = JoinRequest(
-            s.task,
-            st.classes,
-            st.candidates,
-            st.depth,
-            st.n_features,
-            st.train_ratio,
-            s.epsilon,
-            s.seed,
-            s.f1_average,
-        )
-        requests: dict[str, Payload] = {
-            client: known if client in st.sizes else new for client in active
-        }
-        return RoundPlan(requests, "continue")
+        for client, choice in sorted(st.choices.items())
+    }
+    return RoundPlan(dict(st.asked), "continue")
 
-    def _absorb_generation(
-        self, st: FedGAState, replies: Mapping[str, Payload]
-    ) -> FedGAPhase:
-        st.generation += 1
-        self._fold_generation(st, st.generation, replies)
-        return self._after_generation(st)
 
-    def _after_generation(self, st: FedGAState) -> FedGAPhase:
-        """Return the next generation while any is left, else the final round."""
-        if st.generation < self.s.n_generations:
-            return FedGAPhase.GENERATION
-        return FedGAPhase.FINAL
-
-    def _fold_generation(
-        self, st: FedGAState, g: int, replies: Mapping[str, Payload]
-    ) -> None:
-        fitness, weights, joined = [], [], []
-        for client, reply in sorted(replies.items()):
-            assert isinstance(reply, FitnessReply | JoinReply)
-            if isinstance(reply, JoinReply):
-                st.sizes[client] = max(reply.noisy_size, 1.0)
-                st.spent[client] = reply.epsilon_spent
-                st.locals[client] = reply.structure
-                joined.append((reply.structure, reply.local_fitness))
-            fitness.append(reply.fitness)
-            weights.append(st.sizes[client])
-        if not fitness:
-            return  # nobody answered: the generation changes nothing
-        scores = np.average(np.vstack(fitness), axis=0, weights=weights)  # step 37
-        candidates = st.candidates
-        if joined:  # step 38
-            candidates = np.vstack([candidates, *[s[None, :] for s, _ in joined]])
-            scores = np.concatenate([scores, [f for _, f in joined]])
-        st.population, st.fitness = update(  # step 39
-            st.population,
-            st.fitness,
-            candidates,
-            scores,
-            self.s.population_size,
-            maximize=self.maximize,
-        )
-        st.history.append((float(st.fitness[0]), float(np.mean(st.fitness))))
-        st.candidates = self._breed(st, g)
-
-    def _breed(self, st: FedGAState, g: int) -> IntArray:
-        """Breed the next candidates: steps 41-42 (plus the locals under elitism)."""
-        rng = keyed_rng(self.s.seed, BREED_STREAM, g)
-        width = st.population.shape[1]
-        offspring = crossover(
-            rng,
-            st.population,
-            st.fitness,
-            self.s.tournament_size,
-            maximize=self.maximize,
-        )
-        mutated = mutate_population(
-            rng,
-            offspring,
-            st.n_features,
-            mutation_count(self.s.flip_rate, width),
-            mutation_count(self.s.swap_rate, width),
-        )
-        if st.elitism:
-            mutated = np.vstack([mutated, *[s[None, :] for s in st.locals.values()]])
-        return mutated
-
-    # -- the final choice and the personal trees ------------------------------------
-    def _ask_final(self, st: FedGAState) -> RoundPlan:
-        s = self.s
-        final = FinalRequest(
-            s.task,
-            st.classes,
-            st.population,
-            st.depth,
-            st.train_ratio,
-            s.seed,
-            s.f1_average,
-            self.maximize,
-        )
-        return RoundPlan.broadcast(final, sorted(st.sizes), "continue")
-
-    def _absorb_final(
-        self, st: FedGAState, replies: Mapping[str, Payload]
-    ) -> FedGAPhase | None:
-        for client, reply in replies.items():
-            choice = as_reply(reply, ChoiceReply)
-            st.choices[client] = choice.choice
-            st.client_fitness[client] = choice.fitness
-        return FedGAPhase.TREES if st.choices else None
-
-    def _ask_trees(self, st: FedGAState) -> RoundPlan:
-        """Ask every client that chose for its tree, with all it needs to refit it."""
-        st.asked = {
-            client: TreeRequest(
-                self.s.task,
-                st.classes,
-                st.population[choice],
-                st.depth,
-                st.n_features,
-                st.train_ratio,
-                self.s.seed,
-            )
-            for client, choice in sorted(st.choices.items())
-        }
-        return RoundPlan(dict(st.asked), "continue")
-
-    def _absorb_trees(self, st: FedGAState, replies: Mapping[str, Payload]) -> None:
-        for client, reply in replies.items():
-            st.trees[client] = st.asked[client].tree(as_reply(reply, TreeReply))
-        return
+def _absorb_trees(st: FedGAState, replies: Mapping[str, Payload]) -> None:
+    for client, reply in replies.items():
+        st.trees[client] = st.asked[client].tree(as_reply(reply, TreeReply))
+    return

@@ -129,6 +129,7 @@ class FedID3State:
     request (its ask builds it; its absorb reads the plan's ε from it).
     """
 
+    settings: FedID3Settings
     info: FederationInfo
     max_depth: int
     noise_reduction: float
@@ -166,9 +167,10 @@ class FedID3Strategy(PhasedStrategy[FedID3State, FedID3Phase]):
         noise_reduction = _noise_reduction(s, len(info.clients))
         sketch = BinningRound(s.bin_edges, s.n_bins, s.epsilon is None, s.owner)
         binning = sketch.start(info.schema)
-        growth = self._grow(info, binning, max_depth)
-        request = self._level_request(info, binning, growth, max_depth, noise_reduction)
+        growth = _grow(s, info, binning, max_depth)
+        request = _level_request(s, info, binning, growth, max_depth, noise_reduction)
         return FedID3State(
+            s,
             info,
             max_depth,
             noise_reduction,
@@ -186,8 +188,8 @@ class FedID3Strategy(PhasedStrategy[FedID3State, FedID3Phase]):
     def steps(self) -> Mapping[FedID3Phase, Step[FedID3State, FedID3Phase]]:
         """Return the table: the sketch, then the levels."""
         return {
-            FedID3Phase.SKETCH: Step(self._ask_sketch, self._absorb_sketch),
-            FedID3Phase.LEVEL: Step(self._ask_level, self._absorb_level),
+            FedID3Phase.SKETCH: Step(_ask_sketch, _absorb_sketch),
+            FedID3Phase.LEVEL: Step(_ask_level, _absorb_level),
         }
 
     def result(self, state: FedID3State) -> FedID3Result:
@@ -198,7 +200,7 @@ class FedID3Strategy(PhasedStrategy[FedID3State, FedID3Phase]):
             st.binning,
             st.max_depth,
             st.growth.level,
-            self._charged(st),
+            _charged(st),
             dict(st.spent.epsilon),
             dict(st.spent.queries),
             st.noise_reduction,
@@ -218,85 +220,89 @@ class FedID3Strategy(PhasedStrategy[FedID3State, FedID3Phase]):
             "nodes": float(g.n_nodes),
         }
 
-    # -- the steps -------------------------------------------------------------------
-    def _ask_sketch(self, st: FedID3State) -> RoundPlan:
-        return RoundPlan.broadcast(st.sketch.request(), st.info.clients)
 
-    def _absorb_sketch(
-        self, st: FedID3State, replies: Mapping[str, Payload]
-    ) -> FedID3Phase:
-        st.binning = st.sketch.absorb([replies[c] for c in sorted(replies)])
-        st.growth = self._grow(st.info, st.binning, st.max_depth)
-        return FedID3Phase.LEVEL
+# -- the steps -------------------------------------------------------------------
+def _ask_sketch(st: FedID3State) -> RoundPlan:
+    return RoundPlan.broadcast(st.sketch.request(), st.info.clients)
 
-    def _ask_level(self, st: FedID3State) -> RoundPlan:
-        st.request = self._level_request(
-            st.info, st.binning, st.growth, st.max_depth, st.noise_reduction
-        )
-        return RoundPlan.broadcast(st.request, st.info.clients)
 
-    def _absorb_level(
-        self, st: FedID3State, replies: Mapping[str, Payload]
-    ) -> FedID3Phase | None:
-        """Sum the level's tables (noisy: clipped at 0), charge them, grow."""
-        request = st.request
-        ordered = {c: as_reply(replies[c], LevelReply) for c in sorted(replies)}
-        tables = np.sum([r.counts for r in ordered.values()], axis=0)
-        min_count = 0.0
-        if not request.exact:
-            tables = np.maximum(tables, 0.0)  # post-processing of the noisy sums
-            cells = 2 * len(ordered) * len(request.classes)
-            min_count = math.sqrt(cells) / request.query_epsilon
-        n_tables = int(request.allowed.sum())
-        for client, reply in ordered.items():
-            st.spent.epsilon[client] = reply.epsilon_spent
-            st.spent.queries[client] = st.spent.queries.get(client, 0) + n_tables
-        st.growth.absorb(tables, min_count)
-        return None if st.growth.done else FedID3Phase.LEVEL
+def _absorb_sketch(st: FedID3State, replies: Mapping[str, Payload]) -> FedID3Phase:
+    st.binning = st.sketch.absorb([replies[c] for c in sorted(replies)])
+    st.growth = _grow(st.settings, st.info, st.binning, st.max_depth)
+    return FedID3Phase.LEVEL
 
-    # -- pieces ----------------------------------------------------------------------
-    def _grow(
-        self, info: FederationInfo, binning: Binning, max_depth: int
-    ) -> Id3Growth:
-        return Id3Growth(
-            arity=binning.arity,
-            n_classes=len(info.schema.classes),
-            max_depth=max_depth,
-            binary=self.settings.binary,
-            categorical=binning.categorical,
-            significance=self.settings.significance,
-        )
 
-    def _level_request(
-        self,
-        info: FederationInfo,
-        binning: Binning,
-        g: Id3Growth,
-        max_depth: int,
-        noise_reduction: float,
-    ) -> LevelRequest:
-        s = self.settings
-        layout = g.layout()
-        return LevelRequest(
-            **pack_trees([g.structure()]),
-            **binning.fields(),
-            open_nodes=layout.open_nodes,
-            allowed=layout.allowed,
-            classes=np.asarray(info.schema.classes, dtype=str),
-            level=g.level,
-            n_levels=max_depth,
-            epsilon=math.inf if s.epsilon is None else s.epsilon,
-            seed=s.seed,
-            noise_reduction=noise_reduction,
-        )
+def _ask_level(st: FedID3State) -> RoundPlan:
+    st.request = _level_request(
+        st.settings, st.info, st.binning, st.growth, st.max_depth, st.noise_reduction
+    )
+    return RoundPlan.broadcast(st.request, st.info.clients)
 
-    def _charged(self, st: FedID3State) -> dict[str, float]:
-        """Return the plan's cost per client (the Decision in :mod:`._payloads`).
 
-        The levels answered (each reply's spend was checked) plus the levels
-        never reached: ε (``ε·sqrt(r)`` under a noise reduction r, what the
-        releases cost against the server), or inf for exact counts.
-        """
-        eps = self.settings.epsilon
-        total = math.inf if eps is None else release_epsilon(eps, st.noise_reduction)
-        return dict.fromkeys(st.spent.epsilon, total)
+def _absorb_level(
+    st: FedID3State, replies: Mapping[str, Payload]
+) -> FedID3Phase | None:
+    """Sum the level's tables (noisy: clipped at 0), charge them, grow."""
+    request = st.request
+    ordered = {c: as_reply(replies[c], LevelReply) for c in sorted(replies)}
+    tables = np.sum([r.counts for r in ordered.values()], axis=0)
+    min_count = 0.0
+    if not request.exact:
+        tables = np.maximum(tables, 0.0)  # post-processing of the noisy sums
+        cells = 2 * len(ordered) * len(request.classes)
+        min_count = math.sqrt(cells) / request.query_epsilon
+    n_tables = int(request.allowed.sum())
+    for client, reply in ordered.items():
+        st.spent.epsilon[client] = reply.epsilon_spent
+        st.spent.queries[client] = st.spent.queries.get(client, 0) + n_tables
+    st.growth.absorb(tables, min_count)
+    return None if st.growth.done else FedID3Phase.LEVEL
+
+
+# -- pieces ----------------------------------------------------------------------
+def _grow(
+    s: FedID3Settings, info: FederationInfo, binning: Binning, max_depth: int
+) -> Id3Growth:
+    return Id3Growth(
+        arity=binning.arity,
+        n_classes=len(info.schema.classes),
+        max_depth=max_depth,
+        binary=s.binary,
+        categorical=binning.categorical,
+        significance=s.significance,
+    )
+
+
+def _level_request(
+    s: FedID3Settings,
+    info: FederationInfo,
+    binning: Binning,
+    g: Id3Growth,
+    max_depth: int,
+    noise_reduction: float,
+) -> LevelRequest:
+    layout = g.layout()
+    return LevelRequest(
+        **pack_trees([g.structure()]),
+        **binning.fields(),
+        open_nodes=layout.open_nodes,
+        allowed=layout.allowed,
+        classes=np.asarray(info.schema.classes, dtype=str),
+        level=g.level,
+        n_levels=max_depth,
+        epsilon=math.inf if s.epsilon is None else s.epsilon,
+        seed=s.seed,
+        noise_reduction=noise_reduction,
+    )
+
+
+def _charged(st: FedID3State) -> dict[str, float]:
+    """Return the plan's cost per client (the Decision in :mod:`._payloads`).
+
+    The levels answered (each reply's spend was checked) plus the levels
+    never reached: ε (``ε·sqrt(r)`` under a noise reduction r, what the
+    releases cost against the server), or inf for exact counts.
+    """
+    eps = st.settings.epsilon
+    total = math.inf if eps is None else release_epsilon(eps, st.noise_reduction)
+    return dict.fromkeys(st.spent.epsilon, total)

@@ -104,6 +104,7 @@ class ICDTAState:
     hold no rule and a root leaf until step 5 builds them.
     """
 
+    settings: ICDTASettings
     info: FederationInfo
     max_depth: int
     sketch: BinningRound
@@ -141,6 +142,7 @@ class ICDTAStrategy(PhasedStrategy[ICDTAState, ICDTAPhase]):
         sketch = BinningRound(s.bin_edges, s.n_bins, True, s.owner)
         binning = sketch.start(info.schema) if s.base == "id3" else None
         return ICDTAState(
+            s,
             info,
             default if s.max_depth is None else s.max_depth,
             sketch,
@@ -157,10 +159,10 @@ class ICDTAStrategy(PhasedStrategy[ICDTAState, ICDTAPhase]):
     def steps(self) -> Mapping[ICDTAPhase, Step[ICDTAState, ICDTAPhase]]:
         """Return the table: sketch, fit, evaluate, global."""
         return {
-            ICDTAPhase.SKETCH: Step(self._ask_sketch, self._absorb_sketch),
-            ICDTAPhase.FIT: Step(self._ask_fit, self._absorb_fit),
-            ICDTAPhase.EVALUATE: Step(self._ask_evaluate, self._absorb_evaluate),
-            ICDTAPhase.GLOBAL: Step(self._ask_global, self._absorb_global),
+            ICDTAPhase.SKETCH: Step(_ask_sketch, _absorb_sketch),
+            ICDTAPhase.FIT: Step(_ask_fit, _absorb_fit),
+            ICDTAPhase.EVALUATE: Step(_ask_evaluate, _absorb_evaluate),
+            ICDTAPhase.GLOBAL: Step(_ask_global, _absorb_global),
         }
 
     def result(self, state: ICDTAState) -> ICDTAResult:
@@ -191,98 +193,101 @@ class ICDTAStrategy(PhasedStrategy[ICDTAState, ICDTAPhase]):
             "rules": float(len(st.rules)),
         }
 
-    # -- the steps -------------------------------------------------------------------
-    def _ask_sketch(self, st: ICDTAState) -> RoundPlan:
-        return RoundPlan.broadcast(st.sketch.request(), st.info.clients)
 
-    def _absorb_sketch(
-        self, st: ICDTAState, replies: Mapping[str, Payload]
-    ) -> ICDTAPhase:
-        st.binning = st.sketch.absorb([replies[c] for c in sorted(replies)])
-        return ICDTAPhase.FIT
+# -- the steps -------------------------------------------------------------------
+def _ask_sketch(st: ICDTAState) -> RoundPlan:
+    return RoundPlan.broadcast(st.sketch.request(), st.info.clients)
 
-    def _ask_fit(self, st: ICDTAState) -> RoundPlan:
-        request = FitRequest(
-            **_common(st, self.settings),
-            max_depth=st.max_depth,
-            seed=self.settings.seed,
-        )
-        return RoundPlan.broadcast(request, st.info.clients)
 
-    def _absorb_fit(self, st: ICDTAState, replies: Mapping[str, Payload]) -> ICDTAPhase:
-        schema = st.info.schema
-        codes = np.arange(len(schema.classes))
-        st.trees = {
-            c: rebuild_packed(replies[c], n_features=schema.n_features, classes=codes)[
-                0
-            ]
-            for c in sorted(replies)
-        }
-        return ICDTAPhase.EVALUATE
+def _absorb_sketch(st: ICDTAState, replies: Mapping[str, Payload]) -> ICDTAPhase:
+    st.binning = st.sketch.absorb([replies[c] for c in sorted(replies)])
+    return ICDTAPhase.FIT
 
-    def _ask_evaluate(self, st: ICDTAState) -> RoundPlan:
-        owners = list(st.trees)
-        packed = pack_trees([st.trees[c] for c in owners])
-        common = {
-            **_common(st, self.settings),
-            **packed,
-            "owners": np.asarray(owners, dtype=str),
-        }
-        return RoundPlan(
-            {c: EvaluateRequest(**common, recipient=i) for i, c in enumerate(owners)}
-        )
 
-    def _absorb_evaluate(
-        self, st: ICDTAState, replies: Mapping[str, Payload]
-    ) -> ICDTAPhase:
-        """Run steps 3-5: trees' scores, the first filter whose rules fit, the tree."""
-        owners = list(st.trees)
-        matrix = np.stack([as_reply(replies[c], ScoresReply).scores for c in owners])
-        st.scores = matrix
-        s = self.settings
-        scores = tree_scores(matrix)
-        for i, tree_filter in enumerate(s.filters):
-            st.kept = tree_filter.kept_or_raise(scores, owners, s.owner)
-            try:
-                self._aggregate_rules(st)
-            except RuleLimitExceeded:
-                if i + 1 == len(s.filters):
-                    raise
-                continue  # the next, stricter filter keeps fewer trees
-            st.filter = tree_filter.text
-            break
-        return ICDTAPhase.GLOBAL
+def _ask_fit(st: ICDTAState) -> RoundPlan:
+    request = FitRequest(
+        **_common(st, st.settings),
+        max_depth=st.max_depth,
+        seed=st.settings.seed,
+    )
+    return RoundPlan.broadcast(request, st.info.clients)
 
-    def _aggregate_rules(self, st: ICDTAState) -> None:
-        s = self.settings
-        rule_sets = [_rules_of(st, c, s.base) for c in st.kept]
-        st.rules = aggregate(
-            rule_sets, merge=s.merge, max_rules=s.max_rules, names=list(st.kept)
-        )
-        st.tree = build_global_tree(
-            st.rules,
-            max_depth=st.max_depth,
-            classes=np.arange(len(st.info.schema.classes)),
-            gain=s.rule_gain,
-        )
 
-    def _ask_global(self, st: ICDTAState) -> RoundPlan:
-        packed: dict[str, Any] = pack_trees([st.tree])
-        request = GlobalRequest(
-            **_common(st, self.settings),
-            **packed,
-            rule_values=_compact(st.rules.values),
-            rule_low=st.rules.low,
-            rule_high=st.rules.high,
-            rule_proba=st.rules.proba,
-        )
-        return RoundPlan.broadcast(request, st.info.clients)
+def _absorb_fit(st: ICDTAState, replies: Mapping[str, Payload]) -> ICDTAPhase:
+    schema = st.info.schema
+    codes = np.arange(len(schema.classes))
+    st.trees = {
+        c: rebuild_packed(replies[c], n_features=schema.n_features, classes=codes)[0]
+        for c in sorted(replies)
+    }
+    return ICDTAPhase.EVALUATE
 
-    def _absorb_global(self, st: ICDTAState, replies: Mapping[str, Payload]) -> None:
-        st.global_scores = {
-            c: as_reply(replies[c], GlobalReply).score for c in sorted(replies)
-        }
-        return
+
+def _ask_evaluate(st: ICDTAState) -> RoundPlan:
+    owners = list(st.trees)
+    packed = pack_trees([st.trees[c] for c in owners])
+    common = {
+        **_common(st, st.settings),
+        **packed,
+        "owners": np.asarray(owners, dtype=str),
+    }
+    return RoundPlan(
+        {c: EvaluateRequest(**common, recipient=i) for i, c in enumerate(owners)}
+    )
+
+
+def _absorb_evaluate(st: ICDTAState, replies: Mapping[str, Payload]) -> ICDTAPhase:
+    """Run steps 3-5: trees' scores, the first filter whose rules fit, the tree."""
+    owners = list(st.trees)
+    matrix = np.stack([as_reply(replies[c], ScoresReply).scores for c in owners])
+    st.scores = matrix
+    s = st.settings
+    scores = tree_scores(matrix)
+    for i, tree_filter in enumerate(s.filters):
+        st.kept = tree_filter.kept_or_raise(scores, owners, s.owner)
+        try:
+            _aggregate_rules(st)
+        except RuleLimitExceeded:
+            if i + 1 == len(s.filters):
+                raise
+            continue  # the next, stricter filter keeps fewer trees
+        st.filter = tree_filter.text
+        break
+    return ICDTAPhase.GLOBAL
+
+
+def _aggregate_rules(st: ICDTAState) -> None:
+    s = st.settings
+    rule_sets = [_rules_of(st, c, s.base) for c in st.kept]
+    st.rules = aggregate(
+        rule_sets, merge=s.merge, max_rules=s.max_rules, names=list(st.kept)
+    )
+    st.tree = build_global_tree(
+        st.rules,
+        max_depth=st.max_depth,
+        classes=np.arange(len(st.info.schema.classes)),
+        gain=s.rule_gain,
+    )
+
+
+def _ask_global(st: ICDTAState) -> RoundPlan:
+    packed: dict[str, Any] = pack_trees([st.tree])
+    request = GlobalRequest(
+        **_common(st, st.settings),
+        **packed,
+        rule_values=_compact(st.rules.values),
+        rule_low=st.rules.low,
+        rule_high=st.rules.high,
+        rule_proba=st.rules.proba,
+    )
+    return RoundPlan.broadcast(request, st.info.clients)
+
+
+def _absorb_global(st: ICDTAState, replies: Mapping[str, Payload]) -> None:
+    st.global_scores = {
+        c: as_reply(replies[c], GlobalReply).score for c in sorted(replies)
+    }
+    return
 
 
 def _common(st: ICDTAState, s: ICDTASettings) -> dict[str, Any]:
