@@ -42,12 +42,26 @@ Infinite values are refused everywhere.
 **Decision (a wrong argument names the public class):** Python's own
 ``TypeError`` for an unknown keyword names the function that defines
 ``__init__`` — often a private base (``_FedGBDT.__init__()``). Every
-estimator's ``__init__`` is wrapped once, where it is defined
-(:meth:`FederatedEstimator.__init_subclass__`), to bind its arguments first and
-raise :class:`~fedtrees.exceptions.UnknownParameterError` (a ``TypeError``)
-naming ``type(self)``, the closest parameter name and every parameter. The
-wrapper keeps the signature (``__wrapped__``), so scikit-learn's
-``get_params``, ``set_params`` and ``clone`` see the parameters as before.
+estimator's ``__init__``, ``fit`` and ``fit_federation`` are wrapped once,
+where they are defined (:meth:`FederatedEstimator.__init_subclass__`), to bind
+their arguments first and raise
+:class:`~fedtrees.exceptions.UnknownParameterError` (a ``TypeError``) naming
+``type(self)`` (``ICDTAClassifier.fit`` for a method, never the private
+``SingleTreeClassifier.fit``), the closest parameter name and every
+parameter: ``fit(..., sample_weight=w)`` on a method without sample weights
+is refused so. The wrapper keeps the signature (``__wrapped__``), so
+scikit-learn's ``get_params``, ``set_params``, ``clone`` and its checks of
+``fit``'s parameters see them as before.
+
+**Decision (one fit template):** every estimator fits through
+:meth:`FederatedEstimator._fit`: validate the data (``fit``: the rows into an
+in-process federation; ``fit_federation``: the agreed names), build the
+strategy (the method's :meth:`~FederatedEstimator._strategy` hook), run it on
+the federation, then set the fitted attributes (``n_features_in_``,
+``classes_``, ``communication_`` here, the method's own in its
+:meth:`~FederatedEstimator._keep` hook). A method's own fit keywords
+(FedAvg's ``eval_set``, FedGA's ``join_at``, the DP forest's ranges) reach
+the hooks as :data:`FitOptions`.
 
 **Decision (which columns are categorical):** a column is categorical
 exactly when its pandas dtype is ``category`` (its categories, in order, are
@@ -80,8 +94,9 @@ import inspect
 import os
 import sys
 import warnings
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Final, Literal
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Final, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -141,10 +156,17 @@ ACCEPTS_MISSING: Final = (
 """The estimators that accept missing values (NaN) in X."""
 
 
+FitOptions: TypeAlias = Mapping[str, Any]
+"""A method's own fit keywords, by name (e.g. FedAvg's ``eval_set``)."""
+NO_OPTIONS: Final[FitOptions] = MappingProxyType({})
+
+
 class FederatedEstimator:
     """Mixin: fitting entry points, input validation and encoding of all estimators.
 
-    A subclass implements ``_fit(federation, classes, callbacks)``.
+    A subclass gives the two hooks of the fit template :meth:`_fit`:
+    :meth:`_strategy` (the server strategy, its settings validated) and
+    :meth:`_keep` (its fitted attributes from the run).
     """
 
     _task: Task = "classification"
@@ -166,6 +188,10 @@ class FederatedEstimator:
         init = cls.__dict__.get("__init__")
         if init is not None:
             cls.__init__ = checked_init(init)  # type: ignore[method-assign]
+        for name in ("fit", "fit_federation"):
+            method = cls.__dict__.get(name)
+            if method is not None:
+                setattr(cls, name, checked_method(method, name))
 
     # -- fit ---------------------------------------------------------------------
     def fit(
@@ -196,11 +222,7 @@ class FederatedEstimator:
             docs/security.md): None draws every DP release's noise from fresh
             operating-system entropy; an int reproduces a DP fit.
         """
-        federation, classes = self._federation(
-            X, y, groups, sample_weight, self._site_threads(), noise_seed
-        )
-        self._empty_forest_cache()
-        return self._fit(federation, classes, ())
+        return self._fit_rows(X, y, groups, sample_weight, noise_seed)
 
     def fit_federation(
         self, federation: Federation, *, callbacks: Sequence[RoundCallback] = ()
@@ -214,9 +236,67 @@ class FederatedEstimator:
         names) are the column names agreed in round 0: there is no X to take them
         from, and a saved model must read ``age <= 54.5``, not ``x0 <= 54.5``.
         """
+        return self._fit_on(federation, callbacks)
+
+    # -- the fit template ---------------------------------------------------------
+    def _fit_rows(
+        self,
+        X: object,
+        y: npt.ArrayLike,
+        groups: npt.ArrayLike | None,
+        sample_weight: npt.ArrayLike | None,
+        noise_seed: int | None,
+        options: FitOptions = NO_OPTIONS,
+    ) -> Any:
+        """``fit``'s path: the validated rows as in-process sites, then :meth:`_fit`."""
+        federation, classes = self._federation(
+            X, y, groups, sample_weight, self._site_threads(), noise_seed
+        )
+        return self._fit(federation, classes, (), options)
+
+    def _fit_on(
+        self,
+        federation: Federation,
+        callbacks: Sequence[RoundCallback],
+        options: FitOptions = NO_OPTIONS,
+    ) -> Any:
+        """``fit_federation``'s path: the agreed names, then :meth:`_fit`."""
         self._use_agreed_names()
+        return self._fit(federation, None, callbacks, options)
+
+    def _fit(
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        callbacks: Sequence[RoundCallback],
+        options: FitOptions = NO_OPTIONS,
+    ) -> Any:
+        """Fit: build the strategy, run it, set the fitted attributes.
+
+        The one template of every estimator (module Decision): ``classes`` are
+        the labels of ``fit``'s ``y`` (None: ``fit_federation``, the agreed
+        ones); ``options`` the method's own fit keywords.
+        """
         self._empty_forest_cache()
-        return self._fit(federation, None, callbacks)
+        strategy = self._strategy(federation, classes, options)
+        outcome = self._run(federation, strategy, callbacks)
+        self._remember(outcome.info, classes)
+        self.communication_ = outcome.ledger
+        self._keep(outcome, strategy)
+        return self
+
+    def _strategy(
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        options: FitOptions,
+    ) -> ServerStrategy:
+        """Return the method's server strategy, its settings validated."""
+        raise NotImplementedError
+
+    def _keep(self, outcome: RunResult, strategy: Any) -> None:
+        """Set the method's fitted attributes from the run (and its ``strategy``)."""
+        raise NotImplementedError
 
     def _site_threads(self) -> int:
         """Return the sites served at once: ``n_jobs`` where set, else ``workers``.
@@ -243,14 +323,6 @@ class FederatedEstimator:
     def _use_agreed_names(self) -> None:
         """Name the features after the agreed schema (``fit_federation``)."""
         self._input_names, self._names_agreed = None, True
-
-    def _fit(
-        self,
-        federation: Federation,
-        classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback],
-    ) -> Any:
-        raise NotImplementedError
 
     def _accepts_missing(self) -> bool:
         """Whether X may hold NaN (see the module docstring)."""
@@ -497,20 +569,44 @@ def checked_init(init: Callable[..., None]) -> Callable[..., None]:
     Model got an unexpected keyword argument 'n_job'; did you mean 'n_jobs'?
     Its parameters are: n_jobs.
     """
-    signature = inspect.signature(init)
+    return _checked(init, "")
 
-    @functools.wraps(init)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+
+def checked_method(method: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """Return ``method`` checking its arguments first, naming ``Class.name``.
+
+    Examples
+    --------
+    >>> class Model:
+    ...     def fit(self, X, y, *, noise_seed=None):
+    ...         return self
+    >>> Model.fit = checked_method(Model.fit, "fit")
+    >>> try:
+    ...     Model().fit([[0]], [0], sample_weight=[1.0])
+    ... except TypeError as error:
+    ...     print(error)  # doctest: +NORMALIZE_WHITESPACE
+    Model.fit got an unexpected keyword argument 'sample_weight'. Its
+    parameters are: X, y, noise_seed.
+    """
+    return _checked(method, name)
+
+
+def _checked(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """Wrap ``function`` (``name``: "" for ``__init__``) to refuse a bad call."""
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             signature.bind(self, *args, **kwargs)
         except TypeError:
-            owner = type(self).__name__
+            owner = type(self).__name__ + (f".{name}" if name else "")
             raise UnknownParameterError(
                 _bad_call(owner, signature, len(args), kwargs)
             ) from None
-        init(self, *args, **kwargs)
+        return function(self, *args, **kwargs)
 
-    return __init__
+    return checked
 
 
 def _bad_call(
@@ -750,7 +846,7 @@ def _checked_target(
             "A column-vector y was passed when a 1d array was expected; fedtrees "
             f"({owner}.fit) ravels it to shape (n_samples,).",
             DataConversionWarning,
-            stacklevel=4,
+            stacklevel=first_frame_outside(),
         )
         target = target.ravel()
     if target.ndim != 1 or target.shape[0] != n:
@@ -779,3 +875,10 @@ def _native_classes(
     if label_type == "bool":
         return np.asarray([c == "True" for c in agreed])
     return np.asarray(agreed, dtype=object)
+
+
+# The base's own entry points, checked as __init_subclass__ checks a subclass's.
+FederatedEstimator.fit = checked_method(FederatedEstimator.fit, "fit")  # type: ignore[method-assign]
+FederatedEstimator.fit_federation = checked_method(  # type: ignore[method-assign]
+    FederatedEstimator.fit_federation, "fit_federation"
+)

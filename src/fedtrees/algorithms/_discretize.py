@@ -348,8 +348,12 @@ class BinningRound:
         self.missing: IntArray = np.zeros(0, dtype=np.int64)
         self.binning: Binning | None = None
 
-    def start(self, schema: Schema) -> None:
-        """Check the declared edges; list the numeric columns still to sketch."""
+    def start(self, schema: Schema) -> Binning:
+        """Check the declared edges; list the numeric columns still to sketch.
+
+        Returns the binning so far: the declared edges, and one bin (no edge,
+        labelled ``"all"``) for every column still to sketch.
+        """
         self.schema = schema
         self.edges = _declared_edges(self.declared, schema, self.owner)
         numeric = [f for f, c in enumerate(schema.categories) if c is None]
@@ -369,6 +373,9 @@ class BinningRound:
             )
         if not self.missing.size:
             self.binning = Binning.of(schema, self.edges)
+            return self.binning
+        one_bin = {f: np.zeros(0) for f in self.missing.tolist()}
+        return Binning.of(schema, {**self.edges, **one_bin})
 
     @property
     def pending(self) -> bool:

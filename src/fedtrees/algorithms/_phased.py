@@ -70,6 +70,9 @@ class PhasedStrategy(ServerStrategy, Generic[S, P]):
         self._table: Mapping[P, Step[S, P]] = {}
         self.phase: P | None = None
         """The phase of the next round (None: done)."""
+        self.last_phase: P | None = None
+        """The phase of the last round absorbed (None: none yet), e.g. for
+        :meth:`round_metrics` that report after some phases only."""
 
     # -- what a method gives ---------------------------------------------------------
     @abc.abstractmethod
@@ -118,6 +121,7 @@ class PhasedStrategy(ServerStrategy, Generic[S, P]):
             raise LocalProtocolError(
                 f"{type(self).__name__}: replies arrived after the last phase."
             )
+        self.last_phase = self.phase
         self.phase = self._table[self.phase].absorb(self.state, replies)
 
     def finish(self) -> Any:

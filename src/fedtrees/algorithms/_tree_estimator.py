@@ -3,14 +3,13 @@
 ICDTA4FL and Federated-ID3 end with one :class:`fedtrees.tree.Tree` that routes
 *codes*: categorical columns as category codes and, when the method binned them,
 numeric columns as bin codes (:class:`fedtrees.algorithms._discretize.Binning`).
-This mixin holds what they share: the fit entry point (no sample weights), the run,
-the tree metadata, encoding X at predict, and the predictions.
+This mixin holds what they share: the fit entry point (no sample weights), the
+tree metadata, encoding X at predict, and the predictions.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,6 @@ from sklearn.utils.validation import check_is_fitted
 from fedtrees._typing import FloatArray
 from fedtrees.algorithms._base import FederatedEstimator
 from fedtrees.algorithms._discretize import Binning
-from fedtrees.federation import Federation, RoundCallback, ServerStrategy
 from fedtrees.tree import Tree
 
 __all__ = ["SingleTreeClassifier"]
@@ -31,9 +29,9 @@ class SingleTreeClassifier(FederatedEstimator):
 
     Put it left of scikit-learn's ``ClassifierMixin``: its tags build on those.
 
-    A subclass builds its strategy in ``_strategy()`` and stores the fitted
-    attributes in ``_keep(result)``, setting ``binning_`` (None: no binned
-    column) before it calls :meth:`_with_meta` for its trees.
+    A subclass gives the fit template's hooks (``_strategy``, ``_keep``); its
+    ``_keep`` sets ``binning_`` (None: no binned column) before it calls
+    :meth:`_with_meta` for its trees.
     """
 
     _task = "classification"
@@ -55,27 +53,7 @@ class SingleTreeClassifier(FederatedEstimator):
         Federated-ID3 with ``epsilon``; docs/security.md): None draws fresh
         operating-system noise, an int reproduces the fit.
         """
-        workers = self.workers  # type: ignore[attr-defined]
-        federation, classes = self._federation(X, y, groups, None, workers, noise_seed)
-        return self._fit(federation, classes, ())
-
-    def _strategy(self) -> ServerStrategy:
-        raise NotImplementedError
-
-    def _keep(self, result: Any) -> None:
-        raise NotImplementedError
-
-    def _fit(
-        self,
-        federation: Federation,
-        classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback] = (),
-    ) -> Any:
-        outcome = self._run(federation, self._strategy(), callbacks)
-        self._remember(outcome.info, classes)
-        self._keep(outcome.result)
-        self.communication_ = outcome.ledger
-        return self
+        return self._fit_rows(X, y, groups, None, noise_seed)
 
     def _with_meta(self, tree: Tree) -> Tree:
         """Return the tree with names, agreed classes, category or bin labels."""

@@ -23,6 +23,7 @@ Examples
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ import numpy as np
 
 from fedtrees._typing import FloatArray
 from fedtrees._validation import MAX_GRID, check_int, check_size, invalid
+from fedtrees.algorithms._phased import PhasedStrategy, Step
 from fedtrees.algorithms._requests import check_reply_cells, check_request_size
 from fedtrees.federation import (
     MAX_ROUNDS,
@@ -45,7 +47,6 @@ from fedtrees.federation import (
     RoundCallback,
     RoundPlan,
     RunResult,
-    ServerStrategy,
     handler,
     payload,
 )
@@ -56,7 +57,9 @@ __all__ = [
     "HistogramRequest",
     "ToyCountsReply",
     "ToyCountsRequest",
+    "ToyPhase",
     "ToyResult",
+    "ToyState",
     "ToyStrategy",
     "run_toy",
 ]
@@ -169,8 +172,38 @@ class ToyResult:
         }
 
 
-class ToyStrategy(ServerStrategy):
-    """Server side of the toy protocol (pure computation, no transport)."""
+class ToyPhase(enum.Enum):
+    """The toy protocol's rounds, in order."""
+
+    COUNTS = "counts"
+    """Round 1: every client's class counts."""
+    HISTOGRAM = "histogram"
+    """Rounds 2, 3, ...: one feature's per-bin class counts; thresholds move."""
+
+
+@dataclass(eq=False)
+class ToyState:
+    """The server's state, complete from the agreement."""
+
+    clients: tuple[str, ...]
+    classes: np.ndarray
+    feature: int
+    n_bins: int
+    n_rounds: int
+    thresholds: FloatArray
+    """The thresholds of the next histogram round."""
+    class_counts: FloatArray = field(default_factory=lambda: np.zeros(0))
+    histograms: list[tuple[FloatArray, FloatArray]] = field(default_factory=list)
+
+
+class ToyStrategy(PhasedStrategy[ToyState, ToyPhase]):
+    """Server side of the toy protocol (pure computation, no transport).
+
+    Rounds: :attr:`ToyPhase.COUNTS` once, then :attr:`ToyPhase.HISTOGRAM`
+    ``n_rounds`` times.
+    """
+
+    first = ToyPhase.COUNTS
 
     def __init__(
         self,
@@ -179,15 +212,12 @@ class ToyStrategy(ServerStrategy):
         n_rounds: int,
         initial: Sequence[float] | FloatArray,
     ):
+        super().__init__()
         self.feature, self.n_bins, self.n_rounds = feature, n_bins, n_rounds
-        self.thresholds = np.asarray(initial, dtype=np.float64)
-        self.clients: tuple[str, ...] = ()
-        self.classes = np.zeros(0, dtype=str)
-        self.class_counts = np.zeros(0)
-        self.histograms: list[tuple[FloatArray, FloatArray]] = []
+        self.initial = np.asarray(initial, dtype=np.float64)
 
-    def start(self, info: FederationInfo) -> None:
-        """Remember the clients and the agreed classes; check the feature index."""
+    def begin(self, info: FederationInfo) -> ToyState:
+        """Check the feature index; the clients, agreed classes, first thresholds."""
         if not 0 <= self.feature < info.schema.n_features:
             raise invalid(
                 "feature",
@@ -195,43 +225,83 @@ class ToyStrategy(ServerStrategy):
                 f"a column index in [0, {info.schema.n_features})",
                 self.feature,
             )
-        self.clients = info.clients
-        self.classes = np.asarray(info.schema.classes, dtype=str)
+        classes = np.asarray(info.schema.classes, dtype=str)
+        return ToyState(
+            info.clients,
+            classes,
+            self.feature,
+            self.n_bins,
+            self.n_rounds,
+            self.initial,
+        )
+
+    def steps(self) -> Mapping[ToyPhase, Step[ToyState, ToyPhase]]:
+        """Return the table: the class counts, then the histograms."""
+        return {
+            ToyPhase.COUNTS: Step(_ask_counts, _absorb_counts),
+            ToyPhase.HISTOGRAM: Step(_ask_histogram, _absorb_histogram),
+        }
+
+    def result(self, state: ToyState) -> ToyResult:
+        """Return the pooled counts and histograms."""
+        return ToyResult(
+            tuple(state.classes.tolist()), state.class_counts, list(state.histograms)
+        )
 
     def expected_rounds(self) -> int:
         """Total rounds after the agreement."""
         return 1 + self.n_rounds
 
-    def plan_round(self, round: int) -> RoundPlan | None:
-        """Plan the counts first, then ``n_rounds`` histograms."""
-        if round == 1:
-            return RoundPlan.broadcast(ToyCountsRequest(self.classes), self.clients)
-        if round <= 1 + self.n_rounds:
-            request = HistogramRequest(self.feature, self.thresholds, self.classes)
-            return RoundPlan.broadcast(request, self.clients)
-        return None
-
-    def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
-        """Sum the client counts (in client-id order); refine the thresholds."""
-        total = sum(_counts(replies[c]) for c in sorted(replies))
-        if round == 1:
-            self.class_counts = np.asarray(total, dtype=np.float64)
-            return
-        counts = np.asarray(total, dtype=np.float64)
-        self.histograms.append((self.thresholds, counts))
-        self.thresholds = equal_depth(self.thresholds, counts.sum(axis=1), self.n_bins)
-
     def round_metrics(self, round: int) -> dict[str, float]:
         """Rows seen in the round's pooled statistics."""
-        if round == 1:
-            return {"rows": float(self.class_counts.sum())}
-        return {"rows": float(self.histograms[-1][1].sum())}
+        st = self.state
+        if not st.histograms:
+            return {"rows": float(st.class_counts.sum())}
+        return {"rows": float(st.histograms[-1][1].sum())}
 
-    def finish(self) -> ToyResult:
-        """Return the pooled counts and histograms."""
-        return ToyResult(
-            tuple(self.classes.tolist()), self.class_counts, list(self.histograms)
-        )
+    # -- read by the runtime tests ------------------------------------------------
+    @property
+    def class_counts(self) -> FloatArray:
+        """The pooled class counts (after round 1)."""
+        return self.state.class_counts
+
+    @property
+    def thresholds(self) -> FloatArray:
+        """The thresholds of the next histogram round."""
+        return self.state.thresholds
+
+    @property
+    def histograms(self) -> list[tuple[FloatArray, FloatArray]]:
+        """The pooled histogram of every histogram round so far."""
+        return self.state.histograms
+
+
+# -- the steps ---------------------------------------------------------------------
+def _ask_counts(st: ToyState) -> RoundPlan:
+    return RoundPlan.broadcast(ToyCountsRequest(st.classes), st.clients)
+
+
+def _absorb_counts(st: ToyState, replies: Mapping[str, Payload]) -> ToyPhase | None:
+    st.class_counts = _pooled(replies)
+    return ToyPhase.HISTOGRAM if st.n_rounds > 0 else None
+
+
+def _ask_histogram(st: ToyState) -> RoundPlan:
+    request = HistogramRequest(st.feature, st.thresholds, st.classes)
+    return RoundPlan.broadcast(request, st.clients)
+
+
+def _absorb_histogram(st: ToyState, replies: Mapping[str, Payload]) -> ToyPhase | None:
+    counts = _pooled(replies)
+    st.histograms.append((st.thresholds, counts))
+    st.thresholds = equal_depth(st.thresholds, counts.sum(axis=1), st.n_bins)
+    return ToyPhase.HISTOGRAM if len(st.histograms) < st.n_rounds else None
+
+
+def _pooled(replies: Mapping[str, Payload]) -> FloatArray:
+    """Sum the client counts (in client-id order)."""
+    total = sum(_counts(replies[c]) for c in sorted(replies))
+    return np.asarray(total, dtype=np.float64)
 
 
 def _counts(reply: Payload) -> FloatArray:

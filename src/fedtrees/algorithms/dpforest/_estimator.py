@@ -15,7 +15,12 @@ from sklearn.utils.validation import check_is_fitted
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
 from fedtrees._validation import check_choice, check_epsilon
-from fedtrees.algorithms._base import FederatedEstimator, estimator_frame
+from fedtrees.algorithms._base import (
+    FederatedEstimator,
+    FitOptions,
+    estimator_frame,
+    first_frame_outside,
+)
 from fedtrees.algorithms._constraints import (
     RUN_CONSTRAINTS,
     Check,
@@ -27,7 +32,7 @@ from fedtrees.algorithms._constraints import (
 from fedtrees.algorithms._packed import rebuild_packed
 from fedtrees.algorithms.dpforest._strategy import DPTrees, DPTreeStrategy
 from fedtrees.exceptions import PrivacyLeakWarning, ValidationError
-from fedtrees.federation import Federation, RoundCallback
+from fedtrees.federation import Federation, RoundCallback, RunResult
 from fedtrees.learners import BUDGETS, MAX_DEPTH, SCORES, validate_plan
 
 __all__ = ["DPForestClassifier"]
@@ -164,11 +169,8 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
                 "DPForestClassifier.fit: sample_weight is not supported (the noise "
                 "is calibrated to counts of sensitivity 1)."
             )
-        self._declared = self._ranges_from_data(X)
-        try:
-            return super().fit(X, y, groups, noise_seed=noise_seed)
-        finally:
-            del self._declared
+        declared = self._ranges_from_data(X)
+        return self._fit_rows(X, y, groups, None, noise_seed, {"ranges": declared})
 
     def fit_federation(
         self, federation: Federation, *, callbacks: Sequence[RoundCallback] = ()
@@ -180,11 +182,7 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
                 "DPForestClassifier.fit_federation: feature_ranges='from-data' is "
                 "only for fit(X, y, groups) experiments; declare the ranges."
             )
-        self._declared = self.feature_ranges
-        try:
-            return super().fit_federation(federation, callbacks=callbacks)
-        finally:
-            del self._declared
+        return self._fit_on(federation, callbacks, {"ranges": self.feature_ranges})
 
     def _ranges_from_data(self, X: object) -> object:
         if not isinstance(self.feature_ranges, str):
@@ -195,7 +193,7 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
             "the training rows; this releases every feature's min and max without "
             "noise and voids the epsilon guarantee. Use it for experiments only.",
             PrivacyLeakWarning,
-            stacklevel=3,
+            stacklevel=first_frame_outside(),
         )
         numeric = estimator_frame(X, "DPForestClassifier.fit").select_dtypes("number")
         low, high = numeric.min().to_numpy(float), numeric.max().to_numpy(float)
@@ -205,17 +203,17 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
             c: (lo, hi) for c, lo, hi in zip(numeric.columns, low, high, strict=True)
         }
 
-    def _fit(
+    def _strategy(
         self,
         federation: Federation,
         classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback] = (),
-    ) -> Any:
+        options: FitOptions,
+    ) -> DPTreeStrategy:
+        """Return the one round's strategy over the declared (or the data's) ranges."""
         owner = type(self).__name__
-        settings = self._settings(owner)
-        strategy = DPTreeStrategy(settings, self._declared, owner)
-        outcome = self._run(federation, strategy, callbacks)
-        self._remember(outcome.info, classes)
+        return DPTreeStrategy(self._settings(owner), options["ranges"], owner)
+
+    def _keep(self, outcome: RunResult, strategy: DPTreeStrategy) -> None:
         received: DPTrees = outcome.result
         meta = self._tree_meta()
         self.client_trees_ = {
@@ -226,8 +224,6 @@ class DPForestClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  #
         self.epsilon_spent_ = {c: r.epsilon_spent for c, r in received.replies.items()}
         self.n_queries_ = {c: r.n_queries for c, r in received.replies.items()}
         self.feature_ranges_ = received.request.ranges
-        self.communication_ = outcome.ledger
-        return self
 
     def _settings(self, owner: str) -> dict[str, Any]:
         """Return the round's validated public settings (the plan's bounds checked)."""

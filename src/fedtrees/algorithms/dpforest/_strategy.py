@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from fedtrees.algorithms._one_round import OneRoundStrategy
+from fedtrees.algorithms._one_round import OneRoundState, OneRoundStrategy
 from fedtrees.algorithms._ranges import resolve_ranges
 from fedtrees.algorithms.dpforest._payloads import DPTreeReply, DPTreeRequest
 from fedtrees.federation import (
@@ -27,10 +27,11 @@ class DPTrees:
     replies: Mapping[str, DPTreeReply]
 
 
-class DPTreeStrategy(OneRoundStrategy):
+class DPTreeStrategy(OneRoundStrategy[DPTreeRequest, DPTreeReply]):
     """Server: one round asking every client for its DP tree."""
 
     metric = "trees"
+    reply_type = DPTreeReply
 
     def __init__(
         self, settings: Mapping[str, Any], declared_ranges: object, owner: str
@@ -42,19 +43,17 @@ class DPTreeStrategy(OneRoundStrategy):
             owner,
         )
 
-    def start(self, info: FederationInfo) -> None:
+    def request(self, info: FederationInfo) -> DPTreeRequest:
         """Resolve the declared ranges on the agreed schema; build the request."""
-        super().start(info)
         ranges = resolve_ranges(self.declared, info, self.owner)
         s = self.settings
         validate_plan(
             s["epsilon"], s["max_depth"], ranges.shape[0], s["budget"], self.owner
         )
-        self.request = DPTreeRequest(
+        return DPTreeRequest(
             ranges=ranges, classes=np.asarray(info.schema.classes, dtype=str), **s
         )
 
-    def finish(self) -> DPTrees:
+    def result(self, state: OneRoundState[DPTreeRequest, DPTreeReply]) -> DPTrees:
         """Return the request and the replies by client id."""
-        assert isinstance(self.request, DPTreeRequest)
-        return DPTrees(self.request, self.sorted_replies())  # type: ignore[arg-type]
+        return DPTrees(state.request, state.replies)

@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
 from fedtrees._validation import invalid
-from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms._base import FederatedEstimator, FitOptions
 from fedtrees.algorithms._constraints import (
     RUN_CONSTRAINTS,
     Check,
@@ -55,6 +55,7 @@ from fedtrees.federation import (
     FederationInfo,
     Ledger,
     RoundCallback,
+    RunResult,
     as_frame,
 )
 from fedtrees.tree import client_codes
@@ -262,10 +263,9 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
             For ``stop_at_score`` without ``eval_set``, or an ``eval_set`` whose
             features or labels do not match the fit's.
         """
-        federation, classes = self._federation(
-            X, y, groups, sample_weight, self.workers, noise_seed
-        )
-        return self._fit(federation, classes, (), eval_set=eval_set)
+        options = {"eval_set": eval_set}
+        self._fit_rows(X, y, groups, sample_weight, noise_seed, options)
+        return self
 
     def fit_federation(
         self,
@@ -275,21 +275,22 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
         eval_set: tuple[object, npt.ArrayLike] | None = None,
     ) -> FedAvgClassifier:
         """Fit on any federation; ``eval_set`` as in :meth:`fit` (server-held)."""
-        self._use_agreed_names()
-        return self._fit(federation, None, callbacks, eval_set=eval_set)
+        self._fit_on(federation, callbacks, {"eval_set": eval_set})
+        return self
 
-    def _fit(
+    def _strategy(
         self,
         federation: Federation,
         classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback] = (),
-        *,
-        eval_set: tuple[object, npt.ArrayLike] | None = None,
-    ) -> FedAvgClassifier:
+        options: FitOptions,
+    ) -> FedAvgStrategy:
+        """Return the FedAvg server; ``options``: ``eval_set`` of :meth:`fit`."""
         config = self._config()
-        strategy = FedAvgStrategy(config, self._evaluator(config, eval_set, classes))
-        outcome = self._run(federation, strategy, callbacks)
-        self._remember(outcome.info, classes)
+        evaluator = self._evaluator(config, options.get("eval_set"), classes)
+        return FedAvgStrategy(config, evaluator)
+
+    def _keep(self, outcome: RunResult, strategy: FedAvgStrategy) -> None:
+        config = strategy.config
         self._result: FedAvgResult = outcome.result
         layers = self._result.layout.unflatten(self._result.theta)
         self.coefs_ = [W.copy() for W, _ in layers]
@@ -299,10 +300,8 @@ class FedAvgClassifier(ClassifierMixin, FederatedEstimator, BaseEstimator):  # t
         self.n_rounds_ = outcome.rounds - 1  # the moments round does not train
         self.stopped_early_ = self.n_rounds_ < config.n_rounds
         self.n_parameters_ = self._result.layout.size
-        self.communication_ = outcome.ledger
         self.bytes_per_client_, self.client_seconds_ = _training_cost(outcome.ledger)
         self.config_ = config
-        return self
 
     def _evaluator(
         self,

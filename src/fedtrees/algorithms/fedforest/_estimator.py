@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
-from fedtrees.algorithms._base import FederatedEstimator, first_frame_outside
+from fedtrees.algorithms._base import (
+    FederatedEstimator,
+    FitOptions,
+    first_frame_outside,
+)
 from fedtrees.algorithms.fedforest._config import (
     ForestConfig,
     make_config,
@@ -30,7 +33,7 @@ from fedtrees.algorithms.fedforest._diagnose import diagnose
 from fedtrees.algorithms.fedforest._hist_mode import HistMode
 from fedtrees.algorithms.fedforest._oob import NO_OOB_WARNING, oob_score
 from fedtrees.algorithms.fedforest._strategy import FedForestStrategy, ForestResult
-from fedtrees.federation import Federation, RoundCallback
+from fedtrees.federation import Federation, RunResult
 
 __all__ = ["FedForestClassifier", "FedForestRegressor"]
 
@@ -72,12 +75,13 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         seed = resolve_seed(self.random_state, type(self).__name__)
         return make_config(self.get_params(), self._task, type(self).__name__, seed)
 
-    def _fit(
+    def _strategy(
         self,
         federation: Federation,
         classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback] = (),
-    ) -> Any:
+        options: FitOptions,
+    ) -> FedForestStrategy:
+        """Return the forest's server (``gain="auto"``: after the diagnosis)."""
         config = self._config()
         if self.gain == "auto" and config.candidates != "hist":
             self.diagnosis_ = diagnose(
@@ -87,14 +91,13 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
                 timeout=self.timeout,
             )
             config = dataclasses.replace(config, gain=self.diagnosis_.recommended_gain)
-        strategy = FedForestStrategy(config, type(self).__name__)
-        outcome = self._run(federation, strategy, callbacks)
-        self._remember(outcome.info, classes)
+        return FedForestStrategy(config, type(self).__name__)
+
+    def _keep(self, outcome: RunResult, strategy: FedForestStrategy) -> None:
         self.bin_edges_ = _bin_edges(strategy)
         result: ForestResult = outcome.result
         self.trees_ = result.growth.trees(self._tree_meta(with_clients=True))
-        self.communication_ = outcome.ledger
-        self.config_ = config
+        self.config_ = strategy.config
         self._importances = result.growth.feature_importances()
         if result.oob is not None:
             self.oob_score_ = oob_score(result.oob, self._task)
@@ -104,7 +107,6 @@ class _FedForest(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
                 )
         elif hasattr(self, "oob_score_"):
             del self.oob_score_
-        return self
 
     @property
     def feature_importances_(self) -> FloatArray:

@@ -22,7 +22,7 @@ from fedtrees._validation import (
     is_integral,
     shown,
 )
-from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms._base import FederatedEstimator, FitOptions
 from fedtrees.algorithms._constraints import (
     RUN_CONSTRAINTS,
     Check,
@@ -43,7 +43,7 @@ from fedtrees.algorithms.fedga._strategy import (
     FedGAStrategy,
 )
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import MAX_ROUNDS, Federation, RoundCallback
+from fedtrees.federation import MAX_ROUNDS, Federation, RoundCallback, RunResult
 from fedtrees.tree import Tree, client_codes
 
 __all__ = ["FedGAClassifier", "FedGARegressor"]
@@ -256,10 +256,7 @@ class _FedGA(FederatedEstimator):
         sites' secret noise seed for their noisy sizes (docs/security.md): None
         draws fresh operating-system noise, an int reproduces the fit.
         """
-        federation, classes = self._federation(
-            X, y, groups, None, self.workers, noise_seed
-        )
-        return self._fit_with(federation, classes, (), join_at)
+        return self._fit_rows(X, y, groups, None, noise_seed, {"join_at": join_at})
 
     def fit_federation(
         self,
@@ -269,32 +266,16 @@ class _FedGA(FederatedEstimator):
         join_at: Mapping[object, int] | None = None,
     ) -> Any:
         """Fit on any federation; ``join_at`` as in :meth:`fit`."""
-        self._use_agreed_names()
-        return self._fit_with(federation, None, callbacks, join_at)
+        return self._fit_on(federation, callbacks, {"join_at": join_at})
 
-    def _fit(
+    def _strategy(
         self,
         federation: Federation,
         classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback] = (),
-    ) -> Any:
-        return self._fit_with(federation, classes, callbacks, None)
-
-    def _fit_with(
-        self,
-        federation: Federation,
-        classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback],
-        join_at: Mapping[object, int] | None,
-    ) -> Any:
-        settings = self._settings(join_at, federation)
-        outcome = self._run(federation, FedGAStrategy(settings), callbacks)
-        self._remember(outcome.info, classes)
-        result: FedGAResult = outcome.result
-        self._keep(result, settings)
-        self.communication_ = outcome.ledger
-        self.trees_ = {c: self._with_meta(t) for c, t in sorted(result.trees.items())}
-        return self
+        options: FitOptions,
+    ) -> FedGAStrategy:
+        """Return Algorithm 1's server; ``options``: ``join_at`` of :meth:`fit`."""
+        return FedGAStrategy(self._settings(options.get("join_at"), federation))
 
     def _settings(
         self, join_at: Mapping[object, int] | None, federation: Federation
@@ -313,7 +294,8 @@ class _FedGA(FederatedEstimator):
         )
 
     # -- fitted attributes -------------------------------------------------------------
-    def _keep(self, result: FedGAResult, settings: FedGASettings) -> None:
+    def _keep(self, outcome: RunResult, strategy: FedGAStrategy) -> None:
+        result: FedGAResult = outcome.result
         self.depth_ = result.depth
         self.population_ = result.population
         self.population_fitness_ = result.fitness
@@ -328,6 +310,7 @@ class _FedGA(FederatedEstimator):
         self.train_ratio_ = result.train_ratio
         self.elitism_ = result.elitism
         self.epsilon_spent_ = dict(result.epsilon_spent)
+        self.trees_ = {c: self._with_meta(t) for c, t in sorted(result.trees.items())}
 
     def _with_meta(self, tree: Tree) -> Tree:
         meta = self._tree_meta()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
@@ -23,7 +23,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
-from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms._base import (
+    FederatedEstimator,
+    FitOptions,
+    first_frame_outside,
+)
 from fedtrees.algorithms.fedgbdt._baselines import BaselineStrategy
 from fedtrees.algorithms.fedgbdt._config import (
     BoostConfig,
@@ -39,7 +43,7 @@ from fedtrees.algorithms.fedgbdt._load import XGBoostModel, read_model
 from fedtrees.algorithms.fedgbdt._model import raw_predictions, staged_raw, to_trees
 from fedtrees.algorithms.fedgbdt._strategy import BoostResult, FedGBDTStrategy
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import Federation, RoundCallback
+from fedtrees.federation import Federation, RunResult
 
 __all__ = ["FedGBDTClassifier", "FedGBDTRegressor"]
 
@@ -59,7 +63,7 @@ def _warn_no_split(owner: str) -> None:
         "its scale may be too small for it (squared-error gains scale with y^2): "
         "rescale y, e.g. to unit variance, and scale the predictions back.",
         UserWarning,
-        stacklevel=4,
+        stacklevel=first_frame_outside(),
     )
 
 
@@ -140,19 +144,22 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         )
         return make_config(self.get_params(), objective, 0, owner, seed)
 
-    def _fit(
+    def _strategy(
         self,
         federation: Federation,
         classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback] = (),
-    ) -> Any:
+        options: FitOptions,
+    ) -> FedGBDTStrategy | BaselineStrategy:
+        """Return the boosting server (``fit``: the classes checked by name)."""
         config = self._config()
         if classes is not None:  # fit: the classes are known, refuse here by name
             config = with_classes(config, len(classes), type(self).__name__)
         kind = FedGBDTStrategy if config.protocol == "histogram" else BaselineStrategy
-        strategy = kind(config, (1 << 61) | secrets.randbits(61))
-        outcome = self._run(federation, strategy, callbacks)
-        self._remember(outcome.info, classes)
+        return kind(config, (1 << 61) | secrets.randbits(61))
+
+    def _keep(
+        self, outcome: RunResult, strategy: FedGBDTStrategy | BaselineStrategy
+    ) -> None:
         result: BoostResult = outcome.result
         self.config_ = strategy.config
         self.grid_ = result.grid
@@ -161,7 +168,6 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         self.evals_result_ = {k: list(v) for k, v in result.evals.items()}
         self.best_iteration_ = result.best_iteration - 1  # 0-based, as XGBoost's
         self.n_iter_ = len(self.trees_)
-        self.communication_ = outcome.ledger
         gains = np.zeros(self.n_features_in_)
         for it in result.iterations:
             gains += it.gains_by_feature(self.n_features_in_)
@@ -169,7 +175,6 @@ class _FedGBDT(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         self._importances = gains / total if total > 0 else gains
         if self.trees_ and all(t.n_nodes == 1 for it in self.trees_ for t in it):
             _warn_no_split(type(self).__name__)
-        return self
 
     @property
     def feature_importances_(self) -> FloatArray:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
+import numpy.typing as npt
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import RandomState
 from fedtrees._validation import check_epsilon
+from fedtrees.algorithms._base import FitOptions
 from fedtrees.algorithms._constraints import (
     RUN_CONSTRAINTS,
     Boolean,
@@ -30,6 +32,7 @@ from fedtrees.algorithms.fedid3._strategy import (
     FedID3Settings,
     FedID3Strategy,
 )
+from fedtrees.federation import Federation, RunResult
 from fedtrees.learners import check_significance
 
 __all__ = ["NOISES", "FederatedID3Classifier"]
@@ -208,10 +211,16 @@ class FederatedID3Classifier(SingleTreeClassifier, ClassifierMixin, BaseEstimato
             owner=owner,
         )
 
-    def _strategy(self) -> FedID3Strategy:
+    def _strategy(
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        options: FitOptions,
+    ) -> FedID3Strategy:
         return FedID3Strategy(self._settings())
 
-    def _keep(self, result: FedID3Result) -> None:
+    def _keep(self, outcome: RunResult, strategy: FedID3Strategy) -> None:
+        result: FedID3Result = outcome.result
         self.binning_ = result.binning
         self.tree_ = self._with_meta(result.tree)
         self.max_depth_ = result.max_depth

@@ -5,6 +5,7 @@ Messages and the privacy accounting: :mod:`._payloads`.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,24 +14,25 @@ import numpy as np
 
 from fedtrees._validation import MIN_EPSILON, invalid
 from fedtrees.algorithms._discretize import Binning, BinningRound
+from fedtrees.algorithms._phased import PhasedStrategy, Step
 from fedtrees.algorithms.fedid3._payloads import (
     LevelReply,
     LevelRequest,
     release_epsilon,
 )
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import (
-    FederationInfo,
-    Payload,
-    RoundPlan,
-    ServerStrategy,
-    as_reply,
-)
+from fedtrees.federation import FederationInfo, Payload, RoundPlan, as_reply
 from fedtrees.learners import Id3Growth, default_max_depth
 from fedtrees.privacy import even_share
 from fedtrees.tree import Tree, pack_trees
 
-__all__ = ["FedID3Result", "FedID3Settings", "FedID3Strategy"]
+__all__ = [
+    "FedID3Phase",
+    "FedID3Result",
+    "FedID3Settings",
+    "FedID3State",
+    "FedID3Strategy",
+]
 
 
 def _check_plan(epsilon: float, max_depth: int, n_features: int, owner: str) -> None:
@@ -107,155 +109,200 @@ class _Spent:
     queries: dict[str, int] = field(default_factory=dict)
 
 
-class FedID3Strategy(ServerStrategy):
-    """Server side of Federated-ID3 (see :mod:`._payloads`)."""
+class FedID3Phase(enum.Enum):
+    """The rounds of Federated-ID3 after the agreement, in order."""
+
+    SKETCH = "sketch"
+    """Undeclared numeric columns (exact counts only): pooled sketches bin them."""
+    LEVEL = "level"
+    """One per depth level: every client's (noisy) count tables of the open
+    nodes up; the server sums them and splits or closes every node."""
+
+
+@dataclass(eq=False)
+class FedID3State:
+    """The server's state, complete from the agreement.
+
+    ``binning`` is the binning so far (declared edges, one ``"all"`` bin per
+    column the sketch round has yet to cut) and ``growth`` the tree over it:
+    the sketch round replaces both. ``request`` is the current level's
+    request (its ask builds it; its absorb reads the plan's ε from it).
+    """
+
+    settings: FedID3Settings
+    info: FederationInfo
+    max_depth: int
+    noise_reduction: float
+    """r: each client's noise variance ÷ r."""
+    sketch: BinningRound
+    sketch_round: bool
+    """Whether the fit opens with the sketch round."""
+    binning: Binning
+    growth: Id3Growth
+    request: LevelRequest
+    spent: _Spent = field(default_factory=_Spent)
+
+
+class FedID3Strategy(PhasedStrategy[FedID3State, FedID3Phase]):
+    """Server side of Federated-ID3 (see :mod:`._payloads`).
+
+    Rounds (:class:`FedID3Phase`): the sketch round when numeric columns have
+    no declared edges, then one level round per depth level until no node is
+    open.
+    """
+
+    first = FedID3Phase.LEVEL
 
     def __init__(self, settings: FedID3Settings) -> None:
+        super().__init__()
         self.settings = settings
-        self.info: FederationInfo | None = None
-        self.binning: BinningRound | None = None
-        self.growth: Id3Growth | None = None
-        self.max_depth = 1
-        self.phase = ""
-        self.rounds = 1
-        self.spent = _Spent()
-        self.pending: LevelRequest | None = None  # the level's request, planned
-        self.noise_reduction = 1.0  # r: each client's noise variance ÷ r
 
-    def start(self, info: FederationInfo) -> None:
-        """Resolve the depth and the binning (declared edges or a sketch round)."""
+    def begin(self, info: FederationInfo) -> FedID3State:
+        """Resolve the depth, the plan's ε, the binning (declared or sketched)."""
         s = self.settings
-        self.info = info
         f = info.schema.n_features
-        self.max_depth = default_max_depth(f) if s.max_depth is None else s.max_depth
+        max_depth = default_max_depth(f) if s.max_depth is None else s.max_depth
         if s.epsilon is not None:
-            _check_plan(s.epsilon, self.max_depth, f, s.owner)
-        self.noise_reduction = _noise_reduction(s, len(info.clients))
-        exact = s.epsilon is None
-        self.binning = BinningRound(s.bin_edges, s.n_bins, exact, s.owner)
-        self.binning.start(info.schema)
-        self.phase = "sketch" if self.binning.pending else "level"
-        self.rounds = self.max_depth + (1 if self.phase == "sketch" else 0)
-        if not self.binning.pending:
-            self._grow()
+            _check_plan(s.epsilon, max_depth, f, s.owner)
+        noise_reduction = _noise_reduction(s, len(info.clients))
+        sketch = BinningRound(s.bin_edges, s.n_bins, s.epsilon is None, s.owner)
+        binning = sketch.start(info.schema)
+        growth = _grow(s, info, binning, max_depth)
+        request = _level_request(s, info, binning, growth, max_depth, noise_reduction)
+        return FedID3State(
+            s,
+            info,
+            max_depth,
+            noise_reduction,
+            sketch,
+            sketch.pending,
+            binning,
+            growth,
+            request,
+        )
+
+    def first_phase(self, state: FedID3State) -> FedID3Phase:
+        """Return the sketch round when numeric columns need bins, else a level."""
+        return FedID3Phase.SKETCH if state.sketch_round else FedID3Phase.LEVEL
+
+    def steps(self) -> Mapping[FedID3Phase, Step[FedID3State, FedID3Phase]]:
+        """Return the table: the sketch, then the levels."""
+        return {
+            FedID3Phase.SKETCH: Step(_ask_sketch, _absorb_sketch),
+            FedID3Phase.LEVEL: Step(_ask_level, _absorb_level),
+        }
+
+    def result(self, state: FedID3State) -> FedID3Result:
+        """Return the tree, the binning and every client's privacy spend."""
+        st = state
+        return FedID3Result(
+            st.growth.tree(),
+            st.binning,
+            st.max_depth,
+            st.growth.level,
+            _charged(st),
+            dict(st.spent.epsilon),
+            dict(st.spent.queries),
+            st.noise_reduction,
+        )
 
     def expected_rounds(self) -> int:
         """At most one round per level (plus the sketch round)."""
-        return self.rounds
+        st = self.state
+        return st.max_depth + int(st.sketch_round)
 
     def round_metrics(self, round: int) -> dict[str, float]:
         """Depth level, open nodes, nodes so far."""
-        g = self.growth
-        if g is None:
-            return {}
+        g = self.state.growth
         return {
             "level": float(g.level),
             "open_nodes": float(g.open.shape[0]),
             "nodes": float(g.n_nodes),
         }
 
-    def plan_round(self, round: int) -> RoundPlan | None:
-        """Return the sketch request, a level's request, or None when grown."""
-        clients = self._info().clients
-        if self.phase == "sketch":
-            assert self.binning is not None
-            return RoundPlan.broadcast(self.binning.request(), clients)
-        if self.phase == "done":
-            return None
-        self.pending = self._level_request()
-        return RoundPlan.broadcast(self.pending, clients)
 
-    def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
-        """Fold the sketch, or sum a level's tables and grow."""
-        if self.phase == "sketch":
-            assert self.binning is not None
-            self.binning.absorb([replies[c] for c in sorted(replies)])
-            self._grow()
-            self.phase = "level"
-            return
-        self._absorb_level(
-            {c: as_reply(replies[c], LevelReply) for c in sorted(replies)}
-        )
+# -- the steps -------------------------------------------------------------------
+def _ask_sketch(st: FedID3State) -> RoundPlan:
+    return RoundPlan.broadcast(st.sketch.request(), st.info.clients)
 
-    def finish(self) -> FedID3Result:
-        """Return the tree, the binning and every client's privacy spend."""
-        g, binning = self._g(), self._binning()
-        return FedID3Result(
-            g.tree(),
-            binning,
-            self.max_depth,
-            g.level,
-            self._charged(),
-            dict(self.spent.epsilon),
-            dict(self.spent.queries),
-            self.noise_reduction,
-        )
 
-    # -- steps ----------------------------------------------------------------------
-    def _info(self) -> FederationInfo:
-        assert self.info is not None
-        return self.info
+def _absorb_sketch(st: FedID3State, replies: Mapping[str, Payload]) -> FedID3Phase:
+    st.binning = st.sketch.absorb([replies[c] for c in sorted(replies)])
+    st.growth = _grow(st.settings, st.info, st.binning, st.max_depth)
+    return FedID3Phase.LEVEL
 
-    def _g(self) -> Id3Growth:
-        assert self.growth is not None
-        return self.growth
 
-    def _binning(self) -> Binning:
-        assert self.binning is not None
-        assert self.binning.binning is not None
-        return self.binning.binning
+def _ask_level(st: FedID3State) -> RoundPlan:
+    st.request = _level_request(
+        st.settings, st.info, st.binning, st.growth, st.max_depth, st.noise_reduction
+    )
+    return RoundPlan.broadcast(st.request, st.info.clients)
 
-    def _grow(self) -> None:
-        binning = self._binning()
-        self.growth = Id3Growth(
-            arity=binning.arity,
-            n_classes=len(self._info().schema.classes),
-            max_depth=self.max_depth,
-            binary=self.settings.binary,
-            categorical=binning.categorical,
-            significance=self.settings.significance,
-        )
 
-    def _level_request(self) -> LevelRequest:
-        g, s = self._g(), self.settings
-        layout = g.layout()
-        return LevelRequest(
-            **pack_trees([g.structure()]),
-            **self._binning().fields(),
-            open_nodes=layout.open_nodes,
-            allowed=layout.allowed,
-            classes=np.asarray(self._info().schema.classes, dtype=str),
-            level=g.level,
-            n_levels=self.max_depth,
-            epsilon=math.inf if s.epsilon is None else s.epsilon,
-            seed=s.seed,
-            noise_reduction=self.noise_reduction,
-        )
+def _absorb_level(
+    st: FedID3State, replies: Mapping[str, Payload]
+) -> FedID3Phase | None:
+    """Sum the level's tables (noisy: clipped at 0), charge them, grow."""
+    request = st.request
+    ordered = {c: as_reply(replies[c], LevelReply) for c in sorted(replies)}
+    tables = np.sum([r.counts for r in ordered.values()], axis=0)
+    min_count = 0.0
+    if not request.exact:
+        tables = np.maximum(tables, 0.0)  # post-processing of the noisy sums
+        cells = 2 * len(ordered) * len(request.classes)
+        min_count = math.sqrt(cells) / request.query_epsilon
+    n_tables = int(request.allowed.sum())
+    for client, reply in ordered.items():
+        st.spent.epsilon[client] = reply.epsilon_spent
+        st.spent.queries[client] = st.spent.queries.get(client, 0) + n_tables
+    st.growth.absorb(tables, min_count)
+    return None if st.growth.done else FedID3Phase.LEVEL
 
-    def _absorb_level(self, replies: Mapping[str, LevelReply]) -> None:
-        request = self.pending
-        assert request is not None  # planned in this round
-        tables = np.sum([r.counts for r in replies.values()], axis=0)
-        min_count = 0.0
-        if not request.exact:
-            tables = np.maximum(tables, 0.0)  # post-processing of the noisy sums
-            cells = 2 * len(replies) * len(request.classes)
-            min_count = math.sqrt(cells) / request.query_epsilon
-        n_tables = int(request.allowed.sum())
-        for client, reply in replies.items():
-            self.spent.epsilon[client] = reply.epsilon_spent
-            self.spent.queries[client] = self.spent.queries.get(client, 0) + n_tables
-        self._g().absorb(tables, min_count)
-        if self._g().done:
-            self.phase = "done"
 
-    def _charged(self) -> dict[str, float]:
-        """Return the plan's cost per client (the Decision in :mod:`._payloads`).
+# -- pieces ----------------------------------------------------------------------
+def _grow(
+    s: FedID3Settings, info: FederationInfo, binning: Binning, max_depth: int
+) -> Id3Growth:
+    return Id3Growth(
+        arity=binning.arity,
+        n_classes=len(info.schema.classes),
+        max_depth=max_depth,
+        binary=s.binary,
+        categorical=binning.categorical,
+        significance=s.significance,
+    )
 
-        The levels answered (each reply's spend was checked) plus the levels
-        never reached: ε (``ε·sqrt(r)`` under a noise reduction r, what the
-        releases cost against the server), or inf for exact counts.
-        """
-        eps = self.settings.epsilon
-        total = math.inf if eps is None else release_epsilon(eps, self.noise_reduction)
-        return dict.fromkeys(self.spent.epsilon, total)
+
+def _level_request(
+    s: FedID3Settings,
+    info: FederationInfo,
+    binning: Binning,
+    g: Id3Growth,
+    max_depth: int,
+    noise_reduction: float,
+) -> LevelRequest:
+    layout = g.layout()
+    return LevelRequest(
+        **pack_trees([g.structure()]),
+        **binning.fields(),
+        open_nodes=layout.open_nodes,
+        allowed=layout.allowed,
+        classes=np.asarray(info.schema.classes, dtype=str),
+        level=g.level,
+        n_levels=max_depth,
+        epsilon=math.inf if s.epsilon is None else s.epsilon,
+        seed=s.seed,
+        noise_reduction=noise_reduction,
+    )
+
+
+def _charged(st: FedID3State) -> dict[str, float]:
+    """Return the plan's cost per client (the Decision in :mod:`._payloads`).
+
+    The levels answered (each reply's spend was checked) plus the levels
+    never reached: ε (``ε·sqrt(r)`` under a noise reduction r, what the
+    releases cost against the server), or inf for exact counts.
+    """
+    eps = st.settings.epsilon
+    total = math.inf if eps is None else release_epsilon(eps, st.noise_reduction)
+    return dict.fromkeys(st.spent.epsilon, total)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
+import numpy.typing as npt
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import RandomState
+from fedtrees.algorithms._base import FitOptions
 from fedtrees.algorithms._constraints import (
     RUN_CONSTRAINTS,
     Check,
@@ -31,6 +33,7 @@ from fedtrees.algorithms.icdta._strategy import (
     ICDTASettings,
     ICDTAStrategy,
 )
+from fedtrees.federation import Federation, RunResult
 
 __all__ = ["ICDTAClassifier"]
 
@@ -215,10 +218,16 @@ class ICDTAClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimator):  # 
             owner=owner,
         )
 
-    def _strategy(self) -> ICDTAStrategy:
+    def _strategy(
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        options: FitOptions,
+    ) -> ICDTAStrategy:
         return ICDTAStrategy(self._settings())
 
-    def _keep(self, result: ICDTAResult) -> None:
+    def _keep(self, outcome: RunResult, strategy: ICDTAStrategy) -> None:
+        result: ICDTAResult = outcome.result
         self.binning_ = result.binning
         self.max_depth_ = result.max_depth
         owners = list(result.client_trees)

@@ -9,6 +9,7 @@ client's score of the tree up). Pure computation: the round loop moves messages.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -18,6 +19,7 @@ import numpy as np
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms._discretize import Binning, BinningRound, unbinned_fields
 from fedtrees.algorithms._packed import rebuild_packed
+from fedtrees.algorithms._phased import PhasedStrategy, Step
 from fedtrees.algorithms.icdta._filter import TreeFilter, tree_scores
 from fedtrees.algorithms.icdta._global import Gain, build_global_tree
 from fedtrees.algorithms.icdta._payloads import (
@@ -29,17 +31,18 @@ from fedtrees.algorithms.icdta._payloads import (
 )
 from fedtrees.algorithms.icdta._rules import Base, Merge, RuleSet, aggregate
 from fedtrees.exceptions import RuleLimitExceeded
-from fedtrees.federation import (
-    FederationInfo,
-    Payload,
-    RoundPlan,
-    ServerStrategy,
-    as_reply,
-)
+from fedtrees.federation import FederationInfo, Payload, RoundPlan, as_reply
 from fedtrees.learners import default_max_depth
-from fedtrees.tree import Tree, pack_trees
+from fedtrees.tree import NodeStats, Tree, TreeBuilder, pack_trees
 
-__all__ = ["CART_DEPTH", "ICDTAResult", "ICDTASettings", "ICDTAStrategy"]
+__all__ = [
+    "CART_DEPTH",
+    "ICDTAPhase",
+    "ICDTAResult",
+    "ICDTASettings",
+    "ICDTAState",
+    "ICDTAStrategy",
+]
 
 CART_DEPTH: Final = 5
 """The paper's depth of the clients' CART trees (Sec. 4.3)."""
@@ -77,78 +80,94 @@ class ICDTAResult:
     max_depth: int
 
 
-@dataclass
-class _State:
-    """The server's state between rounds."""
+class ICDTAPhase(enum.Enum):
+    """The rounds of ICDTA4FL after the agreement (docs/icdta.md), in order."""
 
+    SKETCH = "sketch"
+    """ID3's undeclared numeric columns: pooled sketches give their bins."""
+    FIT = "fit"
+    """Step 1: every client trains its tree and sends it."""
+    EVALUATE = "evaluate"
+    """Step 2: all trees down, each client's scores of the others' trees up;
+    then the server's steps 3-5 (scores, filter, rules, global tree)."""
+    GLOBAL = "global"
+    """Step 6: the global tree and the rules down, each client's score up."""
+
+
+@dataclass(eq=False)
+class ICDTAState:
+    """The server's state, complete from the agreement.
+
+    ``binning`` is None under ``base="cart"`` (raw values); under ID3 it is
+    the binning so far: the declared edges, and one bin (``"all"``) for each
+    numeric column the sketch round has yet to cut. ``rules`` and ``tree``
+    hold no rule and a root leaf until step 5 builds them.
+    """
+
+    settings: ICDTASettings
+    info: FederationInfo
+    max_depth: int
+    sketch: BinningRound
+    binning: Binning | None
+    sketch_round: bool
+    """Whether the fit opens with the sketch round (ID3, numeric columns to bin)."""
+    rules: RuleSet
+    tree: Tree
     trees: dict[str, Tree] = field(default_factory=dict)
     rule_sets: dict[str, RuleSet] = field(default_factory=dict)
     scores: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))
     kept: list[str] = field(default_factory=list)
     filter: str = ""
-    rules: RuleSet | None = None
-    tree: Tree | None = None
     global_scores: dict[str, float] = field(default_factory=dict)
 
 
-class ICDTAStrategy(ServerStrategy):
-    """Server side of ICDTA4FL (see the module docstring for the protocol)."""
+class ICDTAStrategy(PhasedStrategy[ICDTAState, ICDTAPhase]):
+    """Server side of ICDTA4FL: the rounds of :class:`ICDTAPhase`, in order.
+
+    (The sketch round, when ID3 has undeclared numeric columns,) the client
+    trees, their scores with steps 3-5 at the server, the global tree.
+    """
+
+    first = ICDTAPhase.FIT
 
     def __init__(self, settings: ICDTASettings) -> None:
+        super().__init__()
         self.settings = settings
-        self.info: FederationInfo | None = None
-        self.binning: BinningRound | None = None
-        self.max_depth = 1
-        self.phase = ""
-        self.rounds = 3
-        self.state = _State()
 
-    def start(self, info: FederationInfo) -> None:
-        """Resolve the depth and the binning; the first phase follows from them."""
+    def begin(self, info: FederationInfo) -> ICDTAState:
+        """Resolve the depth and the binning; no rule and a root leaf yet."""
         s = self.settings
-        self.info = info
-        f = info.schema.n_features
+        f, n_classes = info.schema.n_features, len(info.schema.classes)
         default = default_max_depth(f) if s.base == "id3" else CART_DEPTH
-        self.max_depth = default if s.max_depth is None else s.max_depth
-        if s.base == "id3":
-            self.binning = BinningRound(s.bin_edges, s.n_bins, True, s.owner)
-            self.binning.start(info.schema)
-        self.phase = "sketch" if self.binning and self.binning.pending else "fit"
-        self.rounds = 4 if self.phase == "sketch" else 3
+        sketch = BinningRound(s.bin_edges, s.n_bins, True, s.owner)
+        binning = sketch.start(info.schema) if s.base == "id3" else None
+        return ICDTAState(
+            s,
+            info,
+            default if s.max_depth is None else s.max_depth,
+            sketch,
+            binning,
+            binning is not None and sketch.pending,
+            _no_rules(s.base, f, n_classes),
+            _root_leaf(f, n_classes),
+        )
 
-    def expected_rounds(self) -> int:
-        """Three rounds, plus the sketch round when numeric columns need bins."""
-        return self.rounds
+    def first_phase(self, state: ICDTAState) -> ICDTAPhase:
+        """Return the sketch round when ID3 has numeric columns to bin, else the fit."""
+        return ICDTAPhase.SKETCH if state.sketch_round else ICDTAPhase.FIT
 
-    def round_metrics(self, round: int) -> dict[str, float]:
-        """Trees received, trees kept, aggregated rules so far."""
-        st = self.state
-        rules = 0.0 if st.rules is None else float(len(st.rules))
+    def steps(self) -> Mapping[ICDTAPhase, Step[ICDTAState, ICDTAPhase]]:
+        """Return the table: sketch, fit, evaluate, global."""
         return {
-            "trees": float(len(st.trees)),
-            "kept": float(len(st.kept)),
-            "rules": rules,
+            ICDTAPhase.SKETCH: Step(_ask_sketch, _absorb_sketch),
+            ICDTAPhase.FIT: Step(_ask_fit, _absorb_fit),
+            ICDTAPhase.EVALUATE: Step(_ask_evaluate, _absorb_evaluate),
+            ICDTAPhase.GLOBAL: Step(_ask_global, _absorb_global),
         }
 
-    def plan_round(self, round: int) -> RoundPlan | None:
-        """Return the requests of the current phase (None when done)."""
-        if self.phase == "done":
-            return None
-        if self.phase == "sketch":
-            assert self.binning is not None
-            return RoundPlan.broadcast(self.binning.request(), self._info().clients)
-        return RoundPlan(getattr(self, f"_plan_{self.phase}")())
-
-    def aggregate(self, round: int, replies: Mapping[str, Payload]) -> None:
-        """Fold the validated replies of the current phase."""
-        ordered = {c: replies[c] for c in sorted(replies)}
-        getattr(self, f"_absorb_{self.phase}")(ordered)
-
-    def finish(self) -> ICDTAResult:
+    def result(self, state: ICDTAState) -> ICDTAResult:
         """Return the client trees, scores, kept trees, rules and global tree."""
-        st = self.state
-        assert st.rules is not None
-        assert st.tree is not None
+        st = state
         return ICDTAResult(
             st.trees,
             st.scores,
@@ -157,111 +176,155 @@ class ICDTAStrategy(ServerStrategy):
             st.rules,
             st.tree,
             st.global_scores,
-            None if self.binning is None else self.binning.binning,
-            self.max_depth,
+            st.binning,
+            st.max_depth,
         )
 
-    # -- phases ---------------------------------------------------------------------
-    def _info(self) -> FederationInfo:
-        assert self.info is not None
-        return self.info
+    def expected_rounds(self) -> int:
+        """Three rounds, plus the sketch round when numeric columns need bins."""
+        return 3 + int(self.state.sketch_round)
 
-    def _common(self) -> dict[str, Any]:
-        info, s = self._info(), self.settings
-        binning = self.binning.binning if self.binning is not None else None
-        fields = (
-            binning.fields()
-            if binning is not None
-            else unbinned_fields(info.schema.n_features)
-        )
-        classes = np.asarray(info.schema.classes, dtype=str)
-        return {**fields, "classes": classes, "base": s.base, "metric": s.metric}
-
-    def _absorb_sketch(self, replies: Mapping[str, Payload]) -> None:
-        assert self.binning is not None
-        self.binning.absorb(list(replies.values()))
-        self.phase = "fit"
-
-    def _plan_fit(self) -> dict[str, Payload]:
-        request = FitRequest(
-            **self._common(), max_depth=self.max_depth, seed=self.settings.seed
-        )
-        return dict.fromkeys(self._info().clients, request)
-
-    def _absorb_fit(self, replies: Mapping[str, Payload]) -> None:
-        schema = self._info().schema
-        codes = np.arange(len(schema.classes))
-        self.state.trees = {
-            c: rebuild_packed(r, n_features=schema.n_features, classes=codes)[0]
-            for c, r in replies.items()
-        }
-        self.phase = "evaluate"
-
-    def _plan_evaluate(self) -> dict[str, Payload]:
-        owners = list(self.state.trees)
-        packed = pack_trees([self.state.trees[c] for c in owners])
-        common = {**self._common(), **packed, "owners": np.asarray(owners, dtype=str)}
-        return {c: EvaluateRequest(**common, recipient=i) for i, c in enumerate(owners)}
-
-    def _absorb_evaluate(self, replies: Mapping[str, Payload]) -> None:
-        owners = list(self.state.trees)
-        matrix = np.stack([as_reply(replies[c], ScoresReply).scores for c in owners])
-        self.state.scores = matrix
-        s = self.settings
-        scores = tree_scores(matrix)
-        for i, tree_filter in enumerate(s.filters):
-            self.state.kept = tree_filter.kept_or_raise(scores, owners, s.owner)
-            try:
-                self._aggregate_rules()
-            except RuleLimitExceeded:
-                if i + 1 == len(s.filters):
-                    raise
-                continue  # the next, stricter filter keeps fewer trees
-            self.state.filter = tree_filter.text
-            break
-        self.phase = "global"
-
-    def _aggregate_rules(self) -> None:
-        s, st = self.settings, self.state
-        rule_sets = [self._rules_of(c) for c in st.kept]
-        st.rules = aggregate(
-            rule_sets, merge=s.merge, max_rules=s.max_rules, names=list(st.kept)
-        )
-        info = self._info()
-        st.tree = build_global_tree(
-            st.rules,
-            max_depth=self.max_depth,
-            classes=np.arange(len(info.schema.classes)),
-            gain=s.rule_gain,
-        )
-
-    def _rules_of(self, client: str) -> RuleSet:
-        """Client's tree as rules, made once (a stricter filter reuses them)."""
-        if client not in self.state.rule_sets:
-            tree = self.state.trees[client]
-            self.state.rule_sets[client] = RuleSet.from_tree(tree, self.settings.base)
-        return self.state.rule_sets[client]
-
-    def _plan_global(self) -> dict[str, Payload]:
+    def round_metrics(self, round: int) -> dict[str, float]:
+        """Trees received, trees kept, aggregated rules so far."""
         st = self.state
-        assert st.rules is not None
-        assert st.tree is not None
-        packed: dict[str, Any] = pack_trees([st.tree])
-        request = GlobalRequest(
-            **self._common(),
-            **packed,
-            rule_values=_compact(st.rules.values),
-            rule_low=st.rules.low,
-            rule_high=st.rules.high,
-            rule_proba=st.rules.proba,
-        )
-        return dict.fromkeys(self._info().clients, request)
-
-    def _absorb_global(self, replies: Mapping[str, Payload]) -> None:
-        self.state.global_scores = {
-            c: as_reply(r, GlobalReply).score for c, r in replies.items()
+        return {
+            "trees": float(len(st.trees)),
+            "kept": float(len(st.kept)),
+            "rules": float(len(st.rules)),
         }
-        self.phase = "done"
+
+
+# -- the steps -------------------------------------------------------------------
+def _ask_sketch(st: ICDTAState) -> RoundPlan:
+    return RoundPlan.broadcast(st.sketch.request(), st.info.clients)
+
+
+def _absorb_sketch(st: ICDTAState, replies: Mapping[str, Payload]) -> ICDTAPhase:
+    st.binning = st.sketch.absorb([replies[c] for c in sorted(replies)])
+    return ICDTAPhase.FIT
+
+
+def _ask_fit(st: ICDTAState) -> RoundPlan:
+    request = FitRequest(
+        **_common(st, st.settings),
+        max_depth=st.max_depth,
+        seed=st.settings.seed,
+    )
+    return RoundPlan.broadcast(request, st.info.clients)
+
+
+def _absorb_fit(st: ICDTAState, replies: Mapping[str, Payload]) -> ICDTAPhase:
+    schema = st.info.schema
+    codes = np.arange(len(schema.classes))
+    st.trees = {
+        c: rebuild_packed(replies[c], n_features=schema.n_features, classes=codes)[0]
+        for c in sorted(replies)
+    }
+    return ICDTAPhase.EVALUATE
+
+
+def _ask_evaluate(st: ICDTAState) -> RoundPlan:
+    owners = list(st.trees)
+    packed = pack_trees([st.trees[c] for c in owners])
+    common = {
+        **_common(st, st.settings),
+        **packed,
+        "owners": np.asarray(owners, dtype=str),
+    }
+    return RoundPlan(
+        {c: EvaluateRequest(**common, recipient=i) for i, c in enumerate(owners)}
+    )
+
+
+def _absorb_evaluate(st: ICDTAState, replies: Mapping[str, Payload]) -> ICDTAPhase:
+    """Run steps 3-5: trees' scores, the first filter whose rules fit, the tree."""
+    owners = list(st.trees)
+    matrix = np.stack([as_reply(replies[c], ScoresReply).scores for c in owners])
+    st.scores = matrix
+    s = st.settings
+    scores = tree_scores(matrix)
+    for i, tree_filter in enumerate(s.filters):
+        st.kept = tree_filter.kept_or_raise(scores, owners, s.owner)
+        try:
+            _aggregate_rules(st)
+        except RuleLimitExceeded:
+            if i + 1 == len(s.filters):
+                raise
+            continue  # the next, stricter filter keeps fewer trees
+        st.filter = tree_filter.text
+        break
+    return ICDTAPhase.GLOBAL
+
+
+def _aggregate_rules(st: ICDTAState) -> None:
+    s = st.settings
+    rule_sets = [_rules_of(st, c, s.base) for c in st.kept]
+    st.rules = aggregate(
+        rule_sets, merge=s.merge, max_rules=s.max_rules, names=list(st.kept)
+    )
+    st.tree = build_global_tree(
+        st.rules,
+        max_depth=st.max_depth,
+        classes=np.arange(len(st.info.schema.classes)),
+        gain=s.rule_gain,
+    )
+
+
+def _ask_global(st: ICDTAState) -> RoundPlan:
+    packed: dict[str, Any] = pack_trees([st.tree])
+    request = GlobalRequest(
+        **_common(st, st.settings),
+        **packed,
+        rule_values=_compact(st.rules.values),
+        rule_low=st.rules.low,
+        rule_high=st.rules.high,
+        rule_proba=st.rules.proba,
+    )
+    return RoundPlan.broadcast(request, st.info.clients)
+
+
+def _absorb_global(st: ICDTAState, replies: Mapping[str, Payload]) -> None:
+    st.global_scores = {
+        c: as_reply(replies[c], GlobalReply).score for c in sorted(replies)
+    }
+    return
+
+
+def _common(st: ICDTAState, s: ICDTASettings) -> dict[str, Any]:
+    """Return the fields of every request: codes' layout, classes, base, metric."""
+    fields = (
+        st.binning.fields()
+        if st.binning is not None
+        else unbinned_fields(st.info.schema.n_features)
+    )
+    classes = np.asarray(st.info.schema.classes, dtype=str)
+    return {**fields, "classes": classes, "base": s.base, "metric": s.metric}
+
+
+def _rules_of(st: ICDTAState, client: str, base: Base) -> RuleSet:
+    """Client's tree as rules, made once (a stricter filter reuses them)."""
+    if client not in st.rule_sets:
+        st.rule_sets[client] = RuleSet.from_tree(st.trees[client], base)
+    return st.rule_sets[client]
+
+
+def _no_rules(base: Base, n_features: int, n_classes: int) -> RuleSet:
+    """Return a rule set without rules (before step 4)."""
+    return RuleSet(
+        base,
+        values=np.zeros((0, n_features), dtype=np.int64),
+        low=np.zeros((0, n_features)),
+        high=np.zeros((0, n_features)),
+        proba=np.zeros((0, n_classes)),
+        n_features=n_features,
+    )
+
+
+def _root_leaf(n_features: int, n_classes: int) -> Tree:
+    """Return a tree of one leaf, uniform over the classes (before step 5)."""
+    builder = TreeBuilder(n_features=n_features, classes=np.arange(n_classes))
+    builder.add_root(NodeStats.from_class_counts(np.zeros(n_classes)))
+    return builder.build()
 
 
 def _compact(codes: IntArray) -> np.ndarray:

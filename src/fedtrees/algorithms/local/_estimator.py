@@ -15,7 +15,6 @@ own model and nothing else would travel.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar, Final
 
 import numpy as np
@@ -26,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray
-from fedtrees.algorithms._base import FederatedEstimator
+from fedtrees.algorithms._base import FederatedEstimator, FitOptions
 from fedtrees.algorithms._constraints import (
     RUN_CONSTRAINTS,
     Check,
@@ -34,10 +33,13 @@ from fedtrees.algorithms._constraints import (
     Options,
     check_params,
 )
-from fedtrees.algorithms._params import check_max_depth, forest_constraints
+from fedtrees.algorithms._params import (
+    check_max_depth,
+    forest_constraints,
+)
 from fedtrees.algorithms.local._strategy import LocalForests, LocalForestStrategy
 from fedtrees.exceptions import ValidationError
-from fedtrees.federation import Federation, RoundCallback
+from fedtrees.federation import Federation, RunResult
 from fedtrees.tree import Tree, client_codes
 
 __all__ = [
@@ -100,17 +102,18 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
             "min_samples_leaf": checked["min_samples_leaf"].as_sklearn(),
         }
 
-    def _fit(
+    def _strategy(
         self,
         federation: Federation,
         classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback] = (),
-    ) -> Any:
+        options: FitOptions,
+    ) -> LocalForestStrategy:
+        """One round asking every client for its forest."""
         params = self._forest_params()
         seed = resolve_seed(self.random_state, type(self).__name__)
-        strategy = LocalForestStrategy(params, seed)
-        outcome = self._run(federation, strategy, callbacks)
-        self._remember(outcome.info, classes)
+        return LocalForestStrategy(params, seed)
+
+    def _keep(self, outcome: RunResult, strategy: LocalForestStrategy) -> None:
         received: LocalForests = outcome.result
         meta = self._tree_meta()
         self.forests_ = {
@@ -119,8 +122,6 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
         self.client_weights_ = {
             client: reply.weight for client, reply in received.replies.items()
         }
-        self.communication_ = outcome.ledger
-        return self
 
     def _labels(self, proba: FloatArray) -> npt.NDArray[Any]:
         labels: npt.NDArray[Any] = self.classes_[np.argmax(proba, axis=1)]
@@ -130,15 +131,9 @@ class _LocalForests(FederatedEstimator, BaseEstimator):  # type: ignore[misc]
 class _Ensemble(_LocalForests):
     """The server's forest: every client's trees, pooled."""
 
-    def _fit(
-        self,
-        federation: Federation,
-        classes: npt.NDArray[Any] | None,
-        callbacks: Sequence[RoundCallback] = (),
-    ) -> Any:
-        super()._fit(federation, classes, callbacks)
+    def _keep(self, outcome: RunResult, strategy: LocalForestStrategy) -> None:
+        super()._keep(outcome, strategy)
         self._pool_forests()
-        return self
 
     def _pool_forests(self) -> None:
         """Pool ``forests_`` into ``trees_`` and their weights (fit, fedtrees.load)."""

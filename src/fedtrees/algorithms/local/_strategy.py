@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from fedtrees.algorithms._one_round import OneRoundStrategy
+from fedtrees.algorithms._one_round import OneRoundState, OneRoundStrategy
 from fedtrees.algorithms.local._payloads import ForestReply, ForestRequest
 from fedtrees.federation import (
     FederationInfo,
@@ -25,25 +25,25 @@ class LocalForests:
     replies: Mapping[str, ForestReply]
 
 
-class LocalForestStrategy(OneRoundStrategy):
+class LocalForestStrategy(OneRoundStrategy[ForestRequest, ForestReply]):
     """Server: one round asking every client for its local forest."""
 
     metric = "forests"
+    reply_type = ForestReply
 
     def __init__(self, params: Mapping[str, Any], seed: int) -> None:
         super().__init__()
         self.params, self.seed = dict(params), seed
 
-    def start(self, info: FederationInfo) -> None:
+    def request(self, info: FederationInfo) -> ForestRequest:
         """Build the one request from the agreed schema."""
-        super().start(info)
-        self.request = ForestRequest(
+        return ForestRequest(
             params=json.dumps(self.params, sort_keys=True),
             classes=np.asarray(info.schema.classes, dtype=str),
             n_features=info.schema.n_features,
             seed=self.seed,
         )
 
-    def finish(self) -> LocalForests:
+    def result(self, state: OneRoundState[ForestRequest, ForestReply]) -> LocalForests:
         """Return the replies by client id."""
-        return LocalForests(self.sorted_replies())  # type: ignore[arg-type]
+        return LocalForests(state.replies)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fedtrees._random import resolve_seed
 from fedtrees._typing import FloatArray, RandomState
 from fedtrees._validation import invalid, is_integral
+from fedtrees.algorithms._base import FitOptions
 from fedtrees.algorithms._constraints import (
     RUN_CONSTRAINTS,
     Check,
@@ -35,6 +37,7 @@ from fedtrees.algorithms.synthetic._strategy import (
     SyntheticSettings,
     SyntheticStrategy,
 )
+from fedtrees.federation import Federation, RunResult
 from fedtrees.tree import Tree
 
 __all__ = ["SyntheticDataClassifier"]
@@ -303,11 +306,17 @@ class SyntheticDataClassifier(SingleTreeClassifier, ClassifierMixin, BaseEstimat
             owner=owner,
         )
 
-    def _strategy(self) -> SyntheticStrategy:
+    def _strategy(
+        self,
+        federation: Federation,
+        classes: npt.NDArray[Any] | None,
+        options: FitOptions,
+    ) -> SyntheticStrategy:
         return SyntheticStrategy(self._settings())
 
     # -- fitted attributes ------------------------------------------------------
-    def _keep(self, result: SyntheticResult) -> None:
+    def _keep(self, outcome: RunResult, strategy: SyntheticStrategy) -> None:
+        result: SyntheticResult = outcome.result
         self.binning_ = None
         self.feature_names_out_ = np.asarray(result.names, dtype=object)
         self.n_categories_ = result.n_categories

@@ -31,7 +31,7 @@ from sklearn.utils.class_weight import compute_sample_weight
 
 from fedtrees._typing import FloatArray, IntArray
 from fedtrees.algorithms._class_weight import class_weight_codes
-from fedtrees.algorithms._one_round import OneRoundStrategy
+from fedtrees.algorithms._one_round import OneRoundState, OneRoundStrategy
 from fedtrees.algorithms._onehot import category_counts, expanded_names
 from fedtrees.algorithms._ranges import resolve_ranges
 from fedtrees.algorithms.histogram import MAX_BINS, fit_binned_cart
@@ -158,23 +158,23 @@ def column_ranges(
     return out
 
 
-class SyntheticStrategy(OneRoundStrategy):
+class SyntheticStrategy(OneRoundStrategy[TreeRequest, TreeReply]):
     """Server: one round of client trees, then Algorithm 1 and the global CART."""
 
     metric = "trees"
+    reply_type = TreeReply
 
     def __init__(self, settings: SyntheticSettings) -> None:
         super().__init__()
         self.settings = settings
 
-    def start(self, info: FederationInfo) -> None:
+    def request(self, info: FederationInfo) -> TreeRequest:
         """Build the request on the agreed schema (one-hot layout, ranges)."""
-        super().start(info)
         s, schema = self.settings, info.schema
         n_categories = category_counts(schema.categories)
         ranges = column_ranges(s.declared_ranges, info, s.owner)
         mode, weights = class_weight_codes(s.class_weight, schema.classes, s.owner)
-        self.request = TreeRequest(
+        return TreeRequest(
             classes=np.asarray(schema.classes, dtype=str),
             n_categories=n_categories,
             names=json.dumps(expanded_names(schema.feature_names, schema.categories)),
@@ -187,11 +187,9 @@ class SyntheticStrategy(OneRoundStrategy):
             seed=s.generation.seed,
         )
 
-    def finish(self) -> SyntheticResult:
+    def result(self, state: OneRoundState[TreeRequest, TreeReply]) -> SyntheticResult:
         """Rebuild the trees; generate the synthetic set; fit the global tree."""
-        request = self.request
-        assert isinstance(request, TreeRequest)
-        replies: dict[str, TreeReply] = self.sorted_replies()  # type: ignore[assignment]
+        request, replies = state.request, state.replies
         trees = {c: request.tree(r) for c, r in replies.items()}
         _check_some_split(trees, self.settings.owner)
         ranges = (
