@@ -507,3 +507,12 @@ def test_round_callbacks_see_the_pooled_losses_early_stopping_uses() -> None:
     # Every pooled validation loss reached the callbacks (the progress bar is one).
     assert set(valid) <= set(reported)
     assert max(m.get("iteration", 0.0) for m in seen) == len(valid)
+
+
+def test_every_decision_column_has_one_wire_field() -> None:
+    from dataclasses import fields
+
+    from fedtrees.algorithms.fedgbdt._decisions import _WIRE, Decisions
+
+    assert list(_WIRE) == [f.name for f in fields(Decisions)]
+    assert sorted(_WIRE.values()) == sorted(f"d_{f.name}" for f in fields(Decisions))

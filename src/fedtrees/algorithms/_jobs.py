@@ -20,6 +20,9 @@ but the toy.
 Every document opens with ``"format": "fedtrees.job"`` and its ``"version"``
 (:data:`JOB_FORMAT`, :data:`JOB_VERSION`); :func:`fedtrees.load` turns a
 fitting job's document back into its fitted estimator.
+
+Size: one module past ~400 lines, by choice: every job's runner and document
+writer in one table a deployment reads as one; 129 lines are docstrings.
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ set, the synthetic rows of the synthetic-data method, FedGA's population.
 
 The document is checked like a reply (:mod:`fedtrees.algorithms._documents`):
 a bad field is refused by name before it reaches the estimator.
+
+Size: one module past ~400 lines, by choice: the inverse of ``_jobs``, one
+restore per document shape beside each other; 78 lines are docstrings.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Federated CART and random forests that reproduce centralized splits from pooled
 sufficient statistics. A single federated CART is ``n_estimators=1,
 bootstrap=False, max_features=None``; with ``candidates="exact"`` it equals
 scikit-learn's tree on the pooled rows.
+
+Size: one module past ~400 lines, by choice: the classifier, the regressor and
+their shared base with the numpydoc of every parameter (188 lines of docstrings).
 """
 
 from __future__ import annotations

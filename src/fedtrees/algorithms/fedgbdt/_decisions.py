@@ -38,6 +38,23 @@ KIND_NUMERIC: Final = 1
 KIND_CATEGORICAL: Final = 2
 
 
+_WIRE: Final[dict[str, str]] = {
+    "iteration": "d_iteration",
+    "node": "d_node",
+    "kind": "d_kind",
+    "feature": "d_feature",
+    "bin": "d_bin",
+    "missing_left": "d_missing_left",
+    "left": "d_left",
+    "right": "d_right",
+    "value": "d_value",
+    "set_ptr": "d_set_ptr",
+    "set_codes": "d_set_codes",
+}
+"""Each decision column and its payload field (``d_node``, ...): requests and state
+carry the decision rows under these names."""
+
+
 @dataclass(frozen=True, eq=False)
 class Decisions:
     """Decision rows (see the module docstring); ``set_*``: categorical left sets.
@@ -69,9 +86,9 @@ class Decisions:
         )  # fmt: skip
 
     @classmethod
-    def from_fields(cls, source: Any, prefix: str = "d_") -> Decisions:
+    def from_fields(cls, source: Any) -> Decisions:
         """Read the decision columns of a payload (``d_node``, ...)."""
-        values = {f.name: getattr(source, prefix + f.name) for f in fields(cls)}
+        values = {name: getattr(source, wire) for name, wire in _WIRE.items()}
         return cls(
             np.asarray(values["iteration"], np.int64),
             np.asarray(values["node"], np.int64),
@@ -86,9 +103,9 @@ class Decisions:
             np.asarray(values["set_codes"], np.uint8),
         )
 
-    def as_fields(self, prefix: str = "d_") -> dict[str, np.ndarray]:
+    def as_fields(self) -> dict[str, np.ndarray]:
         """Return the decision columns as payload fields."""
-        return {prefix + f.name: getattr(self, f.name) for f in fields(self)}
+        return {wire: getattr(self, name) for name, wire in _WIRE.items()}
 
     def __len__(self) -> int:
         return int(self.node.shape[0])

@@ -10,7 +10,7 @@ partitioned by node. g and h of its own rows come from its own raw predictions; 
 their sums leave. Results never depend on the memo: a client that lost it rebuilds it
 from the kept decisions and its data.
 
-One module past ~400 lines, by choice: the three handlers share the client's kept
+Size: one module past ~400 lines, by choice: the three handlers share the client's kept
 decisions, their checks and the memo's catch-up, which is the part a hostile request
 reaches first; splitting them would put that one path in several files.
 """

@@ -24,7 +24,7 @@ per class for softmax), for squared error ``Σh = Σw``; and a logloss sum by
 ``-log(1e-16)`` times its weight (the clipped probabilities). A node's sums
 outside them are no client's rows.
 
-One module past ~400 lines, by choice: every FedGBDT message with the checks of
+Size: one module past ~400 lines, by choice: every FedGBDT message with the checks of
 its reply, so that what travels and what is refused read as one protocol.
 """
 

@@ -24,7 +24,7 @@ grid is at most ``1/max_bins`` against the pooled rows at the root; below the
 root a bin may hold more of a node's rows, as in XGBoost and LightGBM.
 Declared edges (:func:`declared_grid`) skip the round.
 
-One module past ~400 lines, by choice: the grid, its summaries, its agreement
+Size: one module past ~400 lines, by choice: the grid, its summaries, its agreement
 and its codes are one definition (a bin's edges and a code's meaning must agree
 on both sides of the wire), and each piece is small.
 """
