@@ -57,7 +57,7 @@ from fedtrees.algorithms.fedforest._hist_payloads import (
 from fedtrees.algorithms.fedforest._kernels import SPLIT_NONE
 from fedtrees.algorithms.fedforest._layout import compact_ints
 from fedtrees.algorithms.fedforest._phase import Got, Phase
-from fedtrees.algorithms.fedforest._scoring import node_weights, weight_column
+from fedtrees.algorithms.fedforest._scoring import node_weights
 from fedtrees.algorithms.fedforest._state import LevelState
 from fedtrees.algorithms.fedforest._steps import Ask, Step, fixed
 from fedtrees.algorithms.histogram import (
@@ -66,7 +66,6 @@ from fedtrees.algorithms.histogram import (
     Grid,
     GridAgreement,
     LevelPlan,
-    LevelRounds,
     check_pooled_level,
     check_pooled_moments,
 )
@@ -140,8 +139,6 @@ class HistMode:
         self.config = config
         self.grid: Grid | None = None
         self.agreement: GridAgreement | None = None
-        self.rounds = LevelRounds.begin(1, -1, subtract=False)
-        """The engine's level rounds (the parents kept; :meth:`begin` sets them)."""
         self._steps: dict[Phase, Step] = {
             Phase.GRID: GridStep(self, config),
             Phase.HISTOGRAM: HistogramStep(self, config),
@@ -149,12 +146,6 @@ class HistMode:
 
     def begin(self, state: LevelState) -> None:
         """Check the declared edges; agree the grid now if every column is declared."""
-        g = state.growth
-        self.rounds = LevelRounds.begin(
-            g.width,
-            weight_column(self.config.task),
-            self.config.subtract and g.max_features >= g.n_features,
-        )
         self.agreement = begin_agreement(self.config, state)
         if not self.agreement.needed:
             self.grid = self._checked(state, self.agreement.declared_only())
@@ -173,10 +164,6 @@ class HistMode:
     def steps(self) -> Mapping[Phase, Step]:
         """Return the grid's and the level's steps."""
         return self._steps
-
-    def reset(self) -> None:
-        """Forget the kept parents after a dropout (they hold the client's rows)."""
-        self.rounds.drop()
 
     def expected_rounds(self, n_clients: int) -> int:
         """Return the grid's round (if any), then one round per level."""
@@ -234,7 +221,7 @@ class HistogramStep:
         g = state.growth
         pairs = g.pair_features()
         stats = np.asarray(g.table.stats[g.open], dtype=np.float64)
-        plan = self.mode.rounds.plan(g.open, pairs, g.parents(g.open), stats)
+        plan = state.rounds.plan(g.open, pairs, g.parents(g.open), stats)
         return pairs, plan
 
     def ask(self, state: LevelState) -> Ask:
@@ -266,7 +253,7 @@ class HistogramStep:
         """Pool, subtract, search, split; keep the split nodes' bins if useful."""
         g, c = state.growth, self.config
         asked_plan = state.layout_of(got[0].client, LevelPlan) if got else None
-        if self.mode.rounds.repeat(asked_plan):
+        if state.rounds.repeat(asked_plan):
             return Phase.HISTOGRAM  # a dropout: the level again, no subtraction
         assert asked_plan is not None  # repeat() asks again without one
         pairs = g.pair_features()
@@ -304,7 +291,7 @@ class HistogramStep:
         level's histograms.
         """
         g = state.growth
-        pooled, bins_of = self.mode.rounds.pooled(
+        pooled, bins_of = state.rounds.pooled(
             plan, [(a, r) for _, a, r in replies], g.open.shape[0]
         )
         weights = [
@@ -340,7 +327,7 @@ class HistogramStep:
                 check_pooled_moments("bin_stats", bins, sites=len(sites))
 
         total = state.masked_sum(got, check)
-        stats, bins_of = self.mode.rounds.read(plan, layout, total)
+        stats, bins_of = state.rounds.read(plan, layout, total)
         g.set_stats(g.open, stats)
         todo: IntArray = np.flatnonzero(g.splittable(g.open))
         return todo, bins_of()
@@ -351,7 +338,7 @@ class HistogramStep:
         """Keep the split nodes' bins where their children consider every feature."""
         g = state.growth
         if not g.open.shape[0]:
-            self.mode.rounds.forget()
+            state.rounds.forget()
             return
         split = np.flatnonzero(g.table.feature[nodes] != SPLIT_NONE)
-        self.mode.rounds.keep(bins, nodes[split], split, pairs.shape[1])
+        state.rounds.keep(bins, nodes[split], split, pairs.shape[1])

@@ -22,10 +22,9 @@ phase that starts every level, a step per phase (its ``ask`` builds no state;
 what it needs back from a client's request its fields function returns, and
 the request builder records it in ``LevelState.layouts``; what a level
 gathers for its next round is kept on the level state, which forgets it after a
-dropout, :meth:`._state.LevelState.forget_level`), ``reset`` for anything the
-mode itself still caches during a level, and ``expected_rounds``. The strategy
-does not
-change: it only runs the steps, addresses their requests and applies the
+dropout, :meth:`._state.LevelState.forget_level`: a mode caches nothing per
+level), and ``expected_rounds``. The strategy does not change: it only runs the
+steps, addresses their requests and applies the
 dropout policy.
 """
 
@@ -92,9 +91,6 @@ class SketchMode:
     def steps(self) -> Mapping[Phase, Step]:
         """Shortlist (if any), sketch, evaluate, and the folded sketch."""
         return self._steps
-
-    def reset(self) -> None:
-        """Nothing to forget: the level's shortlist is on the level state."""
 
     def expected_rounds(self, n_clients: int) -> int:
         """Return the rounds per level times the depth, plus AvgImp's leaf round.

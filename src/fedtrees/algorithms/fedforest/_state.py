@@ -6,7 +6,8 @@ where each client may have rows (:class:`._reach.Reach`), the clients' node
 totals for the cross-round checks (:class:`._consistency.NodeTotals`), the
 clients still active, what each was asked in the current round and the bins'
 layout it was sent, and what a level's rounds leave for its next (AvgImp's
-shortlist, then the candidates of :class:`Pending`), all forgotten together
+shortlist, then the candidates of :class:`Pending`; the histogram engine's kept
+parents, :class:`~fedtrees.algorithms.histogram.LevelRounds`), all forgotten together
 after a dropout (:meth:`LevelState.forget_level`). The steps (:mod:`._steps`)
 read and fold into it; its methods are what every mode's level shares (who is
 asked, the masked sums, where clients have rows, per-client statistics;
@@ -32,6 +33,8 @@ from fedtrees.algorithms.fedforest._layout import ClientRange
 from fedtrees.algorithms.fedforest._payloads import ScoreReply
 from fedtrees.algorithms.fedforest._phase import Got, Phase, final_phase
 from fedtrees.algorithms.fedforest._reach import Reach, client_sides, root_reach
+from fedtrees.algorithms.fedforest._scoring import weight_column
+from fedtrees.algorithms.histogram import LevelRounds
 from fedtrees.exceptions import LocalProtocolError
 from fedtrees.federation import FederationInfo, MaskedRounds, SumCheck
 from fedtrees.stats import Best, combine
@@ -92,6 +95,11 @@ class LevelState:
     oob: FloatArray | None = None
     """The pooled out-of-bag sums (``oob_score``, :mod:`._oob`)."""
     masks: MaskedRounds = field(default_factory=lambda: MaskedRounds({}))
+    rounds: LevelRounds = field(
+        default_factory=lambda: LevelRounds.begin(1, -1, subtract=False)
+    )
+    """The engine's level rounds: the split parents' pooled histograms kept for
+    the next level (``candidates="hist"``; docs/histogram.md)."""
     """The run's masked rounds (secure aggregation, docs/security.md)."""
 
     @classmethod
@@ -112,6 +120,11 @@ class LevelState:
             reach=root_reach(growth),
             deltas=ForestDeltas(growth),
             masks=MaskedRounds(info.public_keys),
+            rounds=LevelRounds.begin(
+                growth.width,
+                weight_column(config.task),
+                config.subtract and growth.max_features >= growth.n_features,
+            ),
         )
 
     def need_pending(self) -> Pending:
@@ -231,10 +244,12 @@ class LevelState:
     def forget_level(self) -> None:
         """Forget what the level gathered: it holds a dropped client's rows.
 
-        The open nodes' statistics, the level's shortlist and its pending
-        candidates (none yet during the level's first round).
+        The open nodes' statistics, the level's shortlist, its pending
+        candidates (none yet during the level's first round) and the engine's
+        kept parents (after the after-dropout rule, docs/histogram.md).
         """
         g = self.growth
         g.table.stats[g.open] = np.nan
         self.shortlist = None
         self.pending = None
+        self.rounds.drop()

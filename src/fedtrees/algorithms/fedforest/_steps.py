@@ -128,14 +128,6 @@ class CandidateMode(Protocol):
         """Return the mode's steps, by the phase they answer."""
         ...
 
-    def reset(self) -> None:
-        """Forget what the level cached: a client dropped out during it.
-
-        Called on every dropout in a level, before the level's replies are
-        pooled from the active clients (or the level starts again).
-        """
-        ...
-
     def expected_rounds(self, n_clients: int) -> int:
         """Upper bound of the rounds after the agreement (for progress bars)."""
         ...

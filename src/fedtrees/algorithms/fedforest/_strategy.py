@@ -188,16 +188,16 @@ class FedForestStrategy(ServerStrategy):
         level (the evaluation, or the sketch after AvgImp's shortlist) finds
         candidates, shortlist and totals that still hold its rows, so the level
         starts again: its rounds are repeated without the client. Whatever the
-        mode cached during the level holds the client's rows too: it is reset
-        either way. Returns whether the current replies are discarded. Nodes
-        closed before the dropout keep their statistics: they were decided
-        then; a setup round (before the first level) or a round after the last
-        one keeps its replies.
+        level state cached during the level (the shortlist, the engine's kept
+        parents) holds the client's rows too: it is forgotten either way.
+        Returns whether the current replies are discarded. Nodes closed before
+        the dropout keep their statistics: they were decided then; a setup
+        round (before the first level) or a round after the last one keeps its
+        replies.
         """
         if self.phase in self.mode.setup or self.phase in _NO_LEVEL:
             return False
         self.state.forget_level()
-        self.mode.reset()
         if self.opening:
             return False  # the level's first round: nothing to start again
         self.phase = self.mode.first

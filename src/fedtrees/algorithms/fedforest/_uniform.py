@@ -125,9 +125,6 @@ class UniformMode:
         """Return the grid's and the evaluation's steps."""
         return self._steps
 
-    def reset(self) -> None:
-        """Nothing is cached per level (the thresholds are agreed once)."""
-
     def expected_rounds(self, n_clients: int) -> int:
         """Return the grid's round (if any), then one round per level."""
         return self.config.max_depth + len(self.setup)
