@@ -150,8 +150,7 @@ class StumpRun:
         """The masked sum, held to ``check(values, sites=, bound=)`` (declared weight)."""
 
         def bounded(values: FloatArray, sites: tuple[str, ...]) -> None:
-            bound = sum(self.info.weight_bounds.get(s, np.inf) for s in sites)
-            check(values, sites=len(sites), bound=bound)
+            check(values, sites=len(sites), bound=self.info.declared_weight(sites))
 
         return self.masks.values(replies, bounded)
 

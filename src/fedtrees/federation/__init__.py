@@ -65,6 +65,7 @@ _HOMES: Final[dict[str, str]] = {
     "FLOWER_ROUND_SECONDS": "fedtrees.federation._plan",
     "Federation": "fedtrees.federation._federation",
     "FederationInfo": "fedtrees.federation._driver",
+    "declared_weight": "fedtrees.federation._driver",
     "Field": "fedtrees.federation._payload",
     "Handle": "fedtrees.federation._client",
     "InProcessTransport": "fedtrees.federation._transport",
@@ -181,6 +182,7 @@ __all__ = [
     "check_reply",
     "check_same_stats",
     "check_timeout",
+    "declared_weight",
     "decode",
     "dispatch",
     "duration_text",
@@ -236,6 +238,7 @@ if TYPE_CHECKING:
         RunResult,
         ServerStrategy,
         check_timeout,
+        declared_weight,
         receive,
         run,
     )

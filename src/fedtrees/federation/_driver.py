@@ -10,6 +10,7 @@ reach the strategy. Round 0 is the opening agreement (docs/runtime.md).
 from __future__ import annotations
 
 import abc
+import math
 import threading
 import time
 import warnings
@@ -59,6 +60,7 @@ __all__ = [
     "RunResult",
     "ServerStrategy",
     "check_timeout",
+    "declared_weight",
     "run",
 ]
 
@@ -107,6 +109,25 @@ class FederationInfo:
     weight_bounds: Mapping[str, float] = field(default_factory=dict)
     public_keys: Mapping[str, bytes] = field(default_factory=dict)
     """Each site's X25519 public key, when the run is secure (``secure=True``)."""
+
+    def declared_weight(self, sites: Sequence[str]) -> float:
+        """Return the weight ``sites`` declared at the agreement, together.
+
+        The bound a masked sum of their weights must stay within (inf when a
+        site declared none): :func:`declared_weight` over ``weight_bounds``.
+        """
+        return declared_weight(self.weight_bounds, sites)
+
+
+def declared_weight(weight_bounds: Mapping[str, float], sites: Sequence[str]) -> float:
+    """Return the sum of ``sites``' declared weight bounds (inf for an undeclared one).
+
+    >>> declared_weight({"a": 4.0, "b": 8.0}, ["a", "b"])
+    12.0
+    >>> declared_weight({"a": 4.0}, ["a", "c"])
+    inf
+    """
+    return float(sum(weight_bounds.get(s, math.inf) for s in sites))
 
 
 @dataclass(frozen=True)

@@ -187,7 +187,7 @@ class LevelState:
 
     def declared_weight(self, sites: Sequence[str]) -> float:
         """Return the weight the ``sites`` declared at the agreement, together."""
-        return float(sum(self.info.weight_bounds.get(s, np.inf) for s in sites))
+        return self.info.declared_weight(sites)
 
     # -- pooling (client statistics add up to the pooled ones; docs/fedforest.md) ----
     def learn_reach(self, nodes: IntArray, counts: Replies) -> None:

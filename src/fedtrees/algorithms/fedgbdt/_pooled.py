@@ -38,7 +38,12 @@ from fedtrees.algorithms.histogram import (
     check_pooled_level,
     check_pooled_moments,
 )
-from fedtrees.federation import InvalidField, SumCheck, rounding_bound
+from fedtrees.federation import (
+    InvalidField,
+    SumCheck,
+    declared_weight,
+    rounding_bound,
+)
 
 __all__ = [
     "PooledStart",
@@ -73,7 +78,7 @@ def check_pooled_start(
         Field ``prior``, ``held_prior`` or ``fine_histograms``.
     """
     k = len(sites)
-    bound = float(sum(weight_bounds.get(s, np.inf) for s in sites))
+    bound = declared_weight(weight_bounds, sites)
     one = rounding_bound(k)
     weights = []
     for name, prior in (("prior", start.prior), ("held_prior", start.held_prior)):
@@ -121,7 +126,7 @@ def check_pooled_level_sums(
     """
     k = len(sites)
     one = rounding_bound(k)
-    bound = float(sum(weight_bounds.get(s, np.inf) for s in sites))
+    bound = declared_weight(weight_bounds, sites)
     layout = level_layout(pairs, feature_bins)
     stats, bins = check_pooled_level(layout, total, sites=k, counts=[2], bound=bound)
     for name, values in (("node_stats", stats), ("bin_stats", bins)):
